@@ -109,9 +109,10 @@ type Store interface {
 	// CurrentRevision returns the revision of the latest acknowledged write.
 	CurrentRevision(ctx context.Context) (int64, error)
 
-	// Compact discards history at and below revision; watches from revisions
-	// below it fail with ErrCompacted afterwards. It returns the revision
-	// compacted to (which may already have been compacted).
+	// Compact discards history at and below revision; watches from
+	// revisions below it fail with ErrCompacted afterwards. Compacting to a
+	// revision already compacted is a no-op; a revision newer than the
+	// current one is an error.
 	Compact(ctx context.Context, revision int64) error
 
 	// CompactedRevision returns the newest revision compacted away (0 if

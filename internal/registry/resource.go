@@ -1,0 +1,106 @@
+package registry
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Resource describes one served resource (one group/version/resource).
+type Resource struct {
+	// GroupVersion and Kind of the objects ("" group for core).
+	GroupVersion schema.GroupVersion
+	Kind         string
+	// Resource is the plural lowercase name used in URLs ("pods").
+	Resource     string
+	SingularName string
+	Namespaced   bool
+	ShortNames   []string
+	Categories   []string
+	// Verbs served on the collection/object ("get", "list", "watch", "create",
+	// "update", "patch", "delete", "deletecollection").
+	Verbs []string
+	// Subresources served besides the object itself: "status", "scale",
+	// "binding", "eviction", … The API server implements the mechanics; the
+	// registry says which exist.
+	Subresources []string
+
+	// New and NewList return empty objects of the Kind and its list.
+	New     func() runtime.Object
+	NewList func() runtime.Object
+
+	Strategy Strategy
+	// Status is nil when the resource has no status subresource; then writes
+	// to the object may change status freely.
+	Status StatusStrategy
+
+	// SelectableFields returns the field-selector fields of obj beyond
+	// metadata.name and metadata.namespace, which the server adds itself
+	// (e.g. pods: spec.nodeName, status.phase).
+	SelectableFields func(obj runtime.Object) fields.Set
+
+	// Table returns the columns for kubectl get and the cells of one row,
+	// like upstream's printers. Cells must line up with Columns.
+	Table TableConvertor
+
+	// StorageKeyPrefix is "/<group or core>/<resource>"; keys are
+	// prefix/<namespace>/<name> (prefix/<name> for cluster-scoped resources).
+	StorageKeyPrefix string
+}
+
+// GroupVersionResource of r.
+func (r *Resource) GroupVersionResource() schema.GroupVersionResource {
+	return r.GroupVersion.WithResource(r.Resource)
+}
+
+// GroupVersionKind of r.
+func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
+	return r.GroupVersion.WithKind(r.Kind)
+}
+
+// HasSubresource reports whether r serves the named subresource.
+func (r *Resource) HasSubresource(name string) bool {
+	for _, s := range r.Subresources {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Strategy is the per-resource behaviour on create and update of the object
+// (not its status subresource). Objects passed in are of the resource's Kind.
+type Strategy interface {
+	// PrepareForCreate clears fields the user may not set on create (status
+	// for resources with a status subresource), sets generation to 1 where
+	// the resource tracks it, and applies defaults.
+	PrepareForCreate(ctx context.Context, obj runtime.Object)
+	// PrepareForUpdate carries over what an update of the main resource must
+	// not change (status, when there is a status subresource), applies
+	// defaults, and bumps generation when the spec changed.
+	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
+	// Validate returns every problem with a new object (ObjectMeta included),
+	// with upstream field paths and messages.
+	Validate(ctx context.Context, obj runtime.Object) field.ErrorList
+	// ValidateUpdate also enforces immutable fields against old.
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+}
+
+// StatusStrategy is the behaviour of the status subresource.
+type StatusStrategy interface {
+	// PrepareForStatusUpdate keeps everything of old but status (and the
+	// metadata a status writer may change, as upstream).
+	PrepareForStatusUpdate(ctx context.Context, obj, old runtime.Object)
+	ValidateStatusUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+}
+
+// TableConvertor produces kubectl-get rows.
+type TableConvertor interface {
+	Columns() []metav1.TableColumnDefinition
+	// Cells returns one row's cells; the first is conventionally the name.
+	Cells(obj runtime.Object) []interface{}
+}
