@@ -1,0 +1,209 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Finalizers the API server itself adds for propagation policies; the
+// garbage collector removes them.
+const (
+	finalizerOrphan     = metav1.FinalizerOrphanDependents
+	finalizerForeground = metav1.FinalizerDeleteDependents
+)
+
+func (h *resourceHandler) delete(w http.ResponseWriter, r *http.Request, ns, name string) {
+	data, err := readBody(r)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	opts, err := h.s.decodeDeleteOptions(r, data)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	out, deleted, err := h.deleteObject(r.Context(), ns, name, opts)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	code := http.StatusOK
+	// Upstream answers 202 only for a not-yet-deleted object whose client
+	// asked for cascading with the deprecated orphanDependents=false.
+	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
+		code = http.StatusAccepted
+	}
+	h.respond(w, r, code, out)
+}
+
+// deleteObject deletes or marks the object for deletion. deleted reports
+// whether it is gone from the store.
+func (h *resourceHandler) deleteObject(ctx context.Context, ns, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	dryRun := len(opts.DryRun) > 0 && opts.DryRun[0] == metav1.DryRunAll
+	if opts.PropagationPolicy != nil {
+		switch *opts.PropagationPolicy {
+		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
+		default:
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("unsupported propagationPolicy %q", *opts.PropagationPolicy))
+		}
+	}
+	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
+		return nil, false, apierrors.NewBadRequest("gracePeriodSeconds must be >= 0")
+	}
+	for attempt := 0; ; attempt++ {
+		cur, rev, err := h.objects.get(ctx, ns, name)
+		if err != nil {
+			return nil, false, err
+		}
+		m, _ := meta.Accessor(cur)
+		if err := checkPreconditions(h, m, opts.Preconditions); err != nil {
+			return nil, false, err
+		}
+		marked, changed := h.markForDeletion(cur, m, opts)
+		if !marked {
+			if dryRun {
+				return cur, true, nil
+			}
+			if err := h.objects.delete(ctx, ns, name, rev); err != nil {
+				if apierrors.IsConflict(err) && attempt < maxUpdateAttempts {
+					continue
+				}
+				return nil, false, err
+			}
+			if h.hooks.afterDelete != nil {
+				h.hooks.afterDelete(cur)
+			}
+			return cur, true, nil
+		}
+		if !changed || dryRun {
+			return cur, false, nil
+		}
+		out, err := h.objects.update(ctx, ns, name, cur, rev)
+		if err != nil {
+			if apierrors.IsConflict(err) && attempt < maxUpdateAttempts {
+				continue
+			}
+			return nil, false, err
+		}
+		return out, false, nil
+	}
+}
+
+func checkPreconditions(h *resourceHandler, m metav1.Object, p *metav1.Preconditions) error {
+	if p == nil {
+		return nil
+	}
+	if p.UID != nil && *p.UID != m.GetUID() {
+		return apierrors.NewConflict(h.objects.gr, m.GetName(), fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+		return apierrors.NewConflict(h.objects.gr, m.GetName(), fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
+	}
+	return nil
+}
+
+// markForDeletion decides between removing the object now and marking it
+// with a deletionTimestamp (graceful deletion, finalizers, propagation
+// finalizers). It mutates cur when marking; changed reports whether cur
+// differs from what is stored.
+func (h *resourceHandler) markForDeletion(cur runtime.Object, m metav1.Object, opts *metav1.DeleteOptions) (marked, changed bool) {
+	grace := int64(0)
+	if h.hooks.gracePeriod != nil {
+		grace = h.hooks.gracePeriod(cur, opts)
+	}
+	finalizers := m.GetFinalizers()
+	policy := h.defaultPropagation()
+	if opts.PropagationPolicy != nil {
+		policy = *opts.PropagationPolicy
+	} else if opts.OrphanDependents != nil && *opts.OrphanDependents {
+		policy = metav1.DeletePropagationOrphan
+	}
+	// Propagation finalizers only make sense on objects that may own others,
+	// and only while something (the garbage collector) removes them.
+	if m.GetDeletionTimestamp() == nil || len(finalizers) > 0 {
+		switch policy {
+		case metav1.DeletePropagationOrphan:
+			finalizers = withFinalizer(without(finalizers, finalizerForeground), finalizerOrphan)
+		case metav1.DeletePropagationForeground:
+			finalizers = withFinalizer(without(finalizers, finalizerOrphan), finalizerForeground)
+		case metav1.DeletePropagationBackground:
+			finalizers = without(without(finalizers, finalizerOrphan), finalizerForeground)
+		}
+	}
+	keep := h.hooks.keepOnDelete != nil && h.hooks.keepOnDelete(cur)
+	if len(finalizers) == 0 && grace == 0 && !keep {
+		return false, false
+	}
+	if len(finalizers) != len(m.GetFinalizers()) {
+		m.SetFinalizers(finalizers)
+		changed = true
+	}
+	now := h.s.clock.Now()
+	if m.GetDeletionTimestamp() == nil {
+		ts := metav1.NewTime(now.Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+		m.SetDeletionTimestamp(&ts)
+		m.SetDeletionGracePeriodSeconds(&grace)
+		changed = true
+	} else if cg := m.GetDeletionGracePeriodSeconds(); cg != nil && grace < *cg {
+		// A shorter grace period may replace a longer one, never the reverse.
+		ts := metav1.NewTime(now.Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+		if ts.Before(m.GetDeletionTimestamp()) {
+			m.SetDeletionTimestamp(&ts)
+		}
+		m.SetDeletionGracePeriodSeconds(&grace)
+		changed = true
+		if grace == 0 && len(finalizers) == 0 && !keep {
+			return false, false
+		}
+	}
+	if h.hooks.markedForDeletion != nil && changed {
+		h.hooks.markedForDeletion(cur)
+	}
+	return true, changed
+}
+
+// defaultPropagation is Background for every resource we serve (the
+// orphan default of the old extensions/v1beta1 APIs is long gone).
+func (h *resourceHandler) defaultPropagation() metav1.DeletionPropagation {
+	return metav1.DeletePropagationBackground
+}
+
+func withFinalizer(list []string, f string) []string {
+	for _, x := range list {
+		if x == f {
+			return list
+		}
+	}
+	return append(append([]string(nil), list...), f)
+}
+
+func without(list []string, f string) []string {
+	out := list[:0:0]
+	for _, x := range list {
+		if x != f {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// parseRevision parses a resourceVersion query parameter ("" is 0).
+func parseRevision(rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", rv))
+	}
+	return n, nil
+}

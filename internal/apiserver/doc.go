@@ -1,0 +1,13 @@
+// Package apiserver serves the Kubernetes REST API over the store and the
+// watch caches: routing, content negotiation (JSON, YAML, protobuf, Table,
+// PartialObjectMetadata), the verbs and their resourceVersion semantics,
+// watch streaming, discovery, and the subresources that need more than a
+// strategy (binding, eviction, scale, status).
+//
+// Request flow: filters (authn, authz, limits, metrics; see package
+// filters) → Server.ServeHTTP → resourceHandler.serve → reads from the
+// resource's cache.Cache, writes through its objectStore (read from the
+// store, apply the registry strategy, compare-and-swap). Each resource's
+// cache sees the write through the store's watch; consistent reads wait
+// for it, so a client always reads its own writes.
+package apiserver

@@ -1,0 +1,26 @@
+package apiserver
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// installHooks attaches the behaviour some resources need beyond their
+// registry strategy.
+func (s *Server) installHooks() {
+	for gvr, h := range s.handlers {
+		switch {
+		case gvr == schema.GroupVersionResource{Version: "v1", Resource: "pods"}:
+			s.podHooks(h)
+		case gvr == schema.GroupVersionResource{Version: "v1", Resource: "services"}:
+			s.services.hooks(h)
+		case gvr == schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}:
+			s.namespaceHooks(h)
+		}
+		if h.res.HasSubresource("scale") {
+			if h.hooks.subresources == nil {
+				h.hooks.subresources = map[string]subresourceHandler{}
+			}
+			h.hooks.subresources["scale"] = (*Server).serveScale
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package apiserver
+
+import (
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/myriad-k8s/myriad/internal/apiserver/request"
+)
+
+// namespaceHooks: deleting a namespace marks it Terminating while its spec
+// finalizers stand; the namespace controller empties it and calls finalize,
+// after which it goes (upstream's namespace lifecycle).
+func (s *Server) namespaceHooks(h *resourceHandler) {
+	h.hooks.keepOnDelete = func(obj runtime.Object) bool {
+		return len(obj.(*corev1.Namespace).Spec.Finalizers) > 0
+	}
+	h.hooks.markedForDeletion = func(obj runtime.Object) {
+		obj.(*corev1.Namespace).Status.Phase = corev1.NamespaceTerminating
+	}
+	h.hooks.subresources = map[string]subresourceHandler{"finalize": (*Server).finalizeNamespace}
+}
+
+func (s *Server) finalizeNamespace(w http.ResponseWriter, r *http.Request, h *resourceHandler, info *request.RequestInfo) {
+	if info.Verb != request.VerbUpdate {
+		s.writeError(w, r, methodNotSupported(h, info.Verb))
+		return
+	}
+	data, err := readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	obj, err := s.decodeObject(w, r, data, corev1.SchemeGroupVersion.WithKind("Namespace"), &corev1.Namespace{})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	finalizers := obj.(*corev1.Namespace).Spec.Finalizers
+	out, err := h.systemUpdate(r.Context(), "", info.Name, func(old runtime.Object) (runtime.Object, error) {
+		ns := old.DeepCopyObject().(*corev1.Namespace)
+		ns.Spec.Finalizers = finalizers
+		return ns, nil
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h.respond(w, r, http.StatusOK, out)
+}

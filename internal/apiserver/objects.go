@@ -1,0 +1,144 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/myriad-k8s/myriad/internal/registry"
+	"github.com/myriad-k8s/myriad/internal/storage"
+)
+
+// objectStore is one resource's view of the store: its keys, its storage
+// encoding, and typed reads and writes. It is the single place objects are
+// turned into stored bytes and back.
+type objectStore struct {
+	res   *registry.Resource
+	store storage.Store
+	codec runtime.Serializer
+	gvk   schema.GroupVersionKind
+	gr    schema.GroupResource
+}
+
+func newObjectStore(res *registry.Resource, st storage.Store, codec runtime.Serializer) *objectStore {
+	return &objectStore{
+		res:   res,
+		store: st,
+		codec: codec,
+		gvk:   res.GroupVersionKind(),
+		gr:    res.GroupVersionResource().GroupResource(),
+	}
+}
+
+// prefix is the key prefix of every object of the resource ("…/").
+func (o *objectStore) prefix() string { return o.res.StorageKeyPrefix + "/" }
+
+// namespacePrefix is the key prefix of the objects in one namespace.
+func (o *objectStore) namespacePrefix(ns string) string {
+	if !o.res.Namespaced || ns == "" {
+		return o.prefix()
+	}
+	return o.prefix() + ns + "/"
+}
+
+func (o *objectStore) key(ns, name string) string {
+	if o.res.Namespaced {
+		return o.prefix() + ns + "/" + name
+	}
+	return o.prefix() + name
+}
+
+// encode produces the stored bytes of obj. resourceVersion is never stored:
+// the revision of the write is the version.
+func (o *objectStore) encode(obj runtime.Object) ([]byte, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	rv := m.GetResourceVersion()
+	m.SetResourceVersion("")
+	defer m.SetResourceVersion(rv)
+	obj.GetObjectKind().SetGroupVersionKind(o.gvk)
+	var buf bytes.Buffer
+	if err := o.codec.Encode(obj, &buf); err != nil {
+		return nil, fmt.Errorf("encoding %s %s for storage: %w", o.gvk.Kind, m.GetName(), err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decode turns a stored value into a typed object with TypeMeta and
+// resourceVersion set. Decoded objects are shared read-only by the cache.
+func (o *objectStore) decode(kv storage.KeyValue) (runtime.Object, error) {
+	obj, _, err := o.codec.Decode(kv.Value, nil, o.res.New())
+	if err != nil {
+		return nil, fmt.Errorf("%w: decoding %s at revision %d: %v", storage.ErrCorrupt, kv.Key, kv.ModRevision, err)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	m.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
+	obj.GetObjectKind().SetGroupVersionKind(o.gvk)
+	return obj, nil
+}
+
+// get reads the latest object straight from the store (writes need the
+// newest revision for their compare-and-swap, not the cache's view).
+func (o *objectStore) get(ctx context.Context, ns, name string) (runtime.Object, int64, error) {
+	kv, err := o.store.Get(ctx, o.key(ns, name))
+	if err != nil {
+		return nil, 0, storageError(err, o.gr, name)
+	}
+	obj, err := o.decode(kv)
+	if err != nil {
+		return nil, 0, err
+	}
+	return obj, kv.ModRevision, nil
+}
+
+func (o *objectStore) create(ctx context.Context, ns, name string, obj runtime.Object) (runtime.Object, error) {
+	data, err := o.encode(obj)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := o.store.Create(ctx, o.key(ns, name), data)
+	if err != nil {
+		return nil, storageError(err, o.gr, name)
+	}
+	return o.withRevision(obj, rev)
+}
+
+func (o *objectStore) update(ctx context.Context, ns, name string, obj runtime.Object, expected int64) (runtime.Object, error) {
+	data, err := o.encode(obj)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := o.store.Update(ctx, o.key(ns, name), data, expected)
+	if err != nil {
+		return nil, storageError(err, o.gr, name)
+	}
+	return o.withRevision(obj, rev)
+}
+
+func (o *objectStore) delete(ctx context.Context, ns, name string, expected int64) error {
+	_, _, err := o.store.Delete(ctx, o.key(ns, name), expected)
+	if err != nil {
+		return storageError(err, o.gr, name)
+	}
+	return nil
+}
+
+func (o *objectStore) withRevision(obj runtime.Object, rev int64) (runtime.Object, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	m.SetResourceVersion(strconv.FormatInt(rev, 10))
+	obj.GetObjectKind().SetGroupVersionKind(o.gvk)
+	return obj, nil
+}

@@ -1,0 +1,122 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/myriad-k8s/myriad/internal/apiserver/request"
+	"github.com/myriad-k8s/myriad/internal/cache"
+	"github.com/myriad-k8s/myriad/internal/registry"
+)
+
+// resourceHandler serves one resource: its object store for writes and its
+// watch cache for reads, with the resource's registry strategy around both.
+type resourceHandler struct {
+	s       *Server
+	res     *registry.Resource
+	objects *objectStore
+	cache   *cache.Cache
+	hooks   resourceHooks
+}
+
+// resourceHooks are the few places where a resource needs behaviour beyond
+// its strategy that involves other state (allocators, grace periods).
+type resourceHooks struct {
+	// beforeCreate runs after validation; it may allocate (ClusterIPs).
+	beforeCreate func(ctx context.Context, obj runtime.Object, dryRun bool) error
+	// createFailed releases what beforeCreate allocated; afterCreate
+	// confirms it.
+	createFailed func(obj runtime.Object)
+	afterCreate  func(obj runtime.Object)
+	// beforeUpdate runs after validation of an update.
+	beforeUpdate func(ctx context.Context, obj, old runtime.Object) error
+	// afterDelete runs once the object is gone from the store.
+	afterDelete func(obj runtime.Object)
+	// gracePeriod returns the deletion grace period for obj (0: immediate).
+	gracePeriod func(obj runtime.Object, opts *metav1.DeleteOptions) int64
+	// keepOnDelete reports that obj must be marked, not removed, even
+	// without metadata finalizers (a namespace with spec finalizers).
+	keepOnDelete func(obj runtime.Object) bool
+	// markedForDeletion adjusts an object being marked (namespace phase).
+	markedForDeletion func(obj runtime.Object)
+	// subresources beyond status (binding, eviction, scale, finalize).
+	subresources map[string]subresourceHandler
+}
+
+// subresourceHandler serves verb on ns/name/<subresource>.
+type subresourceHandler func(w http.ResponseWriter, r *http.Request, h *resourceHandler, info *request.RequestInfo)
+
+func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *request.RequestInfo) {
+	ns := info.Namespace
+	if !h.res.Namespaced {
+		ns = ""
+	}
+	if info.Subresource != "" {
+		if sub, ok := h.hooks.subresources[info.Subresource]; ok {
+			sub(w, r, h, info)
+			return
+		}
+		if info.Subresource != "status" || h.res.Status == nil {
+			h.s.writeError(w, r, apierrors.NewNotFound(h.objects.gr, info.Name))
+			return
+		}
+		switch info.Verb {
+		case "get":
+			h.get(w, r, ns, info.Name)
+		case "update":
+			h.update(w, r, ns, info.Name, "status")
+		case "patch":
+			h.patch(w, r, ns, info.Name, "status")
+		default:
+			h.s.writeError(w, r, methodNotSupported(h, info.Verb))
+		}
+		return
+	}
+	switch info.Verb {
+	case "get":
+		h.get(w, r, ns, info.Name)
+	case "list":
+		h.list(w, r, ns)
+	case "watch":
+		h.watch(w, r, ns, info.Name)
+	case "create":
+		if info.Name != "" {
+			h.s.writeError(w, r, methodNotSupported(h, "create"))
+			return
+		}
+		h.create(w, r, ns)
+	case "update":
+		h.update(w, r, ns, info.Name, "")
+	case "patch":
+		h.patch(w, r, ns, info.Name, "")
+	case "delete":
+		h.delete(w, r, ns, info.Name)
+	case "deletecollection":
+		h.deleteCollection(w, r, ns)
+	default:
+		h.s.writeError(w, r, methodNotSupported(h, info.Verb))
+	}
+}
+
+func methodNotSupported(h *resourceHandler, verb string) error {
+	return apierrors.NewMethodNotSupported(h.objects.gr, verb)
+}
+
+// respond writes a single object in the negotiated shape.
+func (h *resourceHandler) respond(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
+	choice, ok := h.s.negotiateOutput(r, true)
+	if !ok {
+		h.s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", h.objects.gr, "", "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf", 0, false))
+		return
+	}
+	out, err := h.transform(choice, obj)
+	if err != nil {
+		h.s.writeError(w, r, err)
+		return
+	}
+	h.s.writeObject(w, r, code, choice, out)
+}

@@ -1,0 +1,309 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/utils/clock"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/myriad-k8s/myriad/internal/apiserver/request"
+	"github.com/myriad-k8s/myriad/internal/cache"
+	"github.com/myriad-k8s/myriad/internal/registry"
+	"github.com/myriad-k8s/myriad/internal/storage"
+)
+
+// Config configures a Server. Zero values take the stated defaults.
+type Config struct {
+	// Store holds every object. Required.
+	Store storage.Store
+	// Registry lists the served resources; default registry.New().
+	Registry *registry.Registry
+	// Scheme knows every served type; default registry.NewScheme().
+	Scheme *runtime.Scheme
+	// ServiceClusterIPRange is the CIDR ClusterIPs come from
+	// (default 10.96.0.0/12).
+	ServiceClusterIPRange string
+	// ServiceNodePortRange is "low-high" (default 30000-32767).
+	ServiceNodePortRange string
+	// IndexedLabels are label keys the caches index besides "app".
+	IndexedLabels []string
+	// CompactionInterval is how often history older than one interval is
+	// compacted away (default 5 minutes, as upstream).
+	CompactionInterval time.Duration
+	// Version is what /version reports.
+	Version version.Info
+	Logger  *slog.Logger
+	// Metrics receives the server's and caches' metrics (default: a new
+	// registry, exposed on /metrics).
+	Metrics *prometheus.Registry
+	Clock   clock.Clock
+}
+
+// Server is the API server's request handler and the caches behind it.
+type Server struct {
+	cfg        Config
+	log        *slog.Logger
+	clock      clock.Clock
+	scheme     *runtime.Scheme
+	codecs     *codecSet
+	paramCodec runtime.ParameterCodec
+	discovery  *discovery
+	fields     *fieldTracker
+	metrics    *prometheus.Registry
+
+	handlers   map[schema.GroupVersionResource]*resourceHandler
+	namespaces *objectStore
+	services   *serviceAllocator
+
+	mu struct {
+		sync.Mutex
+		started, stopped bool
+	}
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// New builds a Server; Start must be called before it serves resources.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("apiserver: Config.Store is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
+	}
+	if cfg.CompactionInterval == 0 {
+		cfg.CompactionInterval = 5 * time.Minute
+	}
+	var err error
+	if cfg.Scheme == nil {
+		if cfg.Scheme, err = registry.NewScheme(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Registry == nil {
+		if cfg.Registry, err = registry.New(); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{
+		cfg: cfg, log: cfg.Logger, clock: cfg.Clock, scheme: cfg.Scheme,
+		codecs:     newCodecSet(cfg.Scheme),
+		paramCodec: runtime.NewParameterCodec(cfg.Scheme),
+		metrics:    cfg.Metrics,
+		handlers:   map[schema.GroupVersionResource]*resourceHandler{},
+		stop:       make(chan struct{}),
+	}
+	if s.discovery, err = newDiscovery(cfg.Registry.Resources()); err != nil {
+		return nil, err
+	}
+	if s.fields, err = newFieldTracker(cfg.Scheme, cfg.Registry); err != nil {
+		return nil, err
+	}
+	if s.services, err = newServiceAllocator(cfg.ServiceClusterIPRange, cfg.ServiceNodePortRange); err != nil {
+		return nil, err
+	}
+	for _, res := range cfg.Registry.Resources() {
+		h, err := s.newResourceHandler(res)
+		if err != nil {
+			return nil, err
+		}
+		s.handlers[res.GroupVersionResource()] = h
+	}
+	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	if h, ok := s.handlers[nsGVR]; ok {
+		s.namespaces = h.objects
+	} else {
+		return nil, errors.New("apiserver: the registry does not serve namespaces")
+	}
+	s.installHooks()
+	return s, nil
+}
+
+func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, error) {
+	h := &resourceHandler{s: s, res: res, objects: newObjectStore(res, s.cfg.Store, s.codecs.storage)}
+	indexedFields := []string{}
+	if res.SelectableFields != nil {
+		if _, ok := res.SelectableFields(res.New())["spec.nodeName"]; ok {
+			indexedFields = append(indexedFields, "spec.nodeName")
+		}
+	}
+	c, err := cache.New(cache.Config{
+		Store:         s.cfg.Store,
+		Prefix:        h.objects.prefix(),
+		Resource:      res.GroupVersionResource().GroupResource(),
+		NewFunc:       res.New,
+		Decode:        h.objects.decode,
+		Attrs:         h.attrs,
+		IndexedFields: indexedFields,
+		IndexedLabels: append([]string{"app"}, s.cfg.IndexedLabels...),
+		Clock:         s.clock,
+		Logger:        s.log.With("resource", res.GroupVersionResource().String()),
+		Metrics:       s.metrics,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache for %s: %w", res.GroupVersionResource(), err)
+	}
+	h.cache = c
+	return h, nil
+}
+
+// Start fills every cache from the store and starts background work
+// (history compaction). It returns at once; Ready reports when caches are
+// synced.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.started {
+		return errors.New("apiserver: already started")
+	}
+	s.mu.started = true
+	for _, h := range s.handlers {
+		if err := h.cache.Start(ctx); err != nil {
+			return fmt.Errorf("starting cache for %s: %w", h.res.Resource, err)
+		}
+	}
+	if err := s.services.load(ctx, s.handlers[schema.GroupVersionResource{Version: "v1", Resource: "services"}]); err != nil {
+		return err
+	}
+	s.wg.Add(1)
+	go s.compactLoop()
+	return nil
+}
+
+// Stop stops caches and background work; it is idempotent.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	if s.mu.stopped || !s.mu.started {
+		s.mu.stopped = true
+		s.mu.Unlock()
+		return
+	}
+	s.mu.stopped = true
+	s.mu.Unlock()
+	close(s.stop)
+	for _, h := range s.handlers {
+		h.cache.Stop()
+	}
+	s.wg.Wait()
+}
+
+// Ready reports whether every cache is synced.
+func (s *Server) Ready() bool {
+	for _, h := range s.handlers {
+		if !h.cache.Ready() {
+			return false
+		}
+	}
+	return true
+}
+
+// compactLoop compacts store history to the revision seen one interval
+// ago, so a watch resuming within an interval never hits a compacted
+// revision (upstream's five-minute rule).
+func (s *Server) compactLoop() {
+	defer s.wg.Done()
+	t := s.clock.NewTicker(s.cfg.CompactionInterval)
+	defer t.Stop()
+	var previous int64
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C():
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if previous > 0 {
+			if err := s.cfg.Store.Compact(ctx, previous); err != nil {
+				s.log.Warn("compaction failed", "revision", previous, "err", err)
+			}
+		}
+		if rev, err := s.cfg.Store.CurrentRevision(ctx); err == nil {
+			previous = rev
+		}
+		cancel()
+	}
+}
+
+// ServeHTTP serves discovery, version and resource requests; the filters
+// in front of it have already parsed RequestInfo and authenticated.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	info, ok := request.RequestInfoFrom(r.Context())
+	if !ok {
+		parsed, err := request.Parse(r)
+		if err != nil {
+			s.writeError(w, r, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		info = parsed
+	}
+	if !info.IsResourceRequest {
+		s.serveNonResource(w, r)
+		return
+	}
+	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
+	h, ok := s.handlers[gvr]
+	if !ok {
+		s.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, ""))
+		return
+	}
+	if !h.cache.Ready() && info.IsReadOnly() {
+		s.writeError(w, r, apierrors.NewServiceUnavailable("the cache for "+info.Resource+" is not ready yet"))
+		return
+	}
+	h.serve(w, r, info)
+}
+
+func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
+	switch path := strings.TrimSuffix(r.URL.Path, "/"); {
+	case path == "/version":
+		s.writeJSON(w, r, s.cfg.Version)
+	case path == "/livez" || path == "/healthz":
+		s.writeHealth(w, r, s.cfg.Store.Health(r.Context()))
+	case path == "/readyz":
+		var err error
+		if !s.Ready() {
+			err = errors.New("caches not synced")
+		} else {
+			err = s.cfg.Store.Health(r.Context())
+		}
+		s.writeHealth(w, r, err)
+	default:
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && s.serveDiscovery(w, r) {
+			return
+		}
+		st := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+			Message: "the server could not find the requested resource", Reason: metav1.StatusReasonNotFound,
+			Details: &metav1.StatusDetails{}, Code: http.StatusNotFound}
+		s.writeObject(w, r, http.StatusNotFound, mediaChoice{info: s.codecs.json}, &st)
+	}
+}
+
+func (s *Server) writeHealth(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, "[-] %v\nhealthz check failed\n", err)
+		return
+	}
+	fmt.Fprint(w, "ok")
+}

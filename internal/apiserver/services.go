@@ -1,0 +1,314 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// serviceAllocator hands out ClusterIPs and NodePorts. Its state is derived
+// from the stored Services at start, so a crash cannot leak an allocation.
+// With several API servers this must move into the store (upstream's
+// IPAddress objects); one server owns it for now.
+type serviceAllocator struct {
+	prefix     netip.Prefix
+	size       int64 // usable addresses (network and broadcast excluded)
+	portLow    int
+	portHigh   int
+	mu         struct {
+		sync.Mutex
+		ips   map[netip.Addr]bool
+		ports map[int]bool
+	}
+}
+
+func newServiceAllocator(cidr, portRange string) (*serviceAllocator, error) {
+	if cidr == "" {
+		cidr = "10.96.0.0/12"
+	}
+	if portRange == "" {
+		portRange = "30000-32767"
+	}
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil || !p.Addr().Is4() {
+		return nil, fmt.Errorf("service cluster IP range %q: want an IPv4 CIDR", cidr)
+	}
+	lo, hi, ok := strings.Cut(portRange, "-")
+	low, err1 := strconv.Atoi(lo)
+	high, err2 := strconv.Atoi(hi)
+	if !ok || err1 != nil || err2 != nil || low < 1 || high > 65535 || low > high {
+		return nil, fmt.Errorf("service node port range %q: want low-high", portRange)
+	}
+	a := &serviceAllocator{prefix: p.Masked(), portLow: low, portHigh: high}
+	a.size = (int64(1) << (32 - p.Bits())) - 2
+	if a.size < 1 {
+		return nil, fmt.Errorf("service cluster IP range %q is too small", cidr)
+	}
+	a.mu.ips = map[netip.Addr]bool{}
+	a.mu.ports = map[int]bool{}
+	return a, nil
+}
+
+// load marks every allocation of the stored Services as taken.
+func (a *serviceAllocator) load(ctx context.Context, h *resourceHandler) error {
+	if h == nil {
+		return nil
+	}
+	kvs, _, err := h.objects.store.List(ctx, h.objects.prefix())
+	if err != nil {
+		return fmt.Errorf("loading service allocations: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, kv := range kvs {
+		obj, err := h.objects.decode(kv)
+		if err != nil {
+			return err
+		}
+		a.markLocked(obj.(*corev1.Service))
+	}
+	return nil
+}
+
+func (a *serviceAllocator) markLocked(svc *corev1.Service) {
+	for _, ip := range svc.Spec.ClusterIPs {
+		if addr, err := netip.ParseAddr(ip); err == nil {
+			a.mu.ips[addr] = true
+		}
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			a.mu.ports[int(p.NodePort)] = true
+		}
+	}
+}
+
+// addrAt is the i-th usable address of the range (0-based).
+func (a *serviceAllocator) addrAt(i int64) netip.Addr {
+	base := new(big.Int).SetBytes(a.prefix.Addr().AsSlice())
+	base.Add(base, big.NewInt(i+1))
+	b := base.FillBytes(make([]byte, 4))
+	addr, _ := netip.AddrFromSlice(b)
+	return addr
+}
+
+// allocate fills in svc's ClusterIP and NodePorts. It returns a release
+// function that undoes exactly what it took.
+func (a *serviceAllocator) allocate(svc *corev1.Service) (func(), error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var takenIPs []netip.Addr
+	var takenPorts []int
+	release := func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for _, ip := range takenIPs {
+			delete(a.mu.ips, ip)
+		}
+		for _, p := range takenPorts {
+			delete(a.mu.ports, p)
+		}
+	}
+	fail := func(err error) (func(), error) {
+		for _, ip := range takenIPs {
+			delete(a.mu.ips, ip)
+		}
+		for _, p := range takenPorts {
+			delete(a.mu.ports, p)
+		}
+		return nil, err
+	}
+	gk := schema.GroupKind{Kind: "Service"}
+	specPath := field.NewPath("spec")
+	if svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		if svc.Spec.ClusterIP == "" {
+			addr, ok := a.nextFreeIPLocked()
+			if !ok {
+				return fail(apierrors.NewInternalError(fmt.Errorf("failed to allocate a serviceIP: range is full")))
+			}
+			a.mu.ips[addr] = true
+			takenIPs = append(takenIPs, addr)
+			svc.Spec.ClusterIP = addr.String()
+		} else {
+			addr, err := netip.ParseAddr(svc.Spec.ClusterIP)
+			if err != nil || !a.prefix.Contains(addr) {
+				return fail(apierrors.NewInvalid(gk, svc.Name, field.ErrorList{field.Invalid(specPath.Child("clusterIPs").Index(0), svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", svc.Spec.ClusterIP, svc.Spec.ClusterIP, a.prefix))}))
+			}
+			if a.mu.ips[addr] {
+				return fail(apierrors.NewInvalid(gk, svc.Name, field.ErrorList{field.Invalid(specPath.Child("clusterIPs").Index(0), svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: provided IP is already allocated", svc.Spec.ClusterIP))}))
+			}
+			a.mu.ips[addr] = true
+			takenIPs = append(takenIPs, addr)
+		}
+		svc.Spec.ClusterIPs = []string{svc.Spec.ClusterIP}
+		svc.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
+		single := corev1.IPFamilyPolicySingleStack
+		if svc.Spec.IPFamilyPolicy == nil {
+			svc.Spec.IPFamilyPolicy = &single
+		}
+	} else if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		svc.Spec.ClusterIPs = []string{corev1.ClusterIPNone}
+	}
+	if needsNodePorts(svc) {
+		for i := range svc.Spec.Ports {
+			p := &svc.Spec.Ports[i]
+			if p.NodePort == 0 {
+				port, ok := a.nextFreePortLocked()
+				if !ok {
+					return fail(apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: range is full")))
+				}
+				p.NodePort = int32(port)
+			} else if int(p.NodePort) < a.portLow || int(p.NodePort) > a.portHigh || a.mu.ports[int(p.NodePort)] {
+				msg := "provided port is already allocated"
+				if int(p.NodePort) < a.portLow || int(p.NodePort) > a.portHigh {
+					msg = fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", a.portLow, a.portHigh)
+				}
+				return fail(apierrors.NewInvalid(gk, svc.Name, field.ErrorList{field.Invalid(specPath.Child("ports").Index(i).Child("nodePort"), p.NodePort, msg)}))
+			}
+			a.mu.ports[int(p.NodePort)] = true
+			takenPorts = append(takenPorts, int(p.NodePort))
+		}
+	}
+	return release, nil
+}
+
+func needsNodePorts(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer
+}
+
+// nextFreeIPLocked starts at a random offset so concurrent allocations
+// rarely contend and freed addresses are not reused at once.
+func (a *serviceAllocator) nextFreeIPLocked() (netip.Addr, bool) {
+	start := rand.Int64N(a.size)
+	for i := int64(0); i < a.size; i++ {
+		addr := a.addrAt((start + i) % a.size)
+		if !a.mu.ips[addr] {
+			return addr, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+func (a *serviceAllocator) nextFreePortLocked() (int, bool) {
+	n := a.portHigh - a.portLow + 1
+	start := rand.IntN(n)
+	for i := 0; i < n; i++ {
+		p := a.portLow + (start+i)%n
+		if !a.mu.ports[p] {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// releaseService frees everything a deleted Service held.
+func (a *serviceAllocator) releaseService(svc *corev1.Service) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, ip := range svc.Spec.ClusterIPs {
+		if addr, err := netip.ParseAddr(ip); err == nil {
+			delete(a.mu.ips, addr)
+		}
+	}
+	for _, p := range svc.Spec.Ports {
+		delete(a.mu.ports, int(p.NodePort))
+	}
+}
+
+// updateNodePorts allocates node ports an update newly needs and frees the
+// ones it dropped (type changes between ClusterIP and NodePort).
+func (a *serviceAllocator) updateNodePorts(svc, old *corev1.Service) error {
+	oldPorts := map[int32]bool{}
+	for _, p := range old.Spec.Ports {
+		if p.NodePort != 0 {
+			oldPorts[p.NodePort] = true
+		}
+	}
+	if !needsNodePorts(svc) {
+		for i := range svc.Spec.Ports {
+			svc.Spec.Ports[i].NodePort = 0
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	keep := map[int32]bool{}
+	if needsNodePorts(svc) {
+		for i := range svc.Spec.Ports {
+			p := &svc.Spec.Ports[i]
+			switch {
+			case p.NodePort != 0 && oldPorts[p.NodePort]:
+			case p.NodePort == 0:
+				port, ok := a.nextFreePortLocked()
+				if !ok {
+					return apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: range is full"))
+				}
+				p.NodePort = int32(port)
+				a.mu.ports[port] = true
+			case a.mu.ports[int(p.NodePort)]:
+				return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "ports").Index(i).Child("nodePort"), p.NodePort, "provided port is already allocated")})
+			default:
+				a.mu.ports[int(p.NodePort)] = true
+			}
+			keep[p.NodePort] = true
+		}
+	}
+	for p := range oldPorts {
+		if !keep[p] {
+			delete(a.mu.ports, int(p))
+		}
+	}
+	return nil
+}
+
+// serviceHooks wires allocation into the Service resource.
+func (a *serviceAllocator) hooks(h *resourceHandler) {
+	var mu sync.Mutex
+	pending := map[*corev1.Service]func(){}
+	h.hooks.beforeCreate = func(ctx context.Context, obj runtime.Object, dryRun bool) error {
+		svc := obj.(*corev1.Service)
+		release, err := a.allocate(svc)
+		if err != nil {
+			return err
+		}
+		if dryRun {
+			release()
+			return nil
+		}
+		mu.Lock()
+		pending[svc] = release
+		mu.Unlock()
+		return nil
+	}
+	h.hooks.createFailed = func(obj runtime.Object) {
+		mu.Lock()
+		release := pending[obj.(*corev1.Service)]
+		delete(pending, obj.(*corev1.Service))
+		mu.Unlock()
+		if release != nil {
+			release()
+		}
+	}
+	h.hooks.afterCreate = func(obj runtime.Object) {
+		mu.Lock()
+		delete(pending, obj.(*corev1.Service))
+		mu.Unlock()
+	}
+	h.hooks.beforeUpdate = func(ctx context.Context, obj, old runtime.Object) error {
+		return a.updateNodePorts(obj.(*corev1.Service), old.(*corev1.Service))
+	}
+	h.hooks.afterDelete = func(obj runtime.Object) {
+		a.releaseService(obj.(*corev1.Service))
+	}
+}
+

@@ -1,0 +1,80 @@
+package controlplane
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+)
+
+// Config configures a control plane. Zero values take the stated defaults.
+type Config struct {
+	// DataDir holds credentials, the kubeconfig and the embedded store
+	// (default ./.myriad).
+	DataDir string
+	// BindAddress to listen on (default 127.0.0.1); SecurePort (default 6443).
+	BindAddress string
+	SecurePort  int
+	// Storage is "embedded" (default) or "etcd".
+	Storage     string
+	EtcdServers []string
+	// MaxRequestsInflight (default 400) and MaxMutatingRequestsInflight
+	// (default 200) bound concurrent non-long-running requests.
+	MaxRequestsInflight         int
+	MaxMutatingRequestsInflight int
+	// MaxRequestBodyBytes bounds request bodies (default 3 MiB).
+	MaxRequestBodyBytes int64
+	// ServiceClusterIPRange (default 10.96.0.0/12) and ServiceNodePortRange
+	// (default 30000-32767).
+	ServiceClusterIPRange string
+	ServiceNodePortRange  string
+	// IndexedLabels are extra label keys the watch caches index.
+	IndexedLabels []string
+	// ExtraSANs are more names/IPs for the serving certificate.
+	ExtraSANs []string
+	// ShutdownTimeout bounds graceful shutdown (default 10 s).
+	ShutdownTimeout time.Duration
+	Logger          *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.DataDir == "" {
+		c.DataDir = ".myriad"
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return c, fmt.Errorf("data dir %q: %w", c.DataDir, err)
+	}
+	c.DataDir = abs
+	if c.BindAddress == "" {
+		c.BindAddress = "127.0.0.1"
+	}
+	if c.SecurePort == 0 {
+		c.SecurePort = 6443
+	}
+	if c.Storage == "" {
+		c.Storage = "embedded"
+	}
+	if c.Storage != "embedded" {
+		return c, fmt.Errorf("storage %q is not available yet: only the embedded store is implemented", c.Storage)
+	}
+	if c.MaxRequestsInflight == 0 {
+		c.MaxRequestsInflight = 400
+	}
+	if c.MaxMutatingRequestsInflight == 0 {
+		c.MaxMutatingRequestsInflight = 200
+	}
+	if c.MaxRequestBodyBytes == 0 {
+		c.MaxRequestBodyBytes = 3 << 20
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+// KubeconfigPath is where the admin kubeconfig is written.
+func (c Config) KubeconfigPath() string { return filepath.Join(c.DataDir, "kubeconfig") }

@@ -1,0 +1,179 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/myriad-k8s/myriad/internal/apiserver"
+	"github.com/myriad-k8s/myriad/internal/openapi"
+	"github.com/myriad-k8s/myriad/internal/pki"
+	"github.com/myriad-k8s/myriad/internal/registry"
+	"github.com/myriad-k8s/myriad/internal/storage/embedded"
+)
+
+// Run serves the API until ctx is done, then shuts down in order: stop
+// accepting, end in-flight requests and watches, stop caches, close the
+// store. ready, if not nil, is closed once the server is serving and the
+// kubeconfig is written.
+func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	log := cfg.Logger
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("creating data dir: %w", err)
+	}
+	creds, err := pki.EnsureCredentials(cfg.DataDir, pki.Options{BindAddress: cfg.BindAddress, ExtraSANs: cfg.ExtraSANs})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	store, err := embedded.Open(ctx, embedded.Options{Dir: filepath.Join(cfg.DataDir, "store"), Logger: log.With("component", "store")})
+	if err != nil {
+		return fmt.Errorf("opening store: %w", err)
+	}
+	defer store.Close()
+
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	scheme, err := registry.NewScheme()
+	if err != nil {
+		return err
+	}
+	reg, err := registry.New()
+	if err != nil {
+		return err
+	}
+	api, err := apiserver.New(apiserver.Config{
+		Store: store, Registry: reg, Scheme: scheme,
+		ServiceClusterIPRange: cfg.ServiceClusterIPRange, ServiceNodePortRange: cfg.ServiceNodePortRange,
+		IndexedLabels: cfg.IndexedLabels, Logger: log.With("component", "apiserver"), Metrics: metrics,
+		Version: versionInfo(),
+	})
+	if err != nil {
+		return err
+	}
+	if err := api.Start(ctx); err != nil {
+		return err
+	}
+	defer api.Stop()
+
+	oapi, err := openapi.New(openapi.Config{Resources: openAPIResources(reg), Version: gitVersion})
+	if err != nil {
+		return fmt.Errorf("building OpenAPI documents: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	mux.Handle("/openapi/", oapi.Handler())
+	mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	handler, err := buildChain(mux, cfg, creds, metrics, log)
+	if err != nil {
+		return err
+	}
+
+	// Requests (and watches) run on a context that ends at shutdown, so
+	// Shutdown does not wait out 30-minute watches.
+	reqCtx, cancelRequests := context.WithCancel(context.Background())
+	defer cancelRequests()
+	srv := &http.Server{
+		Handler:           handler,
+		TLSConfig:         creds.TLSConfig(),
+		ReadHeaderTimeout: 30 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1000},
+		ErrorLog:          nil,
+	}
+	addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+
+	if err := waitReady(ctx, api); err != nil {
+		_ = srv.Close()
+		return err
+	}
+	url := pki.ServerURL(cfg.BindAddress, cfg.SecurePort)
+	if err := pki.WriteKubeconfig(cfg.KubeconfigPath(), url, creds); err != nil {
+		_ = srv.Close()
+		return err
+	}
+	log.Info("serving", "address", url, "kubeconfig", cfg.KubeconfigPath(), "startup", time.Since(start).Round(time.Millisecond))
+	if ready != nil {
+		close(ready)
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serving: %w", err)
+		}
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	cancelRequests()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+	}
+	return nil
+}
+
+// waitReady waits until every cache is synced.
+func waitReady(ctx context.Context, api *apiserver.Server) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !api.Ready() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// gitVersion is the Kubernetes API level Myriad serves; kubectl compares
+// it with its own version for its skew warning.
+const gitVersion = "v1.34.0-myriad.0"
+
+func versionInfo() version.Info {
+	return version.Info{Major: "1", Minor: "34", GitVersion: gitVersion, Compiler: runtime.Compiler,
+		Platform: runtime.GOOS + "/" + runtime.GOARCH, GoVersion: runtime.Version()}
+}
+
+// openAPIResources describes the registry's resources for the documents.
+func openAPIResources(reg *registry.Registry) []openapi.Resource {
+	var out []openapi.Resource
+	for _, r := range reg.Resources() {
+		out = append(out, openapi.Resource{
+			GroupVersionKind: r.GroupVersionKind(), Resource: r.Resource, Namespaced: r.Namespaced,
+			Verbs: r.Verbs, Subresources: r.Subresources,
+		})
+	}
+	return out
+}
