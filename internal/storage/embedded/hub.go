@@ -1,0 +1,164 @@
+package embedded
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
+)
+
+// hub fans committed events out to live watchers and keeps a ring of the
+// most recent events so that a watch starting from a recent revision is
+// served from memory.
+//
+// The ring holds a contiguous run of revisions (floor, rev]: every write gets
+// exactly one revision and one event, so the event for revision r sits at a
+// fixed offset from the oldest one and no search is needed.
+//
+// Registration and publication happen under mu; that is the whole handoff
+// argument: a watcher registered at revision R is given the ring's events
+// after its cursor up to R by register, and every event after R by publish —
+// nothing in between, nothing twice.
+type hub struct {
+	maxEvents, maxBytes int
+
+	mu struct {
+		sync.Mutex
+		rev      int64 // revision of the newest published event
+		floor    int64 // the ring holds every event in (floor, rev]
+		ring     []storage.Event
+		head, n  int // ring[head] is the oldest of n events
+		bytes    int // value bytes held by the ring
+		watchers map[*watcher]struct{}
+		closed   bool
+	}
+}
+
+func newHub(rev int64, maxEvents, maxBytes int) *hub {
+	h := &hub{maxEvents: maxEvents, maxBytes: maxBytes}
+	h.mu.rev = rev
+	h.mu.floor = rev
+	h.mu.ring = make([]storage.Event, maxEvents)
+	h.mu.watchers = make(map[*watcher]struct{})
+	return h
+}
+
+// publish appends events (consecutive revisions, already durable) to the ring
+// and hands each to every matching live watcher without blocking: a watcher
+// whose buffer is full is ended (see overflowLocked), never waited for.
+func (h *hub) publish(events []storage.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ev := range events {
+		h.pushLocked(ev)
+		for w := range h.mu.watchers {
+			if strings.HasPrefix(ev.Key, w.prefix) {
+				h.sendLocked(w, ev)
+			}
+		}
+	}
+}
+
+func (h *hub) pushLocked(ev storage.Event) {
+	for h.mu.n > 0 && (h.mu.n == h.maxEvents || h.mu.bytes+len(ev.Value) > h.maxBytes) {
+		old := &h.mu.ring[h.mu.head]
+		h.mu.floor = old.Revision
+		h.mu.bytes -= len(old.Value)
+		*old = storage.Event{} // let the value be collected
+		h.mu.head = (h.mu.head + 1) % h.maxEvents
+		h.mu.n--
+	}
+	h.mu.ring[(h.mu.head+h.mu.n)%h.maxEvents] = ev
+	h.mu.n++
+	h.mu.bytes += len(ev.Value)
+	h.mu.rev = ev.Revision
+}
+
+func (h *hub) sendLocked(w *watcher, ev storage.Event) {
+	select {
+	case w.live <- ev:
+	default:
+		h.endLocked(w, ErrWatcherTooSlow)
+	}
+}
+
+// endLocked unregisters w and closes its live channel; w's goroutine drains
+// what is buffered and then ends with err. Only the hub sends on or closes
+// live, always under mu, so this cannot race with a send.
+func (h *hub) endLocked(w *watcher, err error) {
+	if _, ok := h.mu.watchers[w]; !ok {
+		return
+	}
+	delete(h.mu.watchers, w)
+	w.hubEnd = err
+	close(w.live)
+}
+
+// register makes w live if the ring covers every revision after cursor,
+// returning the ring's matching events after cursor (followed by a progress
+// event if one was requested while w was catching up from disk). ok is false
+// when w must first read more history from disk. closed reports a closed hub.
+func (h *hub) register(w *watcher, cursor int64) (catchup []storage.Event, ok, closed bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mu.closed {
+		return nil, false, true
+	}
+	if cursor < h.mu.floor {
+		return nil, false, false
+	}
+	if cursor < h.mu.rev {
+		first := h.mu.head + int(cursor-h.mu.floor)
+		for i := 0; i < int(h.mu.rev-cursor); i++ {
+			ev := h.mu.ring[(first+i)%h.maxEvents]
+			if strings.HasPrefix(ev.Key, w.prefix) {
+				catchup = append(catchup, ev)
+			}
+		}
+	}
+	if w.progressWanted {
+		w.progressWanted = false
+		catchup = append(catchup, storage.Event{Type: storage.EventProgress, Revision: h.mu.rev})
+	}
+	h.mu.watchers[w] = struct{}{}
+	w.registered = true
+	return catchup, true, false
+}
+
+// requestProgress queues a progress event behind everything already handed
+// to w, or remembers the request until w registers.
+func (h *hub) requestProgress(w *watcher) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, live := h.mu.watchers[w]; live {
+		h.sendLocked(w, storage.Event{Type: storage.EventProgress, Revision: h.mu.rev})
+	} else if !w.registered {
+		w.progressWanted = true
+	}
+}
+
+// remove unregisters w (its goroutine is ending for its own reasons).
+func (h *hub) remove(w *watcher) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.mu.watchers[w]; ok {
+		delete(h.mu.watchers, w)
+		close(w.live)
+	}
+}
+
+// closeAll ends every live watcher with ErrClosed and refuses new ones.
+func (h *hub) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.mu.closed = true
+	for w := range h.mu.watchers {
+		h.endLocked(w, storage.ErrClosed)
+	}
+}
+
+func (h *hub) currentRevision() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mu.rev
+}

@@ -1,0 +1,117 @@
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Options configures a Store. The zero value of every field except Dir means
+// "use the default" stated on the field; Open fills defaults into a copy, so
+// callers may reuse an Options value.
+type Options struct {
+	// Dir is the directory holding the Pebble database. Required; created if
+	// missing.
+	Dir string
+
+	// MaxBatchOps bounds how many queued writes the writer goroutine commits
+	// in one fsync'd batch (group commit). Default 1024.
+	MaxBatchOps int
+	// MaxBatchBytes bounds the value bytes in one group-commit batch; a single
+	// write larger than this still commits, alone. Default 8 MiB.
+	MaxBatchBytes int
+
+	// WatchRingEvents is how many of the most recent events are kept in memory
+	// so that watches starting from a recent revision need no disk reads.
+	// Default 8192.
+	WatchRingEvents int
+	// WatchRingBytes bounds the value bytes held by that ring; whichever of
+	// the two limits is reached first evicts the oldest events. Default 64 MiB.
+	WatchRingBytes int
+	// WatchBuffer is the number of live events buffered per watcher. A watcher
+	// whose consumer falls further behind than this is ended with
+	// ErrWatcherTooSlow (the caller re-watches from its last revision) rather
+	// than slowing the writer or buffering without bound. Default 4096.
+	WatchBuffer int
+	// ReplayChunk is how many history records a watch reads from disk per
+	// pass when catching up from an old revision. Default 1024.
+	ReplayChunk int
+
+	// CacheSize is Pebble's block cache size in bytes. Default 64 MiB.
+	CacheSize int64
+	// MemTableSize is Pebble's memtable size in bytes. Default 64 MiB.
+	MemTableSize uint64
+
+	// FS is the filesystem Pebble uses. Default vfs.Default (the OS); tests
+	// inject faults through it.
+	FS vfs.FS
+	// Logger receives Pebble's informational messages (at Debug) and errors.
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults validates o and returns a copy with every default filled in.
+func (o Options) withDefaults() (Options, error) {
+	if o.Dir == "" {
+		return o, errors.New("embedded: Options.Dir is required")
+	}
+	for name, v := range map[string]int{
+		"MaxBatchOps": o.MaxBatchOps, "MaxBatchBytes": o.MaxBatchBytes,
+		"WatchRingEvents": o.WatchRingEvents, "WatchRingBytes": o.WatchRingBytes,
+		"WatchBuffer": o.WatchBuffer, "ReplayChunk": o.ReplayChunk,
+	} {
+		if v < 0 {
+			return o, fmt.Errorf("embedded: Options.%s is %d, must not be negative", name, v)
+		}
+	}
+	if o.CacheSize < 0 {
+		return o, fmt.Errorf("embedded: Options.CacheSize is %d, must not be negative", o.CacheSize)
+	}
+	setDefault(&o.MaxBatchOps, 1024)
+	setDefault(&o.MaxBatchBytes, 8<<20)
+	setDefault(&o.WatchRingEvents, 8192)
+	setDefault(&o.WatchRingBytes, 64<<20)
+	setDefault(&o.WatchBuffer, 4096)
+	setDefault(&o.ReplayChunk, 1024)
+	if o.CacheSize == 0 {
+		o.CacheSize = 64 << 20
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = 64 << 20
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}
+
+func setDefault(v *int, def int) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+// pebbleLogger routes Pebble's logging to slog. Pebble is chatty at Info
+// (every flush and compaction), so that goes to Debug.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+// Fatalf must not return (Pebble relies on it). Panicking rather than
+// os.Exit lets deferred cleanup and tests observe it.
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "component", "pebble", "fatal", true)
+	panic("pebble: " + msg)
+}

@@ -1,0 +1,299 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
+)
+
+// Store is the embedded storage.Store. Create it with Open; it is safe for
+// concurrent use.
+//
+// Goroutines: one writer (writer.go) and one per running watch (watch.go).
+// Close stops and joins all of them before closing Pebble.
+type Store struct {
+	opts Options
+	db   *pebble.DB
+
+	// ops hands writes to the writer goroutine. It is unbuffered on purpose:
+	// a send succeeds only when the writer takes the op, so an op is never
+	// stranded in a buffer after the writer has exited, and a caller whose
+	// context ends while it waits in the queue is simply never taken.
+	ops     chan *writeOp
+	closing chan struct{} // closed by Close; stops the writer and watchers
+	// startMu orders wg.Add for new watch goroutines before Close's
+	// wg.Wait: a watch either starts before closing is closed, and is
+	// joined, or sees it closed and does not start.
+	startMu  sync.Mutex
+	closeOne sync.Once
+	closeErr error
+	wg       sync.WaitGroup // writer and watch goroutines
+
+	// rev is the revision of the latest acknowledged write. Only the writer
+	// stores it, after the batch is durable and published to watchers.
+	rev atomic.Int64
+	// compacted is the newest compacted revision; stored under compactMu
+	// after the compaction is durable.
+	compacted atomic.Int64
+	compactMu sync.Mutex
+	// writeErr is set (once) when Pebble fails a commit: from then on the
+	// store refuses writes but keeps serving reads. See writer.go.
+	writeErr atomic.Pointer[error]
+
+	hub *hub
+
+	// dbMu keeps Pebble open while a read is in flight: readers hold it
+	// shared, Close takes it exclusively before db.Close (Pebble panics on
+	// use after close).
+	dbMu struct {
+		sync.RWMutex
+		closed bool
+	}
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the store in opts.Dir and starts its writer
+// goroutine. ctx bounds nothing after Open returns; it is checked before the
+// (possibly slow, WAL-replaying) open.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref() // Pebble holds its own reference while open.
+	popts := &pebble.Options{
+		FS:                 opts.FS,
+		Cache:              cache,
+		MemTableSize:       opts.MemTableSize,
+		Logger:             pebbleLogger{opts.Logger},
+		FormatMajorVersion: pebble.FormatNewest,
+	}
+	db, err := pebble.Open(opts.Dir, popts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: opening pebble in %s: %w", opts.Dir, err)
+	}
+	cur, err := readMeta(db, metaCurrentKey)
+	if err == nil {
+		var comp int64
+		comp, err = readMeta(db, metaCompactedKey)
+		if err == nil && comp > cur {
+			err = fmt.Errorf("embedded: compacted revision %d is newer than current revision %d: %w", comp, cur, storage.ErrCorrupt)
+		}
+		if err == nil {
+			s := &Store{
+				opts:    opts,
+				db:      db,
+				ops:     make(chan *writeOp),
+				closing: make(chan struct{}),
+			}
+			s.rev.Store(cur)
+			s.compacted.Store(comp)
+			s.hub = newHub(cur, opts.WatchRingEvents, opts.WatchRingBytes)
+			s.wg.Add(1)
+			go s.runWriter()
+			return s, nil
+		}
+	}
+	_ = db.Close()
+	return nil, err
+}
+
+// readMeta reads a meta revision; a missing key means 0 (a new store).
+func readMeta(r pebble.Reader, key string) (int64, error) {
+	v, closer, err := r.Get([]byte(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("embedded: reading %s: %w", key, err)
+	}
+	defer closer.Close()
+	return decodeMeta(key, v)
+}
+
+// read runs f with Pebble guaranteed open.
+func (s *Store) read(ctx context.Context, f func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.dbMu.closed {
+		return storage.ErrClosed
+	}
+	return f()
+}
+
+// Get implements storage.Store. It reads Pebble directly; every acknowledged
+// write is visible there because the writer acknowledges only after commit.
+func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
+	var kv storage.KeyValue
+	err := s.read(ctx, func() error {
+		dbKey := latestKey(key)
+		v, closer, err := s.db.Get(dbKey)
+		if errors.Is(err, pebble.ErrNotFound) {
+			return fmt.Errorf("embedded: get %q: %w", key, storage.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("embedded: get %q: %w", key, err)
+		}
+		defer closer.Close()
+		kv, err = decodeLatest(key, dbKey, v)
+		return err
+	})
+	return kv, err
+}
+
+// List implements storage.Store. The returned revision is read from the same
+// Pebble snapshot as the values (the writer stores it in every batch), so the
+// pair is exactly consistent.
+func (s *Store) List(ctx context.Context, prefix string) ([]storage.KeyValue, int64, error) {
+	var (
+		out []storage.KeyValue
+		rev int64
+	)
+	err := s.read(ctx, func() error {
+		snap := s.db.NewSnapshot()
+		defer snap.Close()
+		var err error
+		if rev, err = readMeta(snap, metaCurrentKey); err != nil {
+			return err
+		}
+		lower, upper := prefixBounds(prefix)
+		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+		if err != nil {
+			return fmt.Errorf("embedded: list %q: %w", prefix, err)
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			if len(out)%1024 == 1023 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return fmt.Errorf("embedded: list %q at key %q: %w", prefix, it.Key()[1:], err)
+			}
+			kv, err := decodeLatest(string(it.Key()[1:]), it.Key(), v)
+			if err != nil {
+				return err
+			}
+			out = append(out, kv)
+		}
+		if err := it.Error(); err != nil {
+			return fmt.Errorf("embedded: list %q: %w", prefix, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, rev, nil
+}
+
+// CurrentRevision implements storage.Store.
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	if err := s.usable(ctx); err != nil {
+		return 0, err
+	}
+	return s.rev.Load(), nil
+}
+
+// CompactedRevision implements storage.Store.
+func (s *Store) CompactedRevision(ctx context.Context) (int64, error) {
+	if err := s.usable(ctx); err != nil {
+		return 0, err
+	}
+	return s.compacted.Load(), nil
+}
+
+func (s *Store) usable(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-s.closing:
+		return storage.ErrClosed
+	default:
+		return nil
+	}
+}
+
+// Health implements storage.Store: it fails once the store is closed or a
+// write has failed (the store is then read-only, see writer.go).
+func (s *Store) Health(ctx context.Context) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	if p := s.writeErr.Load(); p != nil {
+		return fmt.Errorf("embedded: store is read-only after a failed write: %w", *p)
+	}
+	return nil
+}
+
+// Compact implements storage.Store. It deletes history at and below revision
+// with one range deletion and records the compacted revision in the same
+// fsync'd batch, so a crash leaves either both or neither. It does not go
+// through the writer: the writer only adds history above the current
+// revision, which is never below revision.
+func (s *Store) Compact(ctx context.Context, revision int64) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	s.compactMu.Lock()
+	defer s.compactMu.Unlock()
+	if cur := s.rev.Load(); revision > cur {
+		return fmt.Errorf("embedded: compact to revision %d: newer than current revision %d", revision, cur)
+	}
+	if revision <= s.compacted.Load() {
+		return nil
+	}
+	return s.read(ctx, func() error {
+		b := s.db.NewBatch()
+		defer b.Close()
+		if err := b.DeleteRange(historyKey(0), historyKey(revision+1), nil); err != nil {
+			return err
+		}
+		if err := b.Set([]byte(metaCompactedKey), encodeMeta(metaCompactedKey, revision), nil); err != nil {
+			return err
+		}
+		if err := b.Commit(pebble.Sync); err != nil {
+			return fmt.Errorf("embedded: compact to revision %d: %w", revision, err)
+		}
+		s.compacted.Store(revision)
+		return nil
+	})
+}
+
+// Close implements storage.Store. It is idempotent: it stops the writer (ops
+// not yet taken fail with ErrClosed; a batch already being committed finishes
+// and is acknowledged), ends every watch with ErrClosed, joins all goroutines
+// and closes Pebble.
+func (s *Store) Close() error {
+	s.closeOne.Do(func() {
+		s.startMu.Lock()
+		close(s.closing)
+		s.startMu.Unlock()
+		s.hub.closeAll()
+		s.wg.Wait()
+		s.dbMu.Lock()
+		s.dbMu.closed = true
+		s.dbMu.Unlock()
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("embedded: closing pebble: %w", err)
+		}
+	})
+	return s.closeErr
+}

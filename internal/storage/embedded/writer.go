@@ -1,0 +1,229 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
+)
+
+type opKind uint8
+
+const (
+	opCreate opKind = iota + 1
+	opUpdate
+	opDelete
+)
+
+// writeOp is one queued write. The writer answers on done exactly once for
+// every op it takes from Store.ops.
+type writeOp struct {
+	ctx      context.Context
+	kind     opKind
+	key      string
+	value    []byte
+	expected int64 // Update/Delete precondition; 0 = unconditional Delete
+	done     chan writeResult
+}
+
+type writeResult struct {
+	rev  int64
+	prev storage.KeyValue // the deleted value, for Delete
+	err  error
+}
+
+// Create implements storage.Store.
+func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	r := s.submit(ctx, &writeOp{kind: opCreate, key: key, value: value})
+	return r.rev, r.err
+}
+
+// Update implements storage.Store.
+func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error) {
+	if expectedRevision <= 0 {
+		// Revision 0 never exists; rejecting here keeps "0 = unconditional"
+		// confined to Delete, where the contract defines it.
+		return 0, fmt.Errorf("embedded: update %q: expected revision %d is not a revision", key, expectedRevision)
+	}
+	r := s.submit(ctx, &writeOp{kind: opUpdate, key: key, value: value, expected: expectedRevision})
+	return r.rev, r.err
+}
+
+// Delete implements storage.Store.
+func (s *Store) Delete(ctx context.Context, key string, expectedRevision int64) (storage.KeyValue, int64, error) {
+	r := s.submit(ctx, &writeOp{kind: opDelete, key: key, expected: expectedRevision})
+	return r.prev, r.rev, r.err
+}
+
+// submit queues op for the writer and waits for its result. A caller whose
+// ctx ends before the writer takes the op gets ctx.Err() and the op is never
+// applied; once taken, the op's outcome is reported whatever ctx does,
+// because it may already be durable.
+func (s *Store) submit(ctx context.Context, op *writeOp) writeResult {
+	if err := ctx.Err(); err != nil {
+		return writeResult{err: err}
+	}
+	if p := s.writeErr.Load(); p != nil {
+		return writeResult{err: fmt.Errorf("embedded: write to %q refused, store is read-only after a failed write: %w", op.key, *p)}
+	}
+	op.ctx = ctx
+	op.done = make(chan writeResult, 1)
+	select {
+	case s.ops <- op:
+	case <-ctx.Done():
+		return writeResult{err: ctx.Err()}
+	case <-s.closing:
+		return writeResult{err: storage.ErrClosed}
+	}
+	return <-op.done
+}
+
+// runWriter is the single writer goroutine: group commit. It blocks for one
+// op, then drains whatever else is already queued (bounded by MaxBatchOps
+// and MaxBatchBytes), applies them in order to one indexed batch — so each
+// op's precondition sees the ops before it — and commits the batch with one
+// fsync. Only then are events published and ops acknowledged.
+func (s *Store) runWriter() {
+	defer s.wg.Done()
+	batch := make([]*writeOp, 0, s.opts.MaxBatchOps)
+	for {
+		batch = batch[:0]
+		select {
+		case op := <-s.ops:
+			batch = append(batch, op)
+		case <-s.closing:
+			return
+		}
+		size := len(batch[0].value)
+	drain:
+		for len(batch) < s.opts.MaxBatchOps && size < s.opts.MaxBatchBytes {
+			select {
+			case op := <-s.ops:
+				batch = append(batch, op)
+				size += len(op.value)
+			default:
+				break drain
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit applies ops as one durable batch and answers every op.
+func (s *Store) commit(ops []*writeOp) {
+	results := make([]writeResult, len(ops))
+	events := make([]storage.Event, 0, len(ops))
+	applied := make([]int, 0, len(ops)) // indexes into ops of applied writes
+	b := s.db.NewIndexedBatch()
+	defer b.Close()
+	base := s.rev.Load()
+	next := base
+	for i, op := range ops {
+		if p := s.writeErr.Load(); p != nil {
+			results[i].err = fmt.Errorf("embedded: write to %q refused, store is read-only after a failed write: %w", op.key, *p)
+			continue
+		}
+		if err := op.ctx.Err(); err != nil {
+			results[i].err = err
+			continue
+		}
+		ev, prev, err := s.apply(b, op, next+1)
+		if err != nil {
+			results[i].err = err
+			continue
+		}
+		next++
+		results[i] = writeResult{rev: next, prev: prev}
+		events = append(events, ev)
+		applied = append(applied, i)
+	}
+	if len(applied) > 0 {
+		err := b.Set([]byte(metaCurrentKey), encodeMeta(metaCurrentKey, next), nil)
+		if err == nil {
+			err = b.Commit(pebble.Sync)
+		}
+		if err != nil {
+			// Pebble's WAL errors are sticky and whether the batch reached
+			// disk is unknown, so every later write is refused too: the store
+			// stays readable and the operator restarts it (reopen recovers
+			// exactly what the WAL holds).
+			err = fmt.Errorf("embedded: committing revisions %d..%d: %w", base+1, next, err)
+			s.writeErr.CompareAndSwap(nil, &err)
+			s.opts.Logger.Error("embedded store write failed; store is now read-only", "err", err)
+			for _, i := range applied {
+				results[i] = writeResult{err: err}
+			}
+		} else {
+			s.hub.publish(events)
+			s.rev.Store(next)
+		}
+	}
+	for i, op := range ops {
+		op.done <- results[i]
+	}
+}
+
+// apply checks op's precondition against b (which sees the batch's earlier
+// ops) and stages it at revision rev.
+func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, storage.KeyValue, error) {
+	dbKey := latestKey(op.key)
+	cur, exists, err := getLatest(b, op.key, dbKey)
+	if err != nil {
+		return storage.Event{}, storage.KeyValue{}, err
+	}
+	var ev storage.Event
+	switch op.kind {
+	case opCreate:
+		if exists {
+			return ev, storage.KeyValue{}, fmt.Errorf("embedded: create %q: exists at revision %d: %w", op.key, cur.ModRevision, storage.ErrExists)
+		}
+		ev = storage.Event{Type: storage.EventPut, Key: op.key, Value: op.value, Revision: rev, CreateRevision: rev}
+	case opUpdate, opDelete:
+		verb := "update"
+		if op.kind == opDelete {
+			verb = "delete"
+		}
+		if !exists {
+			return ev, storage.KeyValue{}, fmt.Errorf("embedded: %s %q: %w", verb, op.key, storage.ErrNotFound)
+		}
+		if op.expected != 0 && cur.ModRevision != op.expected {
+			return ev, storage.KeyValue{}, fmt.Errorf("embedded: %s: %w", verb, &storage.ConflictError{Key: op.key, Expected: op.expected, Current: cur})
+		}
+		if op.kind == opUpdate {
+			ev = storage.Event{Type: storage.EventPut, Key: op.key, Value: op.value, Revision: rev, CreateRevision: cur.CreateRevision}
+		} else {
+			ev = storage.Event{Type: storage.EventDelete, Key: op.key, Revision: rev, CreateRevision: cur.CreateRevision}
+		}
+	}
+	// The caller may reuse its slice once we return, and the event (shared
+	// with watchers) must not change under them: copy once, here.
+	if ev.Type == storage.EventPut {
+		ev.Value = append([]byte{}, op.value...)
+		if err := b.Set(dbKey, encodeLatest(dbKey, rev, ev.CreateRevision, ev.Value), nil); err != nil {
+			return ev, storage.KeyValue{}, err
+		}
+	} else if err := b.Delete(dbKey, nil); err != nil {
+		return ev, storage.KeyValue{}, err
+	}
+	if err := b.Set(historyKey(rev), encodeHistory(ev), nil); err != nil {
+		return ev, storage.KeyValue{}, err
+	}
+	return ev, cur, nil
+}
+
+// getLatest reads and validates key's latest record through r.
+func getLatest(r pebble.Reader, key string, dbKey []byte) (storage.KeyValue, bool, error) {
+	v, closer, err := r.Get(dbKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return storage.KeyValue{}, false, nil
+	}
+	if err != nil {
+		return storage.KeyValue{}, false, fmt.Errorf("embedded: reading %q: %w", key, err)
+	}
+	defer closer.Close()
+	kv, err := decodeLatest(key, dbKey, v)
+	return kv, err == nil, err
+}
