@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"strings"
+
+	"github.com/myriad-k8s/myriad/internal/controlplane"
+)
+
+// controlPlaneFlags maps the shared flags of up and apiserver onto a Config.
+func controlPlaneFlags(fs *flag.FlagSet) (*controlplane.Config, *string) {
+	cfg := &controlplane.Config{}
+	fs.StringVar(&cfg.DataDir, "data-dir", ".myriad", "directory for credentials, kubeconfig and the embedded store")
+	fs.StringVar(&cfg.BindAddress, "bind-address", "127.0.0.1", "address to serve on")
+	fs.IntVar(&cfg.SecurePort, "secure-port", 6443, "HTTPS port")
+	fs.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", 400, "concurrent read-only requests before 429 (watches excluded)")
+	fs.IntVar(&cfg.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", 200, "concurrent mutating requests before 429")
+	fs.Int64Var(&cfg.MaxRequestBodyBytes, "max-request-body-bytes", 3<<20, "largest request body accepted (413 beyond)")
+	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", "10.96.0.0/12", "CIDR ClusterIPs are allocated from")
+	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", "30000-32767", "range NodePorts are allocated from")
+	fs.Func("indexed-labels", "comma-separated label keys the watch caches index (besides app)", func(v string) error {
+		cfg.IndexedLabels = splitList(v)
+		return nil
+	})
+	fs.Func("tls-san", "comma-separated extra DNS names or IPs for the serving certificate", func(v string) error {
+		cfg.ExtraSANs = splitList(v)
+		return nil
+	})
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	return cfg, level
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func runUp(ctx context.Context, args []string, _ io.Writer) error {
+	return runControlPlane(ctx, "up", args)
+}
+
+func runAPIServer(ctx context.Context, args []string, _ io.Writer) error {
+	return runControlPlane(ctx, "apiserver", args)
+}
+
+func runControlPlane(ctx context.Context, name string, args []string) error {
+	fs := flag.NewFlagSet("myriad "+name, flag.ContinueOnError)
+	cfg, level := controlPlaneFlags(fs)
+	if name == "apiserver" {
+		fs.StringVar(&cfg.Storage, "storage", "embedded", "storage backend: embedded (etcd comes later)")
+		fs.Func("etcd-servers", "comma-separated etcd URLs (with --storage=etcd)", func(v string) error {
+			cfg.EtcdServers = splitList(v)
+			return nil
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(*level)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = log
+	return controlplane.Run(ctx, *cfg, nil)
+}
