@@ -1,0 +1,232 @@
+package patch
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/yaml"
+)
+
+// Scheme is what the field managers need of a runtime.Scheme: converting
+// between versions (here always to the object's own version, since Myriad
+// stores the served version), creating empty objects and naming a Go
+// object's kind. *runtime.Scheme satisfies it.
+type Scheme interface {
+	runtime.ObjectConvertor
+	runtime.ObjectCreater
+	runtime.ObjectTyper
+}
+
+// FieldManagersConfig is what NewFieldManagers needs.
+type FieldManagersConfig struct {
+	// TypeConverter of the served kinds: openapi.OpenAPI.TypeConverter().
+	// Required.
+	TypeConverter managedfields.TypeConverter
+	// Scheme holding every served kind. Required.
+	Scheme Scheme
+	// Defaulter applies defaults to the result of an apply, as decoding a
+	// request body would. Nil means none.
+	Defaulter runtime.ObjectDefaulter
+	// ResetFields lists, per kind and subresource, the fields a writer of
+	// that endpoint may not set and therefore does not own: for a resource
+	// with a status subresource, "status" for the main resource and
+	// everything but status (and metadata) for "status", as upstream's
+	// strategies' GetResetFields. Nil entries reset nothing.
+	ResetFields func(gvk schema.GroupVersionKind, subresource string) *fieldpath.Set
+}
+
+// FieldManagers holds one upstream managedfields.FieldManager per kind and
+// subresource, created on first use. It is safe for concurrent use.
+type FieldManagers struct {
+	cfg FieldManagersConfig
+
+	mu struct {
+		sync.Mutex
+		// managers by kind and subresource; guarded by mu.
+		managers map[managerKey]*managedfields.FieldManager
+	}
+}
+
+type managerKey struct {
+	gvk         schema.GroupVersionKind
+	subresource string
+}
+
+// NewFieldManagers validates cfg.
+func NewFieldManagers(cfg FieldManagersConfig) (*FieldManagers, error) {
+	if cfg.TypeConverter == nil {
+		return nil, errors.New("patch: FieldManagersConfig.TypeConverter is required")
+	}
+	if cfg.Scheme == nil {
+		return nil, errors.New("patch: FieldManagersConfig.Scheme is required")
+	}
+	if cfg.Defaulter == nil {
+		cfg.Defaulter = noDefaults{}
+	}
+	f := &FieldManagers{cfg: cfg}
+	f.mu.managers = map[managerKey]*managedfields.FieldManager{}
+	return f, nil
+}
+
+type noDefaults struct{}
+
+func (noDefaults) Default(runtime.Object) {}
+
+// Update records in newObj's managedFields that manager set the fields it
+// changed from live, for a create (live is an empty object of the kind, such
+// as registry.Resource.New(), with no UID), an update or a non-apply patch.
+// subresource is "" for the object itself, or "status", "scale", ….
+// newObj's own managedFields are honoured when the client sent them (that is
+// how a client resets them); otherwise live's are carried over.
+//
+// On error, which only a bug or a corrupt stored managedFields causes,
+// Update returns newObj with live's managedFields and the error: upstream
+// logs it and goes on with the write, and so should the caller.
+func (f *FieldManagers) Update(live, newObj runtime.Object, manager, subresource string) (runtime.Object, error) {
+	fm, err := f.managerFor(newObj, subresource)
+	if err == nil {
+		var out runtime.Object
+		if out, err = fm.Update(live, newObj, manager); err == nil {
+			return out, nil
+		}
+	}
+	if la, aerr := meta.Accessor(live); aerr == nil {
+		if na, aerr := meta.Accessor(newObj); aerr == nil {
+			na.SetManagedFields(la.GetManagedFields())
+		}
+	}
+	return newObj, fmt.Errorf("patch: tracking managedFields of %s: %w", describe(newObj), err)
+}
+
+// ApplyOptions are the request's parameters of a server-side apply.
+type ApplyOptions struct {
+	// Force takes over fields other managers own instead of failing with a
+	// conflict.
+	Force bool
+	// Subresource applied to: "" or "status".
+	Subresource string
+	// FieldValidation as in Options; only duplicate fields are subject to it:
+	// an unknown field always fails an apply, since its schema is needed to
+	// merge.
+	FieldValidation string
+}
+
+// Apply merges a server-side apply configuration (the body of an
+// application/apply-patch+yaml request, YAML or JSON) into live on behalf of
+// manager, which is required (upstream: fieldManager is required for apply
+// patch). For an apply that creates the object, live is an empty object of
+// the kind (registry.Resource.New()).
+//
+// Returns the merged object with its managedFields, and field-validation
+// warnings. Errors for the client are *apierrors.StatusError: 409 Conflict
+// listing each conflicting field and its manager (upstream's wording and
+// causes) unless opts.Force; 400 for undecodable YAML, a configuration of
+// another kind or version, managedFields in the configuration, or fields the
+// schema does not know; 422 for a missing manager.
+func (f *FieldManagers) Apply(live runtime.Object, config []byte, manager string, opts ApplyOptions) (runtime.Object, []string, error) {
+	if manager == "" {
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
+			field.Required(field.NewPath("fieldManager"), "is required for apply patch"),
+		})
+	}
+	applied := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	if err := yaml.Unmarshal(config, &applied.Object); err != nil {
+		return nil, nil, badRequest("error decoding YAML: %v", err)
+	}
+	if applied.Object == nil {
+		return nil, nil, badRequest("error decoding YAML: the apply configuration must be an object")
+	}
+	var warnings []string
+	if opts.FieldValidation != metav1.FieldValidationIgnore {
+		if err := yaml.UnmarshalStrict(config, &map[string]interface{}{}); err != nil {
+			if opts.FieldValidation == metav1.FieldValidationStrict {
+				return nil, nil, badRequest("error strict decoding YAML: %v", err)
+			}
+			warnings = append(warnings, err.Error())
+		}
+	}
+	fm, err := f.managerFor(live, opts.Subresource)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := fm.Apply(live, applied, manager, opts.Force)
+	if err != nil {
+		var status apierrors.APIStatus
+		if errors.As(err, &status) {
+			return nil, nil, err
+		}
+		// The managedfields package returns plain errors; the ones naming
+		// the patch object are the configuration's fault (a field the schema
+		// does not declare, a value of the wrong type).
+		if strings.Contains(err.Error(), "patch object") {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+		return nil, nil, apierrors.NewInternalError(fmt.Errorf("applying to %s: %w", describe(live), err))
+	}
+	return out, warnings, nil
+}
+
+// managerFor returns the field manager of obj's kind and subresource,
+// creating it on first use.
+func (f *FieldManagers) managerFor(obj runtime.Object, subresource string) (*managedfields.FieldManager, error) {
+	gvk, err := f.kindOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	key := managerKey{gvk: gvk, subresource: subresource}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fm, ok := f.mu.managers[key]; ok {
+		return fm, nil
+	}
+	var reset map[fieldpath.APIVersion]fieldpath.Filter
+	if f.cfg.ResetFields != nil {
+		if set := f.cfg.ResetFields(gvk, subresource); set != nil {
+			reset = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{
+				fieldpath.APIVersion(gvk.GroupVersion().String()): set,
+			})
+		}
+	}
+	fm, err := managedfields.NewDefaultFieldManager(f.cfg.TypeConverter, f.cfg.Scheme, f.cfg.Defaulter, f.cfg.Scheme,
+		gvk, gvk.GroupVersion(), subresource, reset)
+	if err != nil {
+		return nil, fmt.Errorf("patch: field manager for %v %q: %w", gvk, subresource, err)
+	}
+	f.mu.managers[key] = fm
+	return fm, nil
+}
+
+// kindOf is obj's TypeMeta kind or, for typed objects without one (as read
+// from storage), the scheme's.
+func (f *FieldManagers) kindOf(obj runtime.Object) (schema.GroupVersionKind, error) {
+	if obj == nil {
+		return schema.GroupVersionKind{}, errors.New("patch: nil object")
+	}
+	if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() && gvk.Kind != "" {
+		return gvk, nil
+	}
+	gvks, _, err := f.cfg.Scheme.ObjectKinds(obj)
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("patch: kind of %T: %w", obj, err)
+	}
+	return gvks[0], nil
+}
+
+func describe(obj runtime.Object) string {
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Sprintf("%T", obj)
+	}
+	return fmt.Sprintf("%s %s/%s", obj.GetObjectKind().GroupVersionKind().Kind, a.GetNamespace(), a.GetName())
+}
