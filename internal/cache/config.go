@@ -1,0 +1,135 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
+)
+
+// Config configures one Cache. Zero values take the stated defaults.
+type Config struct {
+	// Store is the backend mirrored. Required.
+	Store storage.Store
+	// Prefix is the key prefix of the resource, ending in "/", e.g.
+	// "/core/pods/". Keys below it are "<namespace>/<name>" or "<name>".
+	// Required.
+	Prefix string
+	// GroupResource names the resource in metrics and logs.
+	GroupResource schema.GroupResource
+	// NewFunc returns an empty object of the type; bookmarks are such an
+	// object carrying only metadata.resourceVersion. Required.
+	NewFunc func() runtime.Object
+	// Decode turns a stored value into an object and must set its
+	// metadata.resourceVersion to kv.ModRevision. Required.
+	Decode func(kv storage.KeyValue) (runtime.Object, error)
+	// Attrs returns the labels and the selectable fields of obj; the field
+	// set must include metadata.name and metadata.namespace. Default: the
+	// object's labels and those two fields.
+	Attrs func(obj runtime.Object) (labels.Set, fields.Set)
+	// IndexedFields are field-selector keys indexed for lists and watch
+	// dispatch, e.g. "spec.nodeName". Default: none.
+	IndexedFields []string
+	// IndexedLabels are label keys indexed likewise. Default (nil): "app".
+	// A non-nil empty slice indexes no label.
+	IndexedLabels []string
+
+	// MinEvents is the smallest event window kept (default 1,000 events).
+	MinEvents int
+	// MaxEvents bounds the window whatever the churn (default 200,000).
+	MaxEvents int
+	// ReconnectInterval is how long after an event a watcher may reconnect
+	// from its revision and still find it in the window; the window grows
+	// (up to MaxEvents) to cover it. Default 75 s.
+	ReconnectInterval time.Duration
+	// BookmarkInterval is the longest a bookmark-enabled watcher goes
+	// without hearing the current revision. Default 1 min.
+	BookmarkInterval time.Duration
+	// ReadWaitTimeout bounds how long a read waits for the cache to reach
+	// the revision it needs before answering 504. Default 3 s (upstream's).
+	ReadWaitTimeout time.Duration
+	// WatcherBuffer is each watcher's channel capacity; a watcher whose
+	// channel is full when an event arrives is ended so dispatch never
+	// blocks. Default 1,000.
+	WatcherBuffer int
+	// Clock drives the window's ages, bookmarks and read timeouts. Default
+	// the real clock.
+	Clock clock.WithTicker
+	// Registerer receives the cache's metrics when set.
+	Registerer prometheus.Registerer
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (cfg *Config) validateAndDefault() error {
+	var errs []error
+	if cfg.Store == nil {
+		errs = append(errs, errors.New("Store is required"))
+	}
+	if cfg.Prefix == "" || !strings.HasSuffix(cfg.Prefix, "/") {
+		errs = append(errs, fmt.Errorf("Prefix %q must be non-empty and end in /", cfg.Prefix))
+	}
+	if cfg.NewFunc == nil {
+		errs = append(errs, errors.New("NewFunc is required"))
+	}
+	if cfg.Decode == nil {
+		errs = append(errs, errors.New("Decode is required"))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("cache: invalid config: %w", errors.Join(errs...))
+	}
+	if cfg.Attrs == nil {
+		cfg.Attrs = defaultAttrs
+	}
+	if cfg.IndexedLabels == nil {
+		cfg.IndexedLabels = []string{"app"}
+	}
+	if cfg.MinEvents <= 0 {
+		cfg.MinEvents = 1000
+	}
+	if cfg.MaxEvents <= 0 {
+		cfg.MaxEvents = 200_000
+	}
+	if cfg.MaxEvents < cfg.MinEvents {
+		cfg.MaxEvents = cfg.MinEvents
+	}
+	if cfg.ReconnectInterval <= 0 {
+		cfg.ReconnectInterval = 75 * time.Second
+	}
+	if cfg.BookmarkInterval <= 0 {
+		cfg.BookmarkInterval = time.Minute
+	}
+	if cfg.ReadWaitTimeout <= 0 {
+		cfg.ReadWaitTimeout = 3 * time.Second
+	}
+	if cfg.WatcherBuffer <= 0 {
+		cfg.WatcherBuffer = 1000
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.Logger = cfg.Logger.With("component", "cache", "prefix", cfg.Prefix)
+	return nil
+}
+
+func defaultAttrs(obj runtime.Object) (labels.Set, fields.Set) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil
+	}
+	return m.GetLabels(), fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()}
+}

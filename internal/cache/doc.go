@@ -1,0 +1,33 @@
+// Package cache is the watch cache: an in-memory, indexed mirror of one
+// resource type's keys in a storage.Store, from which the API server answers
+// every get, list and watch.
+//
+// One Cache per resource type. It lists the store's prefix once, then follows
+// the store's Watch; each change updates
+//
+//   - the latest version of every object (a btree keyed by storage key, so a
+//     list comes out in namespace/name order and a namespace is a key range),
+//   - one secondary btree per value of each indexed field (spec.nodeName) and
+//     indexed label (app), so a selector that requires an exact value on an
+//     indexed key costs O(matching objects),
+//   - the event window: a ring of recent changes (object and previous
+//     object), sized from the resource's churn so a client reconnecting within
+//     Config.ReconnectInterval finds its resourceVersion, bounded by
+//     Config.MaxEvents,
+//
+// and is dispatched to the cache's watchers by index value, so a node's watch
+// costs nothing for other nodes' pods.
+//
+// Reads follow the Kubernetes resourceVersion rules. A read with no
+// resourceVersion is consistent: the cache asks the store for its current
+// revision (rv@t0) and, if it is behind, requests a progress notification and
+// waits until it has caught up (Alibaba's "data collaboration" protocol), so
+// no read ever goes to the store. Lists at an older revision (Exact, and pages
+// 2+ of a paginated list) are rebuilt from the current state by undoing the
+// window's newer events; there are no per-revision snapshots.
+//
+// Objects handed out (by Get, List and watch events) are shared with the
+// cache and with other callers: they must be treated as read-only.
+//
+// Lock order: Cache.mu, then registry.mu, then watcher.mu.
+package cache

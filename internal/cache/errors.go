@@ -1,0 +1,71 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ErrNotFound is returned by Get when the key does not exist at the revision
+// read. The cache does not know the object's GroupResource/name shape, so the
+// API server turns it into apierrors.NewNotFound itself.
+var ErrNotFound = errors.New("cache: object not found")
+
+// ErrStopped is returned by reads after Stop.
+var ErrStopped = errors.New("cache: stopped")
+
+// Every other error returned to callers is an *apierrors.StatusError the API
+// server can write as is:
+//
+//	410 Expired          resourceVersion/continue older than the window
+//	504 Timeout          "Too large resource version" (cause ResourceVersionTooLarge,
+//	                     Retry-After 1 s), when the cache does not reach the
+//	                     revision asked for (or rv@t0) within Config.ReadWaitTimeout
+//	429 TooManyRequests  cache not yet initialized (Retry-After 1 s)
+//	400 BadRequest       unparsable resourceVersion, continue token, or options
+
+func errTooOld(requested, oldest int64) error {
+	// Upstream's watch cache wording; client-go matches on the reason
+	// (Expired/Gone), humans on the text.
+	return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", requested, oldest))
+}
+
+func errTooLarge(requested, current int64) error {
+	// Same shape as upstream storage.NewTooLargeResourceVersionError, which
+	// client-go's reflector recognises (IsTooLargeResourceVersion) to fall
+	// back to a list at resourceVersion "".
+	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", requested, current), 1)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{
+		Type:    metav1.CauseTypeResourceVersionTooLarge,
+		Message: "Too large resource version",
+	}}
+	return err
+}
+
+func errNotReady() error {
+	return apierrors.NewTooManyRequests("storage is (re)initializing", 1)
+}
+
+func errContinueExpired() error {
+	return apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+}
+
+func errBadRequest(format string, args ...any) error {
+	return apierrors.NewBadRequest(fmt.Sprintf(format, args...))
+}
+
+// parseRV parses a non-empty resourceVersion.
+func parseRV(s string) (int64, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return 0, errBadRequest("invalid resource version: %q", s)
+	}
+	return v, nil
+}
+
+func internalError(err error) error {
+	return apierrors.NewInternalError(err)
+}

@@ -1,0 +1,238 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
+)
+
+// listRetry is the pause between failed attempts to list the store. It is
+// real time on purpose: it paces retries against a failing store and has no
+// meaning to clients, so tests with a fake clock need not step it.
+const listRetry = time.Second
+
+// maxBatch bounds how many queued store events are applied under one lock.
+const maxBatch = 512
+
+// reflector is the state only the reflector goroutine touches.
+type reflector struct {
+	sw           storage.Watcher
+	lastBookmark time.Time
+	// bookmarkDue: a bookmark round was requested and waits for the
+	// store's progress notification, so bookmarks carry a fresh revision.
+	bookmarkDue bool
+	initialized bool
+}
+
+func (c *Cache) run(ctx context.Context) {
+	defer c.wg.Done()
+	tick := c.cfg.Clock.NewTicker(c.tickPeriod())
+	defer tick.Stop()
+	r := &reflector{lastBookmark: c.cfg.Clock.Now()}
+	for {
+		err := c.listAndWatch(ctx, r, tick.C())
+		if ctx.Err() != nil {
+			return
+		}
+		c.cfg.Logger.Warn("watch cache lost the store watch; re-listing", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(listRetry):
+		}
+	}
+}
+
+func (c *Cache) tickPeriod() time.Duration {
+	return max(min(c.cfg.BookmarkInterval/4, time.Second), time.Millisecond)
+}
+
+// listAndWatch loads the prefix and follows it until the store watch can
+// no longer be resumed from the cache's revision.
+func (c *Cache) listAndWatch(ctx context.Context, r *reflector, tick <-chan time.Time) error {
+	kvs, rev, err := c.cfg.Store.List(ctx, c.cfg.Prefix)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", c.cfg.Prefix, err)
+	}
+	st := newState(c.cfg.Prefix, c.cfg.IndexedFields, c.cfg.IndexedLabels)
+	for _, kv := range kvs {
+		e, err := c.newEntry(kv)
+		if err != nil {
+			c.cfg.Logger.Error("skipping undecodable object", "key", kv.Key, "rev", kv.ModRevision, "err", err)
+			continue
+		}
+		st.put(e)
+	}
+	kvs = nil // let the raw values go before the watch starts
+
+	c.mu.Lock()
+	c.mu.st = st
+	// The window restarts at the list: history before it is unknown to this
+	// incarnation, and there may be a gap since the old one.
+	c.mu.win = newWindow(c.cfg.MinEvents, c.cfg.MaxEvents, c.cfg.ReconnectInterval, rev)
+	c.mu.rev = max(c.mu.rev, rev)
+	close(c.mu.revChanged)
+	c.mu.revChanged = make(chan struct{})
+	if r.initialized {
+		// Watchers' positions are now lost; end them with 410 so clients
+		// re-list, as upstream does when its cacher re-initializes.
+		c.reg.endAll(errTooOld(rev, rev))
+	}
+	c.mu.Unlock()
+	r.initialized = true
+	c.metrics.initializations.Inc()
+	c.metrics.objects.Set(float64(st.all.Len()))
+	c.readyOnce.Do(func() { close(c.ready) })
+
+	from := rev
+	for {
+		sw, err := c.cfg.Store.Watch(ctx, c.cfg.Prefix, from)
+		if err != nil {
+			return fmt.Errorf("watch %s from %d: %w", c.cfg.Prefix, from, err)
+		}
+		r.sw = sw
+		err = c.follow(ctx, r, tick)
+		sw.Stop()
+		r.sw = nil
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Resume from where the cache is; only a compacted store (or a
+		// failing one) forces a re-list.
+		from = c.Revision()
+		c.cfg.Logger.Info("store watch ended; resuming", "from", from, "err", err)
+		if errors.Is(err, storage.ErrCompacted) {
+			return err
+		}
+	}
+}
+
+// follow applies the store watch's events until it ends.
+func (c *Cache) follow(ctx context.Context, r *reflector, tick <-chan time.Time) error {
+	events := r.sw.Events()
+	batch := make([]storage.Event, 0, maxBatch)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return r.sw.Err()
+			}
+			batch = append(batch[:0], ev)
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, ev)
+				default:
+					break drain
+				}
+			}
+			c.apply(batch)
+			if r.bookmarkDue {
+				r.bookmarkDue = false
+				c.sendBookmarks()
+			}
+		case now := <-tick:
+			c.onTick(r, now)
+		case <-c.progressReq:
+			r.sw.RequestProgress()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (c *Cache) onTick(r *reflector, now time.Time) {
+	c.mu.Lock()
+	c.mu.win.trim(now)
+	c.metrics.capacity.Set(float64(len(c.mu.win.buf)))
+	c.mu.Unlock()
+	if now.Sub(r.lastBookmark) < c.cfg.BookmarkInterval {
+		return
+	}
+	if r.bookmarkDue {
+		// No progress came back for a whole interval: send what we have.
+		c.sendBookmarks()
+	}
+	r.lastBookmark = now
+	r.bookmarkDue = true
+	r.sw.RequestProgress()
+}
+
+func (c *Cache) newEntry(kv storage.KeyValue) (*entry, error) {
+	obj, err := c.cfg.Decode(kv)
+	if err != nil {
+		return nil, err
+	}
+	l, f := c.cfg.Attrs(obj)
+	return &entry{
+		key:    kv.Key,
+		ns:     namespaceOf(c.cfg.Prefix, kv.Key),
+		obj:    obj,
+		rev:    kv.ModRevision,
+		labels: l,
+		fields: f,
+	}, nil
+}
+
+// apply folds a batch of store events into the state and the window, then
+// dispatches them. Decoding happens before taking the lock: it is most of
+// the cost and readers need not wait for it.
+func (c *Cache) apply(batch []storage.Event) {
+	entries := make([]*entry, len(batch))
+	for i, ev := range batch {
+		if ev.Type != storage.EventPut {
+			continue
+		}
+		e, err := c.newEntry(storage.KeyValue{Key: ev.Key, Value: ev.Value, ModRevision: ev.Revision, CreateRevision: ev.CreateRevision})
+		if err != nil {
+			// Keep the last good version rather than serve garbage; the
+			// revision still advances.
+			c.cfg.Logger.Error("skipping undecodable object", "key", ev.Key, "rev", ev.Revision, "err", err)
+			continue
+		}
+		entries[i] = e
+	}
+	now := c.cfg.Clock.Now()
+	evs := make([]*winEvent, 0, len(batch))
+	c.mu.Lock()
+	base := c.mu.rev
+	rev := base
+	for i, ev := range batch {
+		if ev.Revision <= base && ev.Type != storage.EventProgress {
+			continue // already applied (a resumed watch may repeat)
+		}
+		rev = max(rev, ev.Revision)
+		var we *winEvent
+		switch ev.Type {
+		case storage.EventPut:
+			if entries[i] == nil {
+				continue
+			}
+			prev := c.mu.st.put(entries[i])
+			we = &winEvent{key: ev.Key, cur: entries[i], prev: prev, rev: ev.Revision, at: now}
+		case storage.EventDelete:
+			prev := c.mu.st.remove(ev.Key)
+			if prev == nil {
+				continue
+			}
+			we = &winEvent{key: ev.Key, prev: prev, rev: ev.Revision, at: now}
+		default:
+			continue
+		}
+		c.mu.win.add(we, now)
+		evs = append(evs, we)
+	}
+	c.setRevLocked(rev)
+	n := c.mu.st.all.Len()
+	c.mu.Unlock()
+	c.metrics.received.Add(float64(len(evs)))
+	c.metrics.objects.Set(float64(n))
+	c.dispatch(evs)
+}

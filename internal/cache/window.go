@@ -1,0 +1,192 @@
+package cache
+
+import (
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// winEvent is one change in the window: the object after (cur, nil for a
+// delete) and before (prev, nil for a create). The watch events built from
+// it are made lazily and at most once each, so every watcher that gets the
+// change gets the same *Event (and the same encodings).
+type winEvent struct {
+	key  string
+	cur  *entry
+	prev *entry
+	rev  int64
+	at   time.Time
+
+	added, modified, deleted atomic.Pointer[Event]
+}
+
+// addedEvent: cur, seen as new by this watcher (a create, or an update
+// that made the object start matching its selector).
+func (w *winEvent) addedEvent() *Event {
+	return w.lazy(&w.added, func() *Event { return &Event{Type: watch.Added, Object: w.cur.obj, Revision: w.rev} })
+}
+
+func (w *winEvent) modifiedEvent() *Event {
+	return w.lazy(&w.modified, func() *Event { return &Event{Type: watch.Modified, Object: w.cur.obj, Revision: w.rev} })
+}
+
+// deletedEvent: the previous object with the event's revision, for a delete
+// and for an update that made the object stop matching (as upstream: the
+// client must be able to record the revision it has seen).
+func (w *winEvent) deletedEvent() *Event {
+	return w.lazy(&w.deleted, func() *Event {
+		obj := w.prev.obj.DeepCopyObject()
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetResourceVersion(formatRV(w.rev))
+		}
+		return &Event{Type: watch.Deleted, Object: obj, Revision: w.rev}
+	})
+}
+
+func (w *winEvent) lazy(p *atomic.Pointer[Event], build func() *Event) *Event {
+	if e := p.Load(); e != nil {
+		return e
+	}
+	e := build()
+	if p.CompareAndSwap(nil, e) {
+		return e
+	}
+	return p.Load()
+}
+
+func (w *winEvent) dropMemos() {
+	for _, p := range []*atomic.Pointer[Event]{&w.added, &w.modified, &w.deleted} {
+		if e := p.Load(); e != nil {
+			e.dropMemo()
+		}
+	}
+}
+
+// memoTTL is how long an event keeps its encodings: long enough for the
+// fan-out to every live watcher, short enough that the window holds
+// objects, not several serialized copies of them.
+const memoTTL = 10 * time.Second
+
+// window is a ring of the most recent events, oldest first. It is guarded
+// by Cache.mu.
+//
+// Sizing: when full, the ring doubles (up to max) if its oldest event is
+// younger than the reconnect interval, and otherwise drops the oldest; the
+// periodic trim drops events older than the interval (keeping min) and
+// halves the ring when it is mostly empty. So the window covers
+// ReconnectInterval of churn whatever the rate, within [min, max] events —
+// the adaptive sizing Ant Group describes, without a tuning knob per type.
+type window struct {
+	buf        []*winEvent
+	head, n    int
+	min, max   int
+	keepFor    time.Duration
+	memoCursor int64 // events with rev <= memoCursor have had their memos dropped
+
+	// startRev is the revision the window is complete from: every event
+	// with revision > startRev is in the window (or newer than the cache).
+	startRev int64
+}
+
+func newWindow(minEvents, maxEvents int, keepFor time.Duration, startRev int64) *window {
+	return &window{buf: make([]*winEvent, minEvents), min: minEvents, max: maxEvents, keepFor: keepFor, startRev: startRev}
+}
+
+func (w *window) at(i int) *winEvent { return w.buf[(w.head+i)%len(w.buf)] }
+
+func (w *window) len() int { return w.n }
+
+func (w *window) add(ev *winEvent, now time.Time) {
+	if w.n == len(w.buf) {
+		oldest := w.at(0)
+		if now.Sub(oldest.at) < w.keepFor && len(w.buf) < w.max {
+			w.resize(min(2*len(w.buf), w.max))
+		} else {
+			w.dropOldest()
+		}
+	}
+	w.buf[(w.head+w.n)%len(w.buf)] = ev
+	w.n++
+}
+
+func (w *window) dropOldest() {
+	ev := w.buf[w.head]
+	w.buf[w.head] = nil
+	w.head = (w.head + 1) % len(w.buf)
+	w.n--
+	w.startRev = ev.rev
+}
+
+func (w *window) resize(size int) {
+	nb := make([]*winEvent, size)
+	for i := 0; i < w.n; i++ {
+		nb[i] = w.at(i)
+	}
+	w.buf, w.head = nb, 0
+}
+
+// trim drops events older than keepFor beyond the minimum, shrinks an
+// oversized ring, and drops the encodings of events older than memoTTL.
+func (w *window) trim(now time.Time) {
+	for w.n > w.min && now.Sub(w.at(0).at) > w.keepFor {
+		w.dropOldest()
+	}
+	if len(w.buf) > w.min && w.n < len(w.buf)/4 {
+		w.resize(max(w.min, len(w.buf)/2))
+	}
+	// Walk forward from the last event whose memos were dropped.
+	i := sort.Search(w.n, func(i int) bool { return w.at(i).rev > w.memoCursor })
+	for ; i < w.n; i++ {
+		ev := w.at(i)
+		if now.Sub(ev.at) < memoTTL {
+			break
+		}
+		ev.dropMemos()
+		w.memoCursor = ev.rev
+	}
+}
+
+// since returns the events with revision > rev, oldest first. The caller
+// has checked rev >= w.startRev.
+func (w *window) since(rev int64) []*winEvent {
+	i := sort.Search(w.n, func(i int) bool { return w.at(i).rev > rev })
+	out := make([]*winEvent, 0, w.n-i)
+	for ; i < w.n; i++ {
+		out = append(out, w.at(i))
+	}
+	return out
+}
+
+// override is the version of one key as of an older revision: e is nil
+// when the key did not exist then.
+type override struct {
+	key string
+	e   *entry
+}
+
+// undo returns, sorted by key, the version as of rev of every key changed
+// after rev: the previous object of the oldest later event on that key.
+// Together with the current state this is the state as of rev, at a cost
+// of O(events after rev) instead of a snapshot per revision.
+func (w *window) undo(rev int64) []override {
+	if w.n == 0 || w.at(w.n-1).rev <= rev {
+		return nil
+	}
+	asOf := make(map[string]*entry)
+	for i := w.n - 1; i >= 0; i-- {
+		ev := w.at(i)
+		if ev.rev <= rev {
+			break
+		}
+		asOf[ev.key] = ev.prev // older events overwrite newer ones
+	}
+	out := make([]override, 0, len(asOf))
+	for k, e := range asOf {
+		out = append(out, override{key: k, e: e})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
