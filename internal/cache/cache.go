@@ -78,18 +78,22 @@ func New(cfg Config) (*Cache, error) {
 // Start begins mirroring the store: a list of Prefix, then a watch from the
 // list's revision, re-established (or re-listed) whenever it fails. It
 // returns at once; Ready reports when the first list has been loaded.
-// Calling Start more than once, or after Stop, does nothing. ctx ends the
-// cache like Stop does, but only Stop waits for its goroutines.
-func (c *Cache) Start(ctx context.Context) {
+// Calling Start again does nothing; after Stop it returns ErrStopped. ctx
+// ends the cache like Stop does, but only Stop waits for its goroutines.
+func (c *Cache) Start(ctx context.Context) error {
 	c.life.Lock()
 	defer c.life.Unlock()
-	if c.life.started || c.life.stopped {
-		return
+	if c.life.stopped {
+		return ErrStopped
+	}
+	if c.life.started {
+		return nil
 	}
 	c.life.started = true
 	ctx, c.life.cancel = context.WithCancel(ctx)
 	c.wg.Add(1)
 	go c.run(ctx)
+	return nil
 }
 
 // Stop ends the reflector and every watcher (their channels are closed) and

@@ -26,8 +26,8 @@ type Config struct {
 	// "/core/pods/". Keys below it are "<namespace>/<name>" or "<name>".
 	// Required.
 	Prefix string
-	// GroupResource names the resource in metrics and logs.
-	GroupResource schema.GroupResource
+	// Resource names the resource in metrics (label "resource").
+	Resource schema.GroupResource
 	// NewFunc returns an empty object of the type; bookmarks are such an
 	// object carrying only metadata.resourceVersion. Required.
 	NewFunc func() runtime.Object
@@ -65,9 +65,10 @@ type Config struct {
 	WatcherBuffer int
 	// Clock drives the window's ages, bookmarks and read timeouts. Default
 	// the real clock.
-	Clock clock.WithTicker
-	// Registerer receives the cache's metrics when set.
-	Registerer prometheus.Registerer
+	Clock clock.Clock
+	// Metrics receives the cache's metrics when set (several caches may
+	// share one registry: their series differ by the resource label).
+	Metrics prometheus.Registerer
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }

@@ -14,6 +14,9 @@ import (
 // API server turns it into apierrors.NewNotFound itself.
 var ErrNotFound = errors.New("cache: object not found")
 
+// IsNotFound reports whether err is (or wraps) ErrNotFound.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
 // ErrStopped is returned by reads after Stop.
 var ErrStopped = errors.New("cache: stopped")
 

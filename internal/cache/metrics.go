@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -14,7 +16,7 @@ type metrics struct {
 }
 
 func newMetrics(cfg Config) (*metrics, error) {
-	labels := prometheus.Labels{"resource": cfg.GroupResource.String()}
+	labels := prometheus.Labels{"resource": cfg.Resource.String()}
 	counter := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels})
 	}
@@ -22,7 +24,7 @@ func newMetrics(cfg Config) (*metrics, error) {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
 	}
 	m := &metrics{
-		reg:             cfg.Registerer,
+		reg:             cfg.Metrics,
 		received:        counter("apiserver_watch_cache_events_received_total", "Events received by the watch cache from the store."),
 		dispatched:      counter("apiserver_watch_cache_events_dispatched_total", "Events delivered to watchers."),
 		terminated:      counter("apiserver_terminated_watchers_total", "Watchers ended because they could not keep up."),
@@ -38,7 +40,7 @@ func newMetrics(cfg Config) (*metrics, error) {
 				for _, done := range m.all[:i] {
 					m.reg.Unregister(done)
 				}
-				return nil, err
+				return nil, fmt.Errorf("cache: registering metrics for %q: %w", cfg.Resource.String(), err)
 			}
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
@@ -25,15 +27,17 @@ type reflector struct {
 	// store's progress notification, so bookmarks carry a fresh revision.
 	bookmarkDue bool
 	initialized bool
+	// tick paces window trimming and bookmarks. A timer re-armed after
+	// each tick rather than a ticker, so any clock.Clock will do.
+	tick clock.Timer
 }
 
 func (c *Cache) run(ctx context.Context) {
 	defer c.wg.Done()
-	tick := c.cfg.Clock.NewTicker(c.tickPeriod())
-	defer tick.Stop()
-	r := &reflector{lastBookmark: c.cfg.Clock.Now()}
+	r := &reflector{lastBookmark: c.cfg.Clock.Now(), tick: c.cfg.Clock.NewTimer(c.tickPeriod())}
+	defer r.tick.Stop()
 	for {
-		err := c.listAndWatch(ctx, r, tick.C())
+		err := c.listAndWatch(ctx, r)
 		if ctx.Err() != nil {
 			return
 		}
@@ -52,7 +56,7 @@ func (c *Cache) tickPeriod() time.Duration {
 
 // listAndWatch loads the prefix and follows it until the store watch can
 // no longer be resumed from the cache's revision.
-func (c *Cache) listAndWatch(ctx context.Context, r *reflector, tick <-chan time.Time) error {
+func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 	kvs, rev, err := c.cfg.Store.List(ctx, c.cfg.Prefix)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", c.cfg.Prefix, err)
@@ -94,7 +98,7 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector, tick <-chan time
 			return fmt.Errorf("watch %s from %d: %w", c.cfg.Prefix, from, err)
 		}
 		r.sw = sw
-		err = c.follow(ctx, r, tick)
+		err = c.follow(ctx, r)
 		sw.Stop()
 		r.sw = nil
 		if ctx.Err() != nil {
@@ -111,7 +115,7 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector, tick <-chan time
 }
 
 // follow applies the store watch's events until it ends.
-func (c *Cache) follow(ctx context.Context, r *reflector, tick <-chan time.Time) error {
+func (c *Cache) follow(ctx context.Context, r *reflector) error {
 	events := r.sw.Events()
 	batch := make([]storage.Event, 0, maxBatch)
 	for {
@@ -138,7 +142,8 @@ func (c *Cache) follow(ctx context.Context, r *reflector, tick <-chan time.Time)
 				r.bookmarkDue = false
 				c.sendBookmarks()
 			}
-		case now := <-tick:
+		case now := <-r.tick.C():
+			r.tick.Reset(c.tickPeriod())
 			c.onTick(r, now)
 		case <-c.progressReq:
 			r.sw.RequestProgress()
