@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,6 +48,10 @@ type Resource struct {
 	// like upstream's printers. Cells must line up with Columns.
 	Table TableConvertor
 
+	// Scale is set exactly when Subresources has "scale"; the server uses it
+	// to serve autoscaling/v1 Scale without knowing the Kind.
+	Scale *ScaleAccessor
+
 	// StorageKeyPrefix is "/<group or core>/<resource>"; keys are
 	// prefix/<namespace>/<name> (prefix/<name> for cluster-scoped resources).
 	StorageKeyPrefix string
@@ -70,6 +75,19 @@ func (r *Resource) HasSubresource(name string) bool {
 		}
 	}
 	return false
+}
+
+// ScaleAccessor reads and writes the scale of an object of the resource's
+// Kind (deployments, replica sets, stateful sets).
+type ScaleAccessor struct {
+	// Scale returns obj's autoscaling/v1 Scale: name, namespace, uid,
+	// resourceVersion and creationTimestamp of obj, spec.replicas,
+	// status.replicas and the label selector as a string.
+	Scale func(obj runtime.Object) *autoscalingv1.Scale
+	// SetReplicas sets obj's desired replicas (spec.replicas); the caller
+	// then writes obj through the main resource's PrepareForUpdate and
+	// ValidateUpdate, as upstream's scale subresource does.
+	SetReplicas func(obj runtime.Object, replicas int32)
 }
 
 // Strategy is the per-resource behaviour on create and update of the object

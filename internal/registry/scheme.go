@@ -1,0 +1,45 @@
+package registry
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// NewScheme returns a fresh scheme holding every served group's types, the
+// meta.k8s.io/v1 types (Table, PartialObjectMetadata, Status, options) and
+// autoscaling/v1 for the scale subresource. Each call builds a new scheme so
+// nothing is shared between servers or tests.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	// The unversioned meta types (Status, WatchEvent, list/get options)
+	// under "v1", as client-go's scheme does.
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	adders := []func(*runtime.Scheme) error{
+		metav1.AddMetaToScheme,
+		corev1.AddToScheme,
+		appsv1.AddToScheme,
+		autoscalingv1.AddToScheme,
+		coordinationv1.AddToScheme,
+		discoveryv1.AddToScheme,
+		eventsv1.AddToScheme,
+		policyv1.AddToScheme,
+		rbacv1.AddToScheme,
+		schedulingv1.AddToScheme,
+	}
+	for _, add := range adders {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
