@@ -19,11 +19,15 @@ func badRequest(format string, args ...interface{}) error {
 	return apierrors.NewBadRequest(fmt.Sprintf(format, args...))
 }
 
-// unprocessable is a 422 without details, as upstream returns for a patch
-// that is well-formed but cannot be applied (a failed JSON-patch test, a
-// path that does not exist).
+// unprocessable is a 422 for a patch that is well-formed but cannot be
+// applied (a failed JSON-patch test, a path that does not exist). Upstream
+// builds it with NewGenericServerResponse, which hides msg in a cause behind
+// "the server rejected our request due to an error in our request"; the
+// status here has the same code, reason and cause, and msg as its message.
 func unprocessable(msg string) error {
-	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", msg, 0, false)
+	err := apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", msg, 0, false)
+	err.ErrStatus.Message = msg
+	return err
 }
 
 // invalidPatch is the 422 Invalid upstream returns when the patched document
