@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
@@ -40,3 +41,5 @@ func TestConformanceTinyRing(t *testing.T) {
 		return openTest(t, Options{WatchRingEvents: 2, ReplayChunk: 3})
 	})
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

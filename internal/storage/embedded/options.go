@@ -108,10 +108,29 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
-// Fatalf must not return (Pebble relies on it). Panicking rather than
-// os.Exit lets deferred cleanup and tests observe it.
+// Fatalf must not return (Pebble relies on it). It panics with a
+// pebbleFatal rather than exiting: Pebble reports a failed WAL write or sync
+// (a full disk) this way from inside Batch.Commit, after the commit pipeline
+// has released its locks, and the writer recovers it there to fail the
+// writes and keep serving reads (see Store.commitBatch). Anywhere else the
+// panic crashes the process, as Pebble intends.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error(msg, "component", "pebble", "fatal", true)
-	panic("pebble: " + msg)
+	f := pebbleFatal{msg: msg}
+	for _, a := range args {
+		if err, ok := a.(error); ok && f.cause == nil {
+			f.cause = err // keep errors.Is(err, syscall.ENOSPC) working
+		}
+	}
+	panic(f)
 }
+
+// pebbleFatal is the panic value of pebbleLogger.Fatalf.
+type pebbleFatal struct {
+	msg   string
+	cause error
+}
+
+func (f pebbleFatal) Error() string { return f.msg }
+func (f pebbleFatal) Unwrap() error { return f.cause }

@@ -143,7 +143,7 @@ func (s *Store) commit(ops []*writeOp) {
 	if len(applied) > 0 {
 		err := b.Set([]byte(metaCurrentKey), encodeMeta(metaCurrentKey, next), nil)
 		if err == nil {
-			err = b.Commit(pebble.Sync)
+			err = commitBatch(b)
 		}
 		if err != nil {
 			// Pebble's WAL errors are sticky and whether the batch reached
@@ -226,4 +226,22 @@ func getLatest(r pebble.Reader, key string, dbKey []byte) (storage.KeyValue, boo
 	defer closer.Close()
 	kv, err := decodeLatest(key, dbKey, v)
 	return kv, err == nil, err
+}
+
+// commitBatch commits b with fsync. Pebble treats a WAL write or sync error
+// as fatal and calls Logger.Fatalf from inside Commit; pebbleLogger panics
+// with pebbleFatal and this turns it back into an error. Pebble has already
+// released its commit pipeline by then (the failed batch is applied but may
+// not be durable), so reads keep working; the writer refuses further writes.
+func commitBatch(b *pebble.Batch) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(pebbleFatal)
+			if !ok {
+				panic(r)
+			}
+			err = f
+		}
+	}()
+	return b.Commit(pebble.Sync)
 }

@@ -1,0 +1,267 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
+)
+
+const testWait = 20 * time.Second
+
+func TestOptionsValidation(t *testing.T) {
+	if _, err := Open(context.Background(), Options{}); err == nil {
+		t.Fatal("Open without Dir succeeded")
+	}
+	if _, err := Open(context.Background(), Options{Dir: t.TempDir(), WatchBuffer: -1}); err == nil {
+		t.Fatal("Open with negative WatchBuffer succeeded")
+	}
+	o, err := Options{Dir: "x"}.withDefaults()
+	if err != nil || o.MaxBatchOps != 1024 || o.WatchBuffer != 4096 || o.FS == nil || o.Logger == nil {
+		t.Fatalf("defaults not applied: %+v, %v", o, err)
+	}
+}
+
+// TestReopen checks that data, the revision counter and the compacted
+// revision survive a clean close.
+func TestReopen(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for i := range 10 {
+		if last, err = s.Create(ctx, fmt.Sprintf("/k%d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Compact(ctx, last-3); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, Options{Dir: dir})
+	if rev, _ := s.CurrentRevision(ctx); rev != last {
+		t.Fatalf("CurrentRevision after reopen = %d, want %d", rev, last)
+	}
+	if comp, _ := s.CompactedRevision(ctx); comp != last-3 {
+		t.Fatalf("CompactedRevision after reopen = %d, want %d", comp, last-3)
+	}
+	if _, err := s.Watch(ctx, "/", last-4); !errors.Is(err, storage.ErrCompacted) {
+		t.Fatalf("watch below compaction after reopen: %v", err)
+	}
+	// History after the compacted revision is replayed from disk (the ring
+	// starts empty after a reopen).
+	w, err := s.Watch(ctx, "/", last-3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i := 7; i < 10; i++ {
+		ev := <-w.Events()
+		if ev.Key != fmt.Sprintf("/k%d", i) || ev.Revision != last-int64(9-i) {
+			t.Fatalf("replayed %q at %d", ev.Key, ev.Revision)
+		}
+	}
+	rev, err := s.Create(ctx, "/after", nil)
+	if err != nil || rev != last+1 {
+		t.Fatalf("first write after reopen got revision %d (%v), want %d", rev, err, last+1)
+	}
+}
+
+// TestBatchPreconditions drives one group-commit batch directly: later ops
+// must see earlier ones, and failed ops consume no revision.
+func TestBatchPreconditions(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := context.Background()
+	base, _ := s.CurrentRevision(ctx)
+	mk := func(kind opKind, key string, expected int64) *writeOp {
+		return &writeOp{ctx: ctx, kind: kind, key: key, value: []byte(key), expected: expected, done: make(chan writeResult, 1)}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	ops := []*writeOp{
+		mk(opCreate, "/a", 0),       // base+1
+		mk(opCreate, "/a", 0),       // exists (sees op 0)
+		mk(opUpdate, "/a", base+1),  // base+2 (sees op 0's revision)
+		mk(opUpdate, "/a", base+1),  // conflict: current is base+2
+		mk(opDelete, "/missing", 0), // not found
+		mk(opCreate, "/b", 0),       // base+3
+		mk(opDelete, "/b", base+3),  // base+4
+		{ctx: cancelled, kind: opCreate, key: "/c", done: make(chan writeResult, 1)},
+	}
+	s.commit(ops)
+	want := []struct {
+		rev int64
+		err error
+	}{{base + 1, nil}, {0, storage.ErrExists}, {base + 2, nil}, {0, storage.ErrConflict}, {0, storage.ErrNotFound}, {base + 3, nil}, {base + 4, nil}, {0, context.Canceled}}
+	for i, op := range ops {
+		r := <-op.done
+		if r.rev != want[i].rev || !errors.Is(r.err, want[i].err) || (want[i].err == nil) != (r.err == nil) {
+			t.Errorf("op %d: rev %d err %v, want rev %d err %v", i, r.rev, r.err, want[i].rev, want[i].err)
+		}
+	}
+	if rev, _ := s.CurrentRevision(ctx); rev != base+4 {
+		t.Fatalf("CurrentRevision %d, want %d", rev, base+4)
+	}
+}
+
+// TestSlowWatcherEnded: a watcher that never reads is ended with
+// ErrWatcherTooSlow while writes and another watcher proceed unhindered.
+func TestSlowWatcherEnded(t *testing.T) {
+	s := openTest(t, Options{WatchBuffer: 4})
+	ctx := context.Background()
+	slow, err := s.Watch(ctx, "/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Stop()
+	fast, err := s.Watch(ctx, "/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Stop()
+	const n = 200
+	got := make(chan int, 1)
+	go func() {
+		count := 0
+		for range fast.Events() {
+			if count++; count == n {
+				break
+			}
+		}
+		got <- count
+	}()
+	for i := range n {
+		if _, err := s.Create(ctx, fmt.Sprintf("/k%d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case c := <-got:
+		if c != n {
+			t.Fatalf("fast watcher got %d events, want %d", c, n)
+		}
+	case <-time.After(testWait):
+		t.Fatal("fast watcher stalled")
+	}
+	// The slow watcher holds its buffered events, then ends with the error.
+	received := 0
+	deadline := time.After(testWait)
+	for open := true; open; {
+		select {
+		case _, open = <-slow.Events():
+			if open {
+				received++
+			}
+		case <-deadline:
+			t.Fatal("slow watcher was not ended")
+		}
+	}
+	if !errors.Is(slow.Err(), ErrWatcherTooSlow) {
+		t.Fatalf("slow watcher Err = %v, want ErrWatcherTooSlow", slow.Err())
+	}
+	if received >= n {
+		t.Fatalf("slow watcher received all %d events; it should have been cut off", received)
+	}
+}
+
+// TestCompactionDuringReplay: history compacted away while a watch is still
+// replaying it ends the watch with ErrCompacted rather than skipping events.
+func TestCompactionDuringReplay(t *testing.T) {
+	s := openTest(t, Options{WatchRingEvents: 2, ReplayChunk: 2})
+	ctx := context.Background()
+	var last int64
+	for i := range 20 {
+		var err error
+		if last, err = s.Create(ctx, fmt.Sprintf("/k%02d", i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := s.Watch(ctx, "/", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if ev := <-w.Events(); ev.Revision != 2 {
+		t.Fatalf("first replayed revision %d, want 2", ev.Revision)
+	}
+	if err := s.Compact(ctx, last-1); err != nil {
+		t.Fatal(err)
+	}
+	prev := int64(2)
+	for ev := range w.Events() {
+		if ev.Revision != prev+1 {
+			t.Fatalf("gap: revision %d after %d", ev.Revision, prev)
+		}
+		prev = ev.Revision
+	}
+	if !errors.Is(w.Err(), storage.ErrCompacted) {
+		t.Fatalf("Err = %v, want ErrCompacted", w.Err())
+	}
+}
+
+// TestCloseWithPendingWrites: writes racing with Close either commit (and
+// are durable) or fail with ErrClosed; nothing hangs.
+func TestCloseWithPendingWrites(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		ok  = map[string]int64{}
+		bad []error
+	)
+	started := make(chan struct{}, 16)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				key := fmt.Sprintf("/k/%d/%d", g, i)
+				rev, err := s.Create(ctx, key, []byte(key))
+				if i == 0 {
+					started <- struct{}{}
+				}
+				mu.Lock()
+				if err != nil {
+					if !errors.Is(err, storage.ErrClosed) {
+						bad = append(bad, err)
+					}
+					mu.Unlock()
+					return
+				}
+				ok[key] = rev
+				mu.Unlock()
+			}
+		}()
+	}
+	for range 16 {
+		<-started
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if len(bad) > 0 {
+		t.Fatalf("writes failed with something other than ErrClosed: %v", bad)
+	}
+	s = openTest(t, Options{Dir: dir})
+	for key, rev := range ok {
+		kv, err := s.Get(ctx, key)
+		if err != nil || kv.ModRevision != rev {
+			t.Fatalf("acknowledged %q@%d: got %d, %v", key, rev, kv.ModRevision, err)
+		}
+	}
+}
