@@ -41,6 +41,9 @@ func jsonPatch(original runtime.Object, patch []byte, d *decoder) (runtime.Objec
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
 			"The allowed maximum operations in a JSON patch is %d, got %d", MaxJSONPatchOperations, len(ops)))
 	}
+	if err := checkOps(ops); err != nil {
+		return nil, err
+	}
 	doc, err := json.Marshal(original)
 	if err != nil {
 		return nil, fmt.Errorf("patch: encoding %T: %w", original, err)
@@ -50,6 +53,21 @@ func jsonPatch(original runtime.Object, patch []byte, d *decoder) (runtime.Objec
 		return nil, unprocessable(err.Error())
 	}
 	return d.decodeJSON(patched, original)
+}
+
+// checkOps rejects operations the library would crash on: replacing the
+// whole document ("path": "") without a value (absent or null) dereferences
+// a nil node in json-patch v4.13.
+func checkOps(ops jsonpatch.Patch) error {
+	for i, op := range ops {
+		if op.Kind() != "replace" {
+			continue
+		}
+		if path, err := op.Path(); err == nil && path == "" && op["value"] == nil {
+			return unprocessable(fmt.Sprintf("replace operation %d: the value replacing the whole document must be an object", i))
+		}
+	}
+	return nil
 }
 
 func mergePatch(original runtime.Object, patch []byte, d *decoder) (runtime.Object, error) {

@@ -86,6 +86,8 @@ func TestApply(t *testing.T) {
 			patch: `[{"op":"replace","path":"/spec/nope/x","value":1}]`, code: http.StatusUnprocessableEntity},
 		{name: "json patch unknown op", pt: jp, original: testPod(),
 			patch: `[{"op":"frobnicate","path":"/metadata/name"}]`, code: http.StatusUnprocessableEntity, contains: "frobnicate"},
+		{name: "json patch replaces the document with nothing", pt: jp, original: testPod(),
+			patch: `[{"op":"replace","path":""}]`, code: http.StatusUnprocessableEntity},
 		{name: "json patch not an array", pt: jp, original: testPod(),
 			patch: `{"op":"add"}`, code: http.StatusBadRequest},
 		{name: "json patch invalid JSON", pt: jp, original: testPod(), patch: `[{`, code: http.StatusBadRequest},
@@ -101,7 +103,9 @@ func TestApply(t *testing.T) {
 
 		{name: "merge patch sets labels and removes one", pt: mp, original: testPod(),
 			patch: `{"metadata":{"labels":{"app":null,"tier":"front"}}}`,
-			check: func(t *testing.T, r Result) { want(t, r.Object.(*corev1.Pod).Labels, map[string]string{"tier": "front"}) }},
+			check: func(t *testing.T, r Result) {
+				want(t, r.Object.(*corev1.Pod).Labels, map[string]string{"tier": "front"})
+			}},
 		{name: "merge patch replaces lists whole", pt: mp, original: testPod(),
 			patch: `{"spec":{"containers":[{"name":"b","image":"redis:2"}]}}`,
 			check: func(t *testing.T, r Result) { want(t, podImages(r.Object), "b=redis:2") }},
