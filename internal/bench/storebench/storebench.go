@@ -1,0 +1,337 @@
+// Package storebench measures a storage.Store the way the API server uses
+// it: many concurrent durable writes of object-sized values, point reads, and
+// (capacity mode) the same after preloading a large number of objects,
+// including how long the store takes to reopen. `myriad bench store` calls
+// Run; the embedded package's Go benchmarks call it too.
+package storebench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
+	"github.com/myriad-k8s/myriad/internal/storage/embedded"
+)
+
+// Config says what to measure. Zero fields take the stated defaults.
+type Config struct {
+	// Dir holds the embedded store. Default: a new temporary directory,
+	// removed when Run returns. An existing store in Dir is reused (its
+	// objects count as already loaded).
+	Dir string
+	// Store, if set, is measured instead of an embedded store in Dir; Run
+	// does not close it and skips the reopen measurement.
+	Store storage.Store
+	// StoreOptions tune the embedded store (Dir is overridden).
+	StoreOptions embedded.Options
+
+	// Writers is the number of goroutines writing concurrently. Default 64.
+	Writers int
+	// ObjectSize is the value size in bytes. Default 1024.
+	ObjectSize int
+	// Count is the number of measured writes (creates of new keys). Default
+	// 10,000.
+	Count int
+	// Preload is the number of objects written before measuring (capacity
+	// mode), with PreloadWriters writers. Default 0 and 256.
+	Preload        int
+	PreloadWriters int
+	// Reads is the number of measured Gets of random existing keys after the
+	// writes, from Writers goroutines. Default 10,000; negative skips them.
+	Reads int
+	// Reopen closes the embedded store after the run and measures how long
+	// opening it again takes.
+	Reopen bool
+	// Progress, if set, receives a line every few seconds during long phases.
+	Progress io.Writer
+}
+
+// Result holds the measurements. Latencies are per call, as the caller of
+// the store sees them.
+type Result struct {
+	Writes       int
+	WriteTime    time.Duration
+	WritesPerSec float64
+	WriteP50     time.Duration
+	WriteP99     time.Duration
+	WriteMax     time.Duration
+
+	Preloaded        int
+	PreloadTime      time.Duration
+	PreloadPerSec    float64
+	ObjectsAtMeasure int // approximate objects in the store when measuring started
+
+	Reads       int
+	ReadsPerSec float64
+	ReadP50     time.Duration
+	ReadP99     time.Duration
+
+	ReopenTime time.Duration // 0 unless Config.Reopen
+	DiskBytes  int64         // size of Dir after the run; 0 for Config.Store
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.Writers, 64)
+	def(&c.ObjectSize, 1024)
+	def(&c.Count, 10000)
+	def(&c.PreloadWriters, 256)
+	def(&c.Reads, 10000)
+	return c
+}
+
+// Run performs the benchmark described by cfg: preload, measured writes,
+// measured reads, then (optionally) close and timed reopen.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Writers < 1 || cfg.PreloadWriters < 1 || cfg.ObjectSize < 0 || cfg.Count < 0 || cfg.Preload < 0 {
+		return Result{}, fmt.Errorf("storebench: invalid config: %d writers, %d preload writers, %d-byte objects, count %d, preload %d",
+			cfg.Writers, cfg.PreloadWriters, cfg.ObjectSize, cfg.Count, cfg.Preload)
+	}
+	if cfg.Store != nil {
+		return measure(ctx, cfg, cfg.Store)
+	}
+	if cfg.Dir == "" {
+		dir, err := os.MkdirTemp("", "storebench-")
+		if err != nil {
+			return Result{}, err
+		}
+		defer os.RemoveAll(dir)
+		cfg.Dir = dir
+	}
+	opts := cfg.StoreOptions
+	opts.Dir = cfg.Dir
+	s, err := embedded.Open(ctx, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := measure(ctx, cfg, s)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, err
+	}
+	if cfg.Reopen {
+		start := time.Now()
+		s, err := embedded.Open(ctx, opts)
+		if err != nil {
+			return res, fmt.Errorf("storebench: reopen: %w", err)
+		}
+		// The store serves once Open returns; a read proves it.
+		if _, err := s.CurrentRevision(ctx); err != nil {
+			s.Close()
+			return res, err
+		}
+		res.ReopenTime = time.Since(start)
+		if err := s.Close(); err != nil {
+			return res, err
+		}
+	}
+	res.DiskBytes, err = dirSize(cfg.Dir)
+	return res, err
+}
+
+func measure(ctx context.Context, cfg Config, s storage.Store) (Result, error) {
+	var res Result
+	// Key indexes start at the current revision: every object an earlier
+	// run created consumed a revision, so a reused Dir grows instead of
+	// colliding (without listing what may be millions of objects).
+	existing, err := s.CurrentRevision(ctx)
+	if err != nil {
+		return res, err
+	}
+	next := atomic.Int64{}
+	next.Store(existing)
+	value := make([]byte, cfg.ObjectSize)
+	for i := range value {
+		value[i] = byte(rand.Uint32()) // incompressible, like protobuf
+	}
+	if cfg.Preload > 0 {
+		start := time.Now()
+		if _, err := writeN(ctx, s, cfg.Preload, cfg.PreloadWriters, &next, value, cfg.Progress, "preload"); err != nil {
+			return res, fmt.Errorf("storebench: preload: %w", err)
+		}
+		res.Preloaded = cfg.Preload
+		res.PreloadTime = time.Since(start)
+		res.PreloadPerSec = float64(cfg.Preload) / res.PreloadTime.Seconds()
+	}
+	res.ObjectsAtMeasure = int(next.Load())
+	start := time.Now()
+	lat, err := writeN(ctx, s, cfg.Count, cfg.Writers, &next, value, cfg.Progress, "write")
+	if err != nil {
+		return res, fmt.Errorf("storebench: writes: %w", err)
+	}
+	res.WriteTime = time.Since(start)
+	res.Writes = cfg.Count
+	if cfg.Count > 0 {
+		res.WritesPerSec = float64(cfg.Count) / res.WriteTime.Seconds()
+		res.WriteP50, res.WriteP99, res.WriteMax = percentiles(lat)
+	}
+	if n := int(next.Load()); cfg.Reads > 0 && n > 0 {
+		start := time.Now()
+		lat, err := readN(ctx, s, cfg.Reads, cfg.Writers, n)
+		if err != nil {
+			return res, fmt.Errorf("storebench: reads: %w", err)
+		}
+		res.Reads = cfg.Reads
+		res.ReadsPerSec = float64(cfg.Reads) / time.Since(start).Seconds()
+		res.ReadP50, res.ReadP99, _ = percentiles(lat)
+	}
+	return res, nil
+}
+
+// Key returns the key of the i-th benchmark object. Names are spread over
+// namespaces and hashed, like real pod names, rather than sequential.
+func Key(i int) string {
+	h := uint64(i)*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+	return fmt.Sprintf("/registry/pods/ns-%03d/pod-%016x-%d", i%100, h, i)
+}
+
+// writeN creates n new objects from w goroutines and returns each call's
+// latency.
+func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, value []byte, progress io.Writer, phase string) ([]time.Duration, error) {
+	lat := make([]time.Duration, n)
+	var (
+		done     atomic.Int64
+		wg       sync.WaitGroup
+		firstErr error
+		errOnce  sync.Once
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopProgress := reportProgress(progress, phase, n, &done)
+	defer stopProgress()
+	for range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				slot := int(done.Add(1)) - 1
+				if slot >= n || ctx.Err() != nil {
+					return
+				}
+				key := Key(int(next.Add(1)) - 1)
+				start := time.Now()
+				_, err := s.Create(ctx, key, value)
+				lat[slot] = time.Since(start)
+				if err != nil {
+					errOnce.Do(func() { firstErr = fmt.Errorf("create %q: %w", key, err); cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return lat, ctx.Err()
+}
+
+// readN performs n Gets of random keys among the first objects from w
+// goroutines.
+func readN(ctx context.Context, s storage.Store, n, w, objects int) ([]time.Duration, error) {
+	lat := make([]time.Duration, n)
+	var (
+		done atomic.Int64
+		wg   sync.WaitGroup
+		errs = make(chan error, w)
+	)
+	for range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				slot := int(done.Add(1)) - 1
+				if slot >= n || ctx.Err() != nil {
+					return
+				}
+				key := Key(rand.IntN(objects))
+				start := time.Now()
+				_, err := s.Get(ctx, key)
+				lat[slot] = time.Since(start)
+				if err != nil && !errors.Is(err, storage.ErrNotFound) {
+					errs <- fmt.Errorf("get %q: %w", key, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
+	}
+	return lat, ctx.Err()
+}
+
+// reportProgress prints phase progress every 5 s until the returned stop
+// function is called.
+func reportProgress(w io.Writer, phase string, total int, done *atomic.Int64) (stop func()) {
+	if w == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				d := min(int(done.Load()), total)
+				fmt.Fprintf(w, "%s: %d/%d (%.0f/s)\n", phase, d, total, float64(d)/time.Since(start).Seconds())
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
+func percentiles(lat []time.Duration) (p50, p99, maxLat time.Duration) {
+	if len(lat) == 0 {
+		return 0, 0, 0
+	}
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	// Nearest rank: the smallest value with at least q of the samples at or
+	// below it.
+	at := func(q float64) time.Duration {
+		return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
+	}
+	return at(0.50), at(0.99), s[len(s)-1]
+}
+
+func dirSize(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			total += info.Size()
+		}
+		return err
+	})
+	return total, err
+}

@@ -1,0 +1,55 @@
+package storebench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunSmall(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Dir: dir, Writers: 8, ObjectSize: 100, Count: 300, Preload: 200, PreloadWriters: 16, Reads: 100, Reopen: true}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Writes != 300 || res.Preloaded != 200 || res.Reads != 100 || res.ObjectsAtMeasure != 200 {
+		t.Fatalf("counts: %+v", res)
+	}
+	if res.WritesPerSec <= 0 || res.WriteP50 <= 0 || res.WriteP99 < res.WriteP50 || res.WriteMax < res.WriteP99 || res.ReopenTime <= 0 || res.DiskBytes <= 0 {
+		t.Fatalf("implausible measurements: %+v", res)
+	}
+	var out bytes.Buffer
+	if err := res.Write(&out); err != nil || !strings.Contains(out.String(), "writes/s") {
+		t.Fatalf("report %q, %v", out.String(), err)
+	}
+	// A second run on the same Dir grows the store instead of colliding.
+	res, err = Run(context.Background(), Config{Dir: dir, Writers: 4, Count: 50, Reads: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ObjectsAtMeasure < 500 {
+		t.Fatalf("second run started at %d objects, want >= 500", res.ObjectsAtMeasure)
+	}
+}
+
+func TestPercentiles(t *testing.T) {
+	var lat []time.Duration
+	for i := 1; i <= 100; i++ {
+		lat = append(lat, time.Duration(i))
+	}
+	p50, p99, mx := percentiles(lat)
+	if p50 != 50 || p99 != 99 || mx != 100 {
+		t.Fatalf("p50 %d p99 %d max %d", p50, p99, mx)
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, Config{Count: 10}); err == nil {
+		t.Fatal("Run with a cancelled context succeeded")
+	}
+}
