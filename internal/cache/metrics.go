@@ -9,10 +9,10 @@ import (
 // metrics uses upstream's watch-cache metric names where one exists, so
 // existing dashboards work; each cache labels them with its resource.
 type metrics struct {
-	reg                                               prometheus.Registerer
-	all                                               []prometheus.Collector
-	received, dispatched, terminated, initializations prometheus.Counter
-	capacity, objects, watchers                       prometheus.Gauge
+	reg                                                         prometheus.Registerer
+	all                                                         []prometheus.Collector
+	received, dispatched, terminated, initializations, restarts prometheus.Counter
+	capacity, objects, watchers                                 prometheus.Gauge
 }
 
 func newMetrics(cfg Config) (*metrics, error) {
@@ -29,11 +29,12 @@ func newMetrics(cfg Config) (*metrics, error) {
 		dispatched:      counter("apiserver_watch_cache_events_dispatched_total", "Events delivered to watchers."),
 		terminated:      counter("apiserver_terminated_watchers_total", "Watchers ended because they could not keep up."),
 		initializations: counter("apiserver_watch_cache_initializations_total", "Times the watch cache was (re)initialized from a list."),
+		restarts:        counter("myriad_watch_cache_store_watch_restarts_total", "Times the store watch ended and was re-established."),
 		capacity:        gauge("apiserver_watch_cache_capacity", "Event window capacity."),
 		objects:         gauge("myriad_watch_cache_objects", "Objects held by the watch cache."),
 		watchers:        gauge("myriad_watch_cache_watchers", "Watchers of the watch cache."),
 	}
-	m.all = []prometheus.Collector{m.received, m.dispatched, m.terminated, m.initializations, m.capacity, m.objects, m.watchers}
+	m.all = []prometheus.Collector{m.restarts, m.received, m.dispatched, m.terminated, m.initializations, m.capacity, m.objects, m.watchers}
 	if m.reg != nil {
 		for i, col := range m.all {
 			if err := m.reg.Register(col); err != nil {

@@ -313,7 +313,7 @@ func TestContinueToken(t *testing.T) {
 	}
 	for _, bad := range []string{
 		encodeContinue("/core/pods/../secrets/x", "", 1), // escapes the prefix
-		encodeContinue(podPrefix+"x", podPrefix, 0),     // no revision
+		encodeContinue(podPrefix+"x", podPrefix, 0),      // no revision
 	} {
 		if _, _, err := decodeContinue(bad, podPrefix); !apierrors.IsBadRequest(err) {
 			t.Fatalf("token %q: err = %v", bad, err)

@@ -42,6 +42,9 @@ func (c *Cache) run(ctx context.Context) {
 			return
 		}
 		c.cfg.Logger.Warn("watch cache lost the store watch; re-listing", "err", err)
+		if errors.Is(err, storage.ErrCompacted) {
+			continue // the store is fine, only our position is gone
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -107,6 +110,7 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 		// Resume from where the cache is; only a compacted store (or a
 		// failing one) forces a re-list.
 		from = c.Revision()
+		c.metrics.restarts.Inc()
 		c.cfg.Logger.Info("store watch ended; resuming", "from", from, "err", err)
 		if errors.Is(err, storage.ErrCompacted) {
 			return err

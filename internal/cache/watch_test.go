@@ -193,7 +193,7 @@ func TestBookmarks(t *testing.T) {
 	}
 	defer noBookmarks.Stop()
 	e.create(newPod("ns", "b", "n1", nil)) // not for n9
-	other := e.writeOther("x")              // not for the cache at all
+	other := e.writeOther("x")             // not for the cache at all
 
 	var bm *Event
 	waitFor(t, func() bool {
