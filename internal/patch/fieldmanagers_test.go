@@ -29,7 +29,7 @@ var (
 
 // typeConverter is built once per test binary: it is immutable, and
 // building it is the slow part.
-func typeConverter(t *testing.T) managedfields.TypeConverter {
+func typeConverter(t testing.TB) managedfields.TypeConverter {
 	t.Helper()
 	tcOnce.Do(func() {
 		var o *openapi.OpenAPI
@@ -47,7 +47,7 @@ func typeConverter(t *testing.T) managedfields.TypeConverter {
 	return tc
 }
 
-func newFieldManagers(t *testing.T) *FieldManagers {
+func newFieldManagers(t testing.TB) *FieldManagers {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme} {

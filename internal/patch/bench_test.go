@@ -1,0 +1,65 @@
+package patch
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PATCH and every write's managedFields tracking are on the API server's
+// write path; these keep an eye on their cost for a typical Pod.
+
+func BenchmarkApply(b *testing.B) {
+	for _, tc := range []struct {
+		pt    types.PatchType
+		patch string
+	}{
+		{types.JSONPatchType, `[{"op":"replace","path":"/spec/containers/1/image","value":"redis:2"}]`},
+		{types.MergePatchType, `{"metadata":{"labels":{"tier":"front"}}}`},
+		{types.StrategicMergePatchType, `{"spec":{"containers":[{"name":"b","image":"redis:2"}]}}`},
+	} {
+		b.Run(string(tc.pt), func(b *testing.B) {
+			pod, patch := testPod(), []byte(tc.patch)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Apply(tc.pt, pod, patch, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkFieldManagersUpdate(b *testing.B) {
+	f := newFieldManagers(b)
+	created, err := f.Update(&corev1.Pod{}, testPod(), "creator", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	live := created.(*corev1.Pod)
+	live.UID = "uid-1"
+	edited := live.DeepCopy()
+	edited.Spec.Containers[1].Image = "redis:2"
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.Update(live, edited.DeepCopy(), "editor", ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFieldManagersApply(b *testing.B) {
+	f := newFieldManagers(b)
+	live, _, err := f.Apply(&corev1.Pod{}, podConfig("nginx:1"), "alice", ApplyOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	config := podConfig("nginx:2")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := f.Apply(live, config, "alice", ApplyOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
