@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -54,5 +55,76 @@ func TestRegistryConsistentWithScheme(t *testing.T) {
 			t.Errorf("%v: %d cells for %d columns", r.GroupVersionResource(), len(cells), len(cols))
 		}
 		_ = r.SelectableFields(r.New())
+	}
+}
+
+func TestDiscovery(t *testing.T) {
+	reg := newTestRegistry(t)
+	type want struct {
+		namespaced bool
+		short      string
+		categories string
+		subres     string
+		collection bool
+	}
+	cases := map[string]want{
+		"/namespaces":                            {false, "ns", "", "status,finalize", false},
+		"/nodes":                                 {false, "no", "", "status,proxy", true},
+		"/pods":                                  {true, "po", "all", "status,binding,eviction", true},
+		"/services":                              {true, "svc", "all", "status,proxy", true},
+		"/endpoints":                             {true, "ep", "", "", true},
+		"/configmaps":                            {true, "cm", "", "", true},
+		"/secrets":                               {true, "", "", "", true},
+		"/serviceaccounts":                       {true, "sa", "", "token", true},
+		"/events":                                {true, "ev", "", "", true},
+		"/limitranges":                           {true, "limits", "", "", true},
+		"/resourcequotas":                        {true, "quota", "", "status", true},
+		"/persistentvolumes":                     {false, "pv", "", "status", true},
+		"/persistentvolumeclaims":                {true, "pvc", "", "status", true},
+		"coordination.k8s.io/leases":             {true, "", "", "", true},
+		"apps/deployments":                       {true, "deploy", "all", "status,scale", true},
+		"apps/replicasets":                       {true, "rs", "all", "status,scale", true},
+		"apps/statefulsets":                      {true, "sts", "all", "status,scale", true},
+		"apps/daemonsets":                        {true, "ds", "all", "status", true},
+		"discovery.k8s.io/endpointslices":        {true, "", "", "", true},
+		"events.k8s.io/events":                   {true, "ev", "", "", true},
+		"scheduling.k8s.io/priorityclasses":      {false, "pc", "", "", true},
+		"policy/poddisruptionbudgets":            {true, "pdb", "", "status", true},
+		"rbac.authorization.k8s.io/roles":        {true, "", "", "", true},
+		"rbac.authorization.k8s.io/rolebindings": {true, "", "", "", true},
+		"rbac.authorization.k8s.io/clusterroles": {false, "", "", "", true},
+		"rbac.authorization.k8s.io/clusterrolebindings": {false, "", "", "", true},
+	}
+	if n := len(reg.Resources()); n != len(cases) {
+		t.Errorf("%d resources, want %d", n, len(cases))
+	}
+	for key, w := range cases {
+		group, res, _ := strings.Cut(key, "/")
+		r := mustLookup(t, reg, group, res)
+		hasCollection := false
+		for _, v := range r.Verbs {
+			hasCollection = hasCollection || v == "deletecollection"
+		}
+		got := want{r.Namespaced, strings.Join(r.ShortNames, ","), strings.Join(r.Categories, ","), strings.Join(r.Subresources, ","), hasCollection}
+		if got != w {
+			t.Errorf("%s: got %+v, want %+v", key, got, w)
+		}
+		g := group
+		if g == "" {
+			g = "core"
+		}
+		if r.StorageKeyPrefix != "/"+g+"/"+res {
+			t.Errorf("%s: storage prefix %q", key, r.StorageKeyPrefix)
+		}
+	}
+	// Order is stable between registries.
+	a, b := newTestRegistry(t).Resources(), reg.Resources()
+	for i := range a {
+		if a[i].GroupVersionResource() != b[i].GroupVersionResource() {
+			t.Fatalf("order differs at %d", i)
+		}
+	}
+	if gvs := reg.GroupVersions(); len(gvs) != 8 || gvs[0] != (schema.GroupVersion{Version: "v1"}) {
+		t.Errorf("GroupVersions() = %v", gvs)
 	}
 }
