@@ -59,12 +59,3 @@ func (e *Event) Encoded(format string, encode func(runtime.Object) ([]byte, erro
 	e.memo.entries = append(e.memo.entries, memoEntry{format: format, data: data})
 	return data, nil
 }
-
-// dropMemo forgets cached encodings; the window calls it for events that
-// are no longer being fanned out, so the window's memory is the objects, not
-// their encodings. A later Encoded call simply encodes again.
-func (e *Event) dropMemo() {
-	e.memo.mu.Lock()
-	e.memo.entries = nil
-	e.memo.mu.Unlock()
-}

@@ -12,12 +12,16 @@ import (
 // entry is one version of one object. Entries are immutable once built and
 // shared by the state, the indexes and the window.
 type entry struct {
-	key    string // full storage key
-	ns     string // namespace ("" for cluster-scoped keys)
-	obj    runtime.Object
-	rev    int64 // ModRevision
-	labels labels.Set
-	fields fields.Set
+	key string // full storage key
+	ns  string // namespace ("" for cluster-scoped keys)
+	// obj is the decoded object when Config.RetainObjects is set;
+	// otherwise raw holds the stored bytes and reads decode them.
+	obj       runtime.Object
+	raw       []byte
+	rev       int64 // ModRevision
+	createRev int64
+	labels    labels.Set
+	fields    fields.Set
 }
 
 func lessEntry(a, b *entry) bool { return a.key < b.key }

@@ -39,7 +39,8 @@ type ListResult struct {
 
 // Get returns the object under key (see Key) as of a read with resource
 // version rv ("" consistent, "0" any, "N" not older than N), or
-// ErrNotFound. The object is shared: do not modify it.
+// ErrNotFound. With Config.RetainObjects the object is shared: do not
+// modify it.
 func (c *Cache) Get(ctx context.Context, key, rv string) (runtime.Object, error) {
 	if err := c.waitReadyBounded(ctx); err != nil {
 		return nil, err
@@ -53,13 +54,13 @@ func (c *Cache) Get(ctx context.Context, key, rv string) (runtime.Object, error)
 	if e == nil {
 		return nil, ErrNotFound
 	}
-	return e.obj, nil
+	return c.object(e)
 }
 
 // List streams the objects selected by opts, in key (namespace, name)
 // order, to emit, and returns the list's metadata. An error from emit
-// stops the list and is returned as is. Emitted objects are shared: do not
-// modify them. Cost: O(matching objects) when the selector requires an
+// stops the list and is returned as is. With Config.RetainObjects emitted
+// objects are shared: do not modify them. Cost: O(matching objects) when the selector requires an
 // exact value of an indexed field or label, or O(namespace) for a
 // namespace, plus O(window events since the revision) for an older
 // revision (Exact, continue).
@@ -132,7 +133,12 @@ func (c *Cache) List(ctx context.Context, opts ListOptions, emit func(runtime.Ob
 			remaining++
 			return countRest
 		}
-		if emitErr = emit(e.obj); emitErr != nil {
+		obj, err := c.object(e)
+		if err == nil {
+			err = emit(obj)
+		}
+		if err != nil {
+			emitErr = err
 			return false
 		}
 		n++

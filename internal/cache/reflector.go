@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
@@ -174,20 +175,43 @@ func (c *Cache) onTick(r *reflector, now time.Time) {
 	r.sw.RequestProgress()
 }
 
+// newEntry decodes kv once, to learn its labels and fields (and to reject
+// undecodable values before they are served), and keeps either the object
+// or, by default, only the stored bytes.
 func (c *Cache) newEntry(kv storage.KeyValue) (*entry, error) {
 	obj, err := c.cfg.Decode(kv)
 	if err != nil {
 		return nil, err
 	}
 	l, f := c.cfg.Attrs(obj)
-	return &entry{
-		key:    kv.Key,
-		ns:     namespaceOf(c.cfg.Prefix, kv.Key),
-		obj:    obj,
-		rev:    kv.ModRevision,
-		labels: l,
-		fields: f,
-	}, nil
+	e := &entry{
+		key:       kv.Key,
+		ns:        namespaceOf(c.cfg.Prefix, kv.Key),
+		rev:       kv.ModRevision,
+		createRev: kv.CreateRevision,
+		labels:    l,
+		fields:    f,
+	}
+	if c.cfg.RetainObjects {
+		e.obj = obj
+	} else {
+		e.raw = kv.Value
+	}
+	return e, nil
+}
+
+// object returns e's object: the retained one (shared, read-only), or a
+// fresh decode of the stored bytes (the caller's to keep).
+func (c *Cache) object(e *entry) (runtime.Object, error) {
+	if e.obj != nil {
+		return e.obj, nil
+	}
+	obj, err := c.cfg.Decode(storage.KeyValue{Key: e.key, Value: e.raw, ModRevision: e.rev, CreateRevision: e.createRev})
+	if err != nil {
+		// It decoded when it was applied: this is a bug, not bad data.
+		return nil, internalError(fmt.Errorf("decoding %s at revision %d: %w", e.key, e.rev, err))
+	}
+	return obj, nil
 }
 
 // apply folds a batch of store events into the state and the window, then

@@ -107,19 +107,28 @@ func (w *Watcher) endLocked(ev *Event) {
 }
 
 // eventFor is what change ev looks like through the watcher's selector:
-// an object that starts matching is ADDED, one that stops is DELETED.
+// an object that starts matching is ADDED, one that stops is DELETED. nil
+// when the change does not concern the watcher.
 func (w *Watcher) eventFor(ev *winEvent) *Event {
 	curOK := ev.cur != nil && w.pred.matches(ev.cur)
 	prevOK := ev.prev != nil && w.pred.matches(ev.prev)
+	var e *Event
+	var err error
 	switch {
 	case curOK && prevOK:
-		return ev.modifiedEvent()
+		e, err = ev.modifiedEvent(w.c)
 	case curOK:
-		return ev.addedEvent()
+		e, err = ev.addedEvent(w.c)
 	case prevOK:
-		return ev.deletedEvent()
+		e, err = ev.deletedEvent(w.c)
 	}
-	return nil
+	if err != nil {
+		// Every stored value decoded once already; log the bug rather
+		// than end every watcher over one object.
+		w.c.cfg.Logger.Error("cannot build watch event", "key", ev.key, "rev", ev.rev, "err", err)
+		return nil
+	}
+	return e
 }
 
 // offer hands ev to the watcher if it concerns it. ok is false when the
@@ -267,9 +276,15 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 			if snap != nil {
 				ok := true
 				snap.ascend("", func(e *entry) bool {
-					if pred.matches(e) {
-						ok = emit(&Event{Type: watch.Added, Object: e.obj, Revision: e.rev})
+					if !pred.matches(e) {
+						return true
 					}
+					obj, err := c.object(e)
+					if err != nil {
+						c.cfg.Logger.Error("cannot build watch event", "key", e.key, "rev", e.rev, "err", err)
+						return true
+					}
+					ok = emit(&Event{Type: watch.Added, Object: obj, Revision: e.rev})
 					return ok
 				})
 				if !ok {

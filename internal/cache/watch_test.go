@@ -335,3 +335,31 @@ func TestStopEndsWatchers(t *testing.T) {
 		t.Fatalf("start after stop: %v", err)
 	}
 }
+
+// With RetainObjects the cache hands out shared objects: a DELETED event
+// must carry a copy with the delete's revision, never alter the original.
+func TestRetainObjectsDeleteEvent(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.RetainObjects = true })
+	r1 := e.create(newPod("ns", "a", "n1", nil))
+	e.waitRev(r1)
+	before, err := e.c.Get(e.ctx, podKey("ns", "a"), "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: formatRV(r1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	r2 := e.delete("ns", "a")
+	if got := describe(next(t, w)); got != "DELETED ns/a@"+formatRV(r2) {
+		t.Fatalf("got %s", got)
+	}
+	if rv := before.(*corev1.Pod).ResourceVersion; rv != formatRV(r1) {
+		t.Fatalf("shared object's rv changed to %s", rv)
+	}
+	again, _ := e.c.Get(e.ctx, podKey("ns", "a"), "0")
+	if again != nil {
+		t.Fatal("deleted object still served")
+	}
+}

@@ -25,49 +25,65 @@ type winEvent struct {
 
 // addedEvent: cur, seen as new by this watcher (a create, or an update
 // that made the object start matching its selector).
-func (w *winEvent) addedEvent() *Event {
-	return w.lazy(&w.added, func() *Event { return &Event{Type: watch.Added, Object: w.cur.obj, Revision: w.rev} })
+func (w *winEvent) addedEvent(c *Cache) (*Event, error) {
+	return w.lazy(&w.added, func() (*Event, error) {
+		obj, err := c.object(w.cur)
+		return &Event{Type: watch.Added, Object: obj, Revision: w.rev}, err
+	})
 }
 
-func (w *winEvent) modifiedEvent() *Event {
-	return w.lazy(&w.modified, func() *Event { return &Event{Type: watch.Modified, Object: w.cur.obj, Revision: w.rev} })
+func (w *winEvent) modifiedEvent(c *Cache) (*Event, error) {
+	return w.lazy(&w.modified, func() (*Event, error) {
+		obj, err := c.object(w.cur)
+		return &Event{Type: watch.Modified, Object: obj, Revision: w.rev}, err
+	})
 }
 
 // deletedEvent: the previous object with the event's revision, for a delete
 // and for an update that made the object stop matching (as upstream: the
 // client must be able to record the revision it has seen).
-func (w *winEvent) deletedEvent() *Event {
-	return w.lazy(&w.deleted, func() *Event {
-		obj := w.prev.obj.DeepCopyObject()
+func (w *winEvent) deletedEvent(c *Cache) (*Event, error) {
+	return w.lazy(&w.deleted, func() (*Event, error) {
+		obj, err := c.object(w.prev)
+		if err != nil {
+			return nil, err
+		}
+		if w.prev.obj != nil {
+			obj = obj.DeepCopyObject() // retained objects are shared
+		}
 		if m, err := meta.Accessor(obj); err == nil {
 			m.SetResourceVersion(formatRV(w.rev))
 		}
-		return &Event{Type: watch.Deleted, Object: obj, Revision: w.rev}
+		return &Event{Type: watch.Deleted, Object: obj, Revision: w.rev}, nil
 	})
 }
 
-func (w *winEvent) lazy(p *atomic.Pointer[Event], build func() *Event) *Event {
+func (w *winEvent) lazy(p *atomic.Pointer[Event], build func() (*Event, error)) (*Event, error) {
 	if e := p.Load(); e != nil {
-		return e
+		return e, nil
 	}
-	e := build()
+	e, err := build()
+	if err != nil {
+		return nil, err
+	}
 	if p.CompareAndSwap(nil, e) {
-		return e
+		return e, nil
 	}
-	return p.Load()
+	return p.Load(), nil
 }
 
-func (w *winEvent) dropMemos() {
-	for _, p := range []*atomic.Pointer[Event]{&w.added, &w.modified, &w.deleted} {
-		if e := p.Load(); e != nil {
-			e.dropMemo()
-		}
-	}
+// forgetEvents lets go of the events built for delivery (their objects
+// and encodings); a later replay to a reconnecting watcher builds new ones.
+func (w *winEvent) forgetEvents() {
+	w.added.Store(nil)
+	w.modified.Store(nil)
+	w.deleted.Store(nil)
 }
 
-// memoTTL is how long an event keeps its encodings: long enough for the
-// fan-out to every live watcher, short enough that the window holds
-// objects, not several serialized copies of them.
+// memoTTL is how long a window event keeps the events built for its
+// delivery (decoded objects and their encodings): long enough for the
+// fan-out to every live watcher, short enough that the window holds stored
+// bytes, not decoded and serialized copies of them.
 const memoTTL = 10 * time.Second
 
 // window is a ring of the most recent events, oldest first. It is guarded
@@ -84,7 +100,7 @@ type window struct {
 	head, n    int
 	min, max   int
 	keepFor    time.Duration
-	memoCursor int64 // events with rev <= memoCursor have had their memos dropped
+	memoCursor int64 // events with rev <= memoCursor have forgotten their delivery events
 
 	// startRev is the revision the window is complete from: every event
 	// with revision > startRev is in the window (or newer than the cache).
@@ -129,7 +145,8 @@ func (w *window) resize(size int) {
 }
 
 // trim drops events older than keepFor beyond the minimum, shrinks an
-// oversized ring, and drops the encodings of events older than memoTTL.
+// oversized ring, and forgets the delivery events of events older than
+// memoTTL.
 func (w *window) trim(now time.Time) {
 	for w.n > w.min && now.Sub(w.at(0).at) > w.keepFor {
 		w.dropOldest()
@@ -144,7 +161,7 @@ func (w *window) trim(now time.Time) {
 		if now.Sub(ev.at) < memoTTL {
 			break
 		}
-		ev.dropMemos()
+		ev.forgetEvents()
 		w.memoCursor = ev.rev
 	}
 }
