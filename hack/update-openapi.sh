@@ -21,6 +21,7 @@ GOBIN="${BIN_DIR}" GOFLAGS= go install "k8s.io/kube-openapi/cmd/openapi-gen@${KO
 PACKAGES=(
   k8s.io/api/core/v1
   k8s.io/api/apps/v1
+  k8s.io/api/authentication/v1
   k8s.io/api/autoscaling/v1
   k8s.io/api/coordination/v1
   k8s.io/api/discovery/v1

@@ -168,7 +168,8 @@ func (o *OpenAPI) definitionName(name string) (string, spec.Extensions) {
 }
 
 // gvkExtensions maps model names to their x-kubernetes-group-version-kind
-// list: every served kind and list kind, autoscaling/v1 Scale, and the meta
+// list: every served kind and list kind, autoscaling/v1 Scale, the kinds of
+// served subresources (Eviction, Binding, TokenRequest), and the meta
 // types upstream tags (Status as v1; DeleteOptions and WatchEvent once per
 // served group-version, as they are registered in every group).
 func gvkExtensions(resources []Resource) map[string][]interface{} {
@@ -195,6 +196,11 @@ func gvkExtensions(resources []Resource) map[string][]interface{} {
 		add(r.ListModelName, gv.WithKind(r.GroupVersionKind.Kind+"List"))
 		add(modelDeleteOptions, gv.WithKind("DeleteOptions"))
 		add(modelWatchEvent, gv.WithKind("WatchEvent"))
+		for _, name := range r.Subresources {
+			if sub, ok := subresources[name]; ok {
+				add(sub.model, sub.gvk)
+			}
+		}
 	}
 	return out
 }

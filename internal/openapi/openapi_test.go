@@ -20,12 +20,12 @@ func served() []Resource {
 	}
 	return []Resource{
 		core("Pod", "pods", true, "status", "binding", "eviction"),
-		core("Namespace", "namespaces", false, "status"),
+		core("Namespace", "namespaces", false, "status", "finalize"),
 		core("Node", "nodes", false, "status"),
 		core("Service", "services", true, "status"),
 		core("ConfigMap", "configmaps", true),
 		core("Secret", "secrets", true),
-		core("ServiceAccount", "serviceaccounts", true),
+		core("ServiceAccount", "serviceaccounts", true, "token"),
 		core("Event", "events", true),
 		group("apps", "Deployment", "deployments", true, "status", "scale"),
 		group("apps", "ReplicaSet", "replicasets", true, "status", "scale"),
@@ -96,6 +96,8 @@ func TestV2HasPodWithExtensions(t *testing.T) {
 		"io.k8s.api.events.v1.Event":                  {Group: "events.k8s.io", Version: "v1", Kind: "Event"},
 		"io.k8s.api.autoscaling.v1.Scale":             {Group: "autoscaling", Version: "v1", Kind: "Scale"},
 		"io.k8s.apimachinery.pkg.apis.meta.v1.Status": {Version: "v1", Kind: "Status"},
+		"io.k8s.api.policy.v1.Eviction":               {Group: "policy", Version: "v1", Kind: "Eviction"},
+		"io.k8s.api.authentication.v1.TokenRequest":   {Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"},
 	} {
 		def, ok := doc.Definitions[name]
 		if !ok {
@@ -110,7 +112,9 @@ func TestV2HasPodWithExtensions(t *testing.T) {
 	if containers["x-kubernetes-patch-merge-key"] != "name" || containers["x-kubernetes-patch-strategy"] != "merge" || containers["x-kubernetes-list-type"] != "map" {
 		t.Errorf("PodSpec.containers extensions = %v", containers)
 	}
-	for _, p := range []string{"/api/v1/namespaces/{namespace}/pods/{name}", "/api/v1/pods", "/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale", "/apis/rbac.authorization.k8s.io/v1/clusterroles"} {
+	for _, p := range []string{"/api/v1/namespaces/{namespace}/pods/{name}", "/api/v1/pods", "/apis/apps/v1/namespaces/{namespace}/deployments/{name}/scale", "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+		"/api/v1/namespaces/{namespace}/pods/{name}/eviction", "/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+		"/api/v1/namespaces/{namespace}/pods/{name}/status"} {
 		if _, ok := doc.Paths[p]; !ok {
 			t.Errorf("path %s missing", p)
 		}

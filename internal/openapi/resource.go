@@ -20,8 +20,9 @@ type Resource struct {
 	// Verbs served; empty means all of get, list, watch, create, update,
 	// patch, delete and deletecollection.
 	Verbs []string
-	// Subresources served; "status" and "scale" get paths, others are
-	// ignored (their bodies are not described).
+	// Subresources served. "status", "scale", "eviction", "binding" and
+	// "token" get paths; others ("proxy", "finalize", …) are left out of
+	// the documents.
 	Subresources []string
 
 	// ModelName is the definition name of the Kind. Empty means the k8s.io/api
@@ -54,15 +55,6 @@ func (r Resource) withDefaults() Resource {
 func (r Resource) hasVerb(v string) bool {
 	for _, have := range r.Verbs {
 		if have == v {
-			return true
-		}
-	}
-	return false
-}
-
-func (r Resource) hasSubresource(s string) bool {
-	for _, have := range r.Subresources {
-		if have == s {
 			return true
 		}
 	}

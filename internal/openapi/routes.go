@@ -27,6 +27,23 @@ const (
 
 var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 
+// subresource describes the body and operations of a subresource with its
+// own kind. "status" is not listed: it has the object's kind and the item's
+// get, update and patch.
+type subresource struct {
+	model string
+	gvk   schema.GroupVersionKind
+	// verbs among "get", "update", "patch", "create".
+	verbs []string
+}
+
+var subresources = map[string]subresource{
+	"scale":    {modelScale, scaleGVK, []string{"get", "update", "patch"}},
+	"eviction": {"io.k8s.api.policy.v1.Eviction", schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, []string{"create"}},
+	"binding":  {"io.k8s.api.core.v1.Binding", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, []string{"create"}},
+	"token":    {"io.k8s.api.authentication.v1.TokenRequest", schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, []string{"create"}},
+}
+
 // Content types as upstream lists them on operations.
 var (
 	produces      = []string{"application/json", "application/yaml", "application/vnd.kubernetes.protobuf", "application/cbor"}
@@ -214,33 +231,43 @@ func resourceRoutes(r Resource) []common.Route {
 		rt := mk(http.MethodDelete, collection, "delete", "deletecollection", "Collection"+scope+gvk.Kind, gvk, append(append([]common.Parameter{}, listParams...), paramDryRun))
 		add(rt, ok(modelName(modelStatus)), modelName(modelDeleteOptions))
 	}
-	itemRoutes := func(path, suffix string, model modelName, gvkOf schema.GroupVersionKind) {
+	itemRoutes := func(path, suffix string, model modelName, gvkOf schema.GroupVersionKind, verbs []string) {
 		p := []common.Parameter{nameParam}
-		if r.hasVerb("get") {
+		has := func(v string) bool { return r.hasVerb(v) && contains(verbs, v) }
+		if has("get") {
 			add(mk(http.MethodGet, path, "read", "get", scope+gvk.Kind+suffix, gvkOf, p), ok(model), nil)
 		}
-		if r.hasVerb("update") {
+		if has("update") {
 			add(mk(http.MethodPut, path, "replace", "put", scope+gvk.Kind+suffix, gvkOf, append(p, writeParams...)),
 				[]common.StatusCodeResponse{response{http.StatusOK, "OK", model}, response{http.StatusCreated, "Created", model}}, model)
 		}
-		if r.hasVerb("patch") {
+		if has("patch") {
 			rt := mk(http.MethodPatch, path, "patch", "patch", scope+gvk.Kind+suffix, gvkOf, append(append(p, writeParams...), paramForce))
 			rt.consumes = consumesPatch
 			add(rt, []common.StatusCodeResponse{response{http.StatusOK, "OK", model}, response{http.StatusCreated, "Created", model}}, modelName(modelPatch))
 		}
+		// Subresources created by POST (eviction, binding, token) are
+		// gated by the parent's create verb, which they do not need: any
+		// served subresource is listed.
+		if contains(verbs, "create") {
+			add(mk(http.MethodPost, path, "create", "post", scope+gvk.Kind+suffix, gvkOf, append(p, writeParams...)),
+				[]common.StatusCodeResponse{response{http.StatusOK, "OK", model}, response{http.StatusCreated, "Created", model}, response{http.StatusAccepted, "Accepted", model}}, model)
+		}
 	}
-	itemRoutes(item, "", obj, gvk)
+	itemRoutes(item, "", obj, gvk, []string{"get", "update", "patch"})
 	if r.hasVerb("delete") {
 		rt := mk(http.MethodDelete, item, "delete", "delete", scope+gvk.Kind, gvk, []common.Parameter{nameParam, paramDryRun,
 			query("gracePeriodSeconds", "integer", "The duration in seconds before the object should be deleted."),
 			query("propagationPolicy", "string", "Whether and how garbage collection will be performed.")})
 		add(rt, []common.StatusCodeResponse{response{http.StatusOK, "OK", modelName(modelStatus)}, response{http.StatusAccepted, "Accepted", modelName(modelStatus)}}, modelName(modelDeleteOptions))
 	}
-	if r.hasSubresource("status") {
-		itemRoutes(item+"/status", "Status", obj, gvk)
-	}
-	if r.hasSubresource("scale") {
-		itemRoutes(item+"/scale", "Scale", modelName(modelScale), scaleGVK)
+	for _, name := range r.Subresources {
+		path, suffix := item+"/"+name, strings.ToUpper(name[:1])+name[1:]
+		if name == "status" {
+			itemRoutes(path, suffix, obj, gvk, []string{"get", "update", "patch"})
+		} else if sub, ok := subresources[name]; ok {
+			itemRoutes(path, suffix, modelName(sub.model), sub.gvk, sub.verbs)
+		}
 	}
 	return routes
 }
@@ -264,4 +291,13 @@ func operationPrefix(gv schema.GroupVersion) string {
 // entry, in the in-memory shape the managedfields type converter parses.
 func gvkExtensionValue(gvk schema.GroupVersionKind) map[string]interface{} {
 	return map[string]interface{}{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind}
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
 }
