@@ -263,3 +263,36 @@ func TestApplyThenPatch(t *testing.T) {
 	want(t, *patched.(*appsv1.Deployment).Spec.Replicas, int32(5))
 	want(t, managers(t, patched), []string{"creator/Update:f:spec", "kubectl-scale/Update:f:spec"})
 }
+
+// TestServerSideApplyDeployment applies integers, quantities and a nested
+// keyed list, which the YAML decoding must hand to the schema intact.
+func TestServerSideApplyDeployment(t *testing.T) {
+	f := newFieldManagers(t)
+	config := []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, namespace: default}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: a
+        image: nginx:1
+        ports: [{containerPort: 80, protocol: TCP}]
+        resources: {limits: {cpu: 500m, memory: 1Gi}}
+`)
+	out, _, err := f.Apply(&appsv1.Deployment{}, config, "alice", ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := out.(*appsv1.Deployment)
+	want(t, *d.Spec.Replicas, int32(3))
+	c := d.Spec.Template.Spec.Containers[0]
+	want(t, c.Ports[0].ContainerPort, int32(80))
+	want(t, c.Resources.Limits.Cpu().String(), "500m")
+	if !strings.Contains(string(d.ManagedFields[0].FieldsV1.Raw), `"k:{\"containerPort\":80,\"protocol\":\"TCP\"}"`) {
+		t.Errorf("ports not keyed by containerPort and protocol: %s", d.ManagedFields[0].FieldsV1.Raw)
+	}
+}
