@@ -19,7 +19,7 @@ const (
 // gzip (v2), ETags with conditional requests, and for v3 the discovery
 // document whose URLs carry each group-version document's hash, so that
 // "?hash=" requests may be cached as immutable.
-func newHandler(o *OpenAPI) (http.Handler, error) {
+func newHandler(o *OpenAPI) http.Handler {
 	mux := http.NewServeMux()
 	handler.NewOpenAPIService(o.v2).RegisterOpenAPIVersionedService(PathV2, mux)
 
@@ -37,5 +37,5 @@ func newHandler(o *OpenAPI) (http.Handler, error) {
 		}
 		v3.HandleGroupVersion(w, r)
 	})
-	return mux, nil
+	return mux
 }

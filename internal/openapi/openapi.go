@@ -95,11 +95,7 @@ func New(cfg Config) (*OpenAPI, error) {
 			return nil, err
 		}
 	}
-	h, err := newHandler(o)
-	if err != nil {
-		return nil, err
-	}
-	o.handler = h
+	o.handler = newHandler(o)
 	return o, nil
 }
 
