@@ -69,13 +69,13 @@ func TestDiscovery(t *testing.T) {
 	}
 	cases := map[string]want{
 		"/namespaces":                            {false, "ns", "", "status,finalize", false},
-		"/nodes":                                 {false, "no", "", "status,proxy", true},
+		"/nodes":                                 {false, "no", "", "status", true},
 		"/pods":                                  {true, "po", "all", "status,binding,eviction", true},
-		"/services":                              {true, "svc", "all", "status,proxy", true},
+		"/services":                              {true, "svc", "all", "status", true},
 		"/endpoints":                             {true, "ep", "", "", true},
 		"/configmaps":                            {true, "cm", "", "", true},
 		"/secrets":                               {true, "", "", "", true},
-		"/serviceaccounts":                       {true, "sa", "", "token", true},
+		"/serviceaccounts":                       {true, "sa", "", "", true},
 		"/events":                                {true, "ev", "", "", true},
 		"/limitranges":                           {true, "limits", "", "", true},
 		"/resourcequotas":                        {true, "quota", "", "status", true},

@@ -15,16 +15,13 @@ func serviceAccountResource(c clock) *Resource {
 		name:       apivalidation.NameIsDNSSubdomain,
 	}}
 	return &Resource{
-		GroupVersion: gv,
-		Kind:         "ServiceAccount",
-		Resource:     "serviceaccounts",
-		SingularName: "serviceaccount",
-		Namespaced:   true,
-		ShortNames:   []string{"sa"},
-		Verbs:        allVerbs(),
-		// token (TokenRequest) is served upstream; the API server decides
-		// whether to implement it.
-		Subresources:     []string{"token"},
+		GroupVersion:     gv,
+		Kind:             "ServiceAccount",
+		Resource:         "serviceaccounts",
+		SingularName:     "serviceaccount",
+		Namespaced:       true,
+		ShortNames:       []string{"sa"},
+		Verbs:            allVerbs(),
 		New:              func() runtime.Object { return &corev1.ServiceAccount{} },
 		NewList:          func() runtime.Object { return &corev1.ServiceAccountList{} },
 		Strategy:         s,
