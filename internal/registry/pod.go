@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"net"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,7 @@ func podResource(c clock) *Resource {
 		prepareCreate:  preparePodCreate,
 		validate:       func(p *corev1.Pod) field.ErrorList { return validatePodSpec(&p.Spec, field.NewPath("spec")) },
 		validateUpdate: validatePodUpdate,
+		validateStatus: validatePodStatus,
 	}}
 	return &Resource{
 		GroupVersion:     gv,
@@ -205,6 +207,32 @@ func validateOnlyAddedTolerations(now, old []corev1.Toleration, p *field.Path) f
 		}
 	}
 	return nil
+}
+
+// validatePodStatus checks what kubelets and schedulers write: a
+// well-formed nominated node and pod IPs, at most one per family.
+func validatePodStatus(obj, _ *corev1.Pod) field.ErrorList {
+	var errs field.ErrorList
+	sp := field.NewPath("status")
+	if n := obj.Status.NominatedNodeName; n != "" {
+		for _, msg := range apivalidation.NameIsDNSSubdomain(n, false) {
+			errs = append(errs, field.Invalid(sp.Child("nominatedNodeName"), n, msg))
+		}
+	}
+	families := map[bool]bool{}
+	for i, ip := range obj.Status.PodIPs {
+		parsed := net.ParseIP(ip.IP)
+		if parsed == nil {
+			errs = append(errs, field.Invalid(sp.Child("podIPs").Index(i), ip.IP, "must be a valid IP address"))
+			continue
+		}
+		v4 := parsed.To4() != nil
+		if families[v4] {
+			errs = append(errs, field.Invalid(sp.Child("podIPs"), obj.Status.PodIPs, "may specify no more than one IP for each IP family"))
+		}
+		families[v4] = true
+	}
+	return errs
 }
 
 // podFields are upstream's pod field-selector fields.

@@ -223,3 +223,13 @@ func TestPodTable(t *testing.T) {
 		})
 	}
 }
+
+func TestPodStatusValidation(t *testing.T) {
+	r := mustLookup(t, newTestRegistry(t), "", "pods")
+	old := testPod()
+	wantErrs(t, create(r, old))
+	p := old.DeepCopy()
+	p.Status.NominatedNodeName = "Bad_Node"
+	p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.1"}, {IP: "10.0.0.2"}, {IP: "nope"}}
+	wantErrs(t, updateStatus(r, p, old), "Invalid value: status.nominatedNodeName", "Invalid value: status.podIPs", "Invalid value: status.podIPs[2]")
+}

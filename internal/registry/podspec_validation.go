@@ -44,7 +44,9 @@ func validatePodSpec(s *corev1.PodSpec, p *field.Path) field.ErrorList {
 	// containers.
 	names := sets.New[string]()
 	for i := range s.InitContainers {
-		errs = append(errs, validateContainer(&s.InitContainers[i], names, volumes, p.Child("initContainers").Index(i))...)
+		c, ip := &s.InitContainers[i], p.Child("initContainers").Index(i)
+		errs = append(errs, validateContainer(c, names, volumes, ip)...)
+		errs = append(errs, validateInitContainerOnly(c, ip)...)
 	}
 	if len(s.Containers) == 0 {
 		errs = append(errs, field.Required(p.Child("containers"), ""))
@@ -76,6 +78,50 @@ func validatePodSpec(s *corev1.PodSpec, p *field.Path) field.ErrorList {
 		}
 	}
 	errs = append(errs, validateTolerations(s.Tolerations, p.Child("tolerations"))...)
+	if s.HostNetwork {
+		errs = append(errs, validateHostNetworkPorts(s, p)...)
+	}
+	return errs
+}
+
+// validateInitContainerOnly: probes and lifecycle hooks only make sense
+// for sidecars (init containers with restartPolicy Always), which keep
+// running.
+func validateInitContainerOnly(c *corev1.Container, p *field.Path) field.ErrorList {
+	if isRestartableInit(c) {
+		return nil
+	}
+	var errs field.ErrorList
+	const msg = "may not be set for init containers without restartPolicy=Always"
+	if c.RestartPolicy != nil {
+		errs = append(errs, field.NotSupported(p.Child("restartPolicy"), *c.RestartPolicy, []corev1.ContainerRestartPolicy{corev1.ContainerRestartPolicyAlways}))
+	}
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{{c.Lifecycle != nil, "lifecycle"}, {c.LivenessProbe != nil, "livenessProbe"}, {c.ReadinessProbe != nil, "readinessProbe"}, {c.StartupProbe != nil, "startupProbe"}} {
+		if f.set {
+			errs = append(errs, field.Forbidden(p.Child(f.name), msg))
+		}
+	}
+	return errs
+}
+
+// validateHostNetworkPorts: with the host's network a container port is a
+// host port, so the two must agree.
+func validateHostNetworkPorts(s *corev1.PodSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	check := func(cs []corev1.Container, cp *field.Path) {
+		for i, c := range cs {
+			for j, port := range c.Ports {
+				if port.HostPort != port.ContainerPort {
+					errs = append(errs, field.Invalid(cp.Index(i).Child("ports").Index(j).Child("hostPort"), port.HostPort, "must match `containerPort` when `hostNetwork` is true"))
+				}
+			}
+		}
+	}
+	check(s.InitContainers, p.Child("initContainers"))
+	check(s.Containers, p.Child("containers"))
 	return errs
 }
 

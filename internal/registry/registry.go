@@ -31,36 +31,43 @@ func NewWithOptions(opts Options) (*Registry, error) {
 		opts.Now = time.Now
 	}
 	c := clock(opts.Now)
-	// Discovery order: core first, then groups in the order upstream's
-	// aggregated discovery lists them; within a group, as kubectl expects
-	// nothing in particular, the order below is simply kept stable.
+	// Discovery order mirrors upstream: groups in the API server's group
+	// priority order (core, apps, events, policy, rbac, scheduling,
+	// coordination, discovery), resources alphabetical within a group.
 	rs := []*Resource{
-		namespaceResource(c),
-		nodeResource(c),
-		podResource(c),
-		serviceResource(c),
-		endpointsResource(c),
 		configMapResource(c),
-		secretResource(c),
-		serviceAccountResource(c),
+		endpointsResource(c),
 		coreEventResource(c),
 		limitRangeResource(c),
-		resourceQuotaResource(c),
-		persistentVolumeResource(c),
+		namespaceResource(c),
+		nodeResource(c),
 		persistentVolumeClaimResource(c),
+		persistentVolumeResource(c),
+		podResource(c),
+		resourceQuotaResource(c),
+		secretResource(c),
+		serviceAccountResource(c),
+		serviceResource(c),
+
+		daemonSetResource(c),
 		deploymentResource(c),
 		replicaSetResource(c),
 		statefulSetResource(c),
-		daemonSetResource(c),
-		leaseResource(c),
-		endpointSliceResource(c),
+
 		eventsV1EventResource(c),
-		priorityClassResource(c),
+
 		podDisruptionBudgetResource(c),
-		roleResource(c),
-		roleBindingResource(c),
-		clusterRoleResource(c),
+
 		clusterRoleBindingResource(c),
+		clusterRoleResource(c),
+		roleBindingResource(c),
+		roleResource(c),
+
+		priorityClassResource(c),
+
+		leaseResource(c),
+
+		endpointSliceResource(c),
 	}
 	reg := &Registry{
 		resources: rs,
