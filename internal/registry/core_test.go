@@ -149,6 +149,13 @@ func TestServiceUpdate(t *testing.T) {
 	if applied.Spec.ClusterIP != "10.96.0.10" || applied.Spec.Ports[0].NodePort != 30080 || len(applied.Status.LoadBalancer.Ingress) != 1 {
 		t.Errorf("applied: %+v", applied)
 	}
+	v6 := old.DeepCopy()
+	v6.Spec.ClusterIP, v6.Spec.ClusterIPs, v6.Spec.IPFamilies = "fd00::10", []string{"fd00::10"}, []corev1.IPFamily{corev1.IPv6Protocol}
+	reapplied := testService(func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
+	wantErrs(t, update(r, reapplied, v6))
+	if reapplied.Spec.ClusterIP != "fd00::10" || reapplied.Spec.IPFamilies[0] != corev1.IPv6Protocol {
+		t.Errorf("reapplied to IPv6 service: %+v", reapplied.Spec)
+	}
 	changed := old.DeepCopy()
 	changed.Spec.ClusterIP, changed.Spec.ClusterIPs = "10.96.0.11", []string{"10.96.0.11"}
 	wantErrs(t, update(r, changed, old), "Invalid value: spec.clusterIPs[0]")

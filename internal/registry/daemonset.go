@@ -30,12 +30,9 @@ func daemonSetResource(c clock) *Resource {
 		},
 		validateStatus: func(obj, _ *appsv1.DaemonSet) field.ErrorList {
 			st := obj.Status
-			return validateReplicaCounts(field.NewPath("status"), map[string]int32{
-				"currentNumberScheduled": st.CurrentNumberScheduled, "numberMisscheduled": st.NumberMisscheduled,
-				"desiredNumberScheduled": st.DesiredNumberScheduled, "numberReady": st.NumberReady,
-				"updatedNumberScheduled": st.UpdatedNumberScheduled, "numberAvailable": st.NumberAvailable,
-				"numberUnavailable": st.NumberUnavailable,
-			})
+			return validateReplicaCounts(field.NewPath("status"),
+				count{"currentNumberScheduled", st.CurrentNumberScheduled}, count{"numberMisscheduled", st.NumberMisscheduled}, count{"desiredNumberScheduled", st.DesiredNumberScheduled}, count{"numberReady", st.NumberReady}, count{"updatedNumberScheduled", st.UpdatedNumberScheduled}, count{"numberAvailable", st.NumberAvailable}, count{"numberUnavailable", st.NumberUnavailable},
+			)
 		},
 	}}
 	return &Resource{

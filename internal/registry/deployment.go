@@ -35,10 +35,9 @@ func deploymentResource(c clock) *Resource {
 		},
 		validateStatus: func(obj, _ *appsv1.Deployment) field.ErrorList {
 			st := obj.Status
-			return validateReplicaCounts(field.NewPath("status"), map[string]int32{
-				"replicas": st.Replicas, "updatedReplicas": st.UpdatedReplicas, "readyReplicas": st.ReadyReplicas,
-				"availableReplicas": st.AvailableReplicas, "unavailableReplicas": st.UnavailableReplicas,
-			})
+			return validateReplicaCounts(field.NewPath("status"),
+				count{"replicas", st.Replicas}, count{"updatedReplicas", st.UpdatedReplicas}, count{"readyReplicas", st.ReadyReplicas}, count{"availableReplicas", st.AvailableReplicas}, count{"unavailableReplicas", st.UnavailableReplicas},
+			)
 		},
 	}}
 	return &Resource{

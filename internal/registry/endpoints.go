@@ -81,13 +81,24 @@ func validateEndpoints(ep *corev1.Endpoints) field.ErrorList {
 
 func validateEndpointIP(ip string, p *field.Path) field.ErrorList {
 	parsed := net.ParseIP(ip)
+	var msg string
 	switch {
 	case parsed == nil:
-		return field.ErrorList{field.Invalid(p, ip, "must be a valid IP address")}
-	case parsed.IsUnspecified() || parsed.IsLoopback() || parsed.IsLinkLocalUnicast() || parsed.IsLinkLocalMulticast():
-		return field.ErrorList{field.Invalid(p, ip, "may not be unspecified, loopback, or link-local")}
+		msg = "must be a valid IP address"
+	case parsed.IsUnspecified():
+		msg = fmt.Sprintf("may not be unspecified (%v)", ip)
+	case parsed.IsLoopback():
+		msg = "may not be in the loopback range (127.0.0.0/8, ::1/128)"
+	case parsed.IsLinkLocalUnicast():
+		msg = "may not be in the link-local range (169.254.0.0/16, fe80::/10)"
+	case parsed.IsLinkLocalMulticast():
+		msg = "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"
+	default:
+		return nil
 	}
-	return nil
+	// Endpoints name real pods; special addresses would let a service
+	// redirect traffic to the node itself.
+	return field.ErrorList{field.Invalid(p, ip, msg)}
 }
 
 // formatEndpoints is kubectl's: up to three ip:port pairs, then a count.

@@ -23,10 +23,9 @@ func podDisruptionBudgetResource(c clock) *Resource {
 		validate:    validatePDB,
 		validateStatus: func(obj, _ *policyv1.PodDisruptionBudget) field.ErrorList {
 			st := obj.Status
-			return validateReplicaCounts(field.NewPath("status"), map[string]int32{
-				"disruptionsAllowed": st.DisruptionsAllowed, "currentHealthy": st.CurrentHealthy,
-				"desiredHealthy": st.DesiredHealthy, "expectedPods": st.ExpectedPods,
-			})
+			return validateReplicaCounts(field.NewPath("status"),
+				count{"disruptionsAllowed", st.DisruptionsAllowed}, count{"currentHealthy", st.CurrentHealthy}, count{"desiredHealthy", st.DesiredHealthy}, count{"expectedPods", st.ExpectedPods},
+			)
 		},
 	}}
 	return &Resource{

@@ -35,10 +35,9 @@ func replicaSetResource(c clock) *Resource {
 		},
 		validateStatus: func(obj, _ *appsv1.ReplicaSet) field.ErrorList {
 			st := obj.Status
-			return validateReplicaCounts(field.NewPath("status"), map[string]int32{
-				"replicas": st.Replicas, "fullyLabeledReplicas": st.FullyLabeledReplicas,
-				"readyReplicas": st.ReadyReplicas, "availableReplicas": st.AvailableReplicas,
-			})
+			return validateReplicaCounts(field.NewPath("status"),
+				count{"replicas", st.Replicas}, count{"fullyLabeledReplicas", st.FullyLabeledReplicas}, count{"readyReplicas", st.ReadyReplicas}, count{"availableReplicas", st.AvailableReplicas},
+			)
 		},
 	}}
 	return &Resource{

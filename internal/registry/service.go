@@ -117,6 +117,10 @@ func keepAllocatedServiceValues(obj, old *corev1.Service) {
 	if obj.Spec.ClusterIP == "" && old.Spec.ClusterIP != "" {
 		obj.Spec.ClusterIP = old.Spec.ClusterIP
 		obj.Spec.ClusterIPs = append([]string(nil), old.Spec.ClusterIPs...)
+		// The families were defaulted from an empty IP; they belong to
+		// the allocation.
+		obj.Spec.IPFamilies = append([]corev1.IPFamily(nil), old.Spec.IPFamilies...)
+		obj.Spec.IPFamilyPolicy = old.Spec.IPFamilyPolicy
 	}
 	if len(obj.Spec.ClusterIPs) == 0 && len(old.Spec.ClusterIPs) > 0 && obj.Spec.ClusterIP == old.Spec.ClusterIP {
 		obj.Spec.ClusterIPs = append([]string(nil), old.Spec.ClusterIPs...)

@@ -28,10 +28,9 @@ func statefulSetResource(c clock) *Resource {
 		validateUpdate: validateStatefulSetUpdate,
 		validateStatus: func(obj, _ *appsv1.StatefulSet) field.ErrorList {
 			st := obj.Status
-			return validateReplicaCounts(field.NewPath("status"), map[string]int32{
-				"replicas": st.Replicas, "readyReplicas": st.ReadyReplicas, "currentReplicas": st.CurrentReplicas,
-				"updatedReplicas": st.UpdatedReplicas, "availableReplicas": st.AvailableReplicas,
-			})
+			return validateReplicaCounts(field.NewPath("status"),
+				count{"replicas", st.Replicas}, count{"readyReplicas", st.ReadyReplicas}, count{"currentReplicas", st.CurrentReplicas}, count{"updatedReplicas", st.UpdatedReplicas}, count{"availableReplicas", st.AvailableReplicas},
+			)
 		},
 	}}
 	return &Resource{

@@ -123,11 +123,18 @@ func isZeroIntOrPercent(v *intstr.IntOrString) bool {
 	return ok && n == 0
 }
 
-// validateReplicaCounts checks the status counters every workload carries.
-func validateReplicaCounts(p *field.Path, counts map[string]int32) field.ErrorList {
+// count is one named status counter.
+type count struct {
+	name string
+	v    int32
+}
+
+// validateReplicaCounts checks the status counters every workload carries,
+// in the order given so error lists are deterministic.
+func validateReplicaCounts(p *field.Path, counts ...count) field.ErrorList {
 	var errs field.ErrorList
-	for name, v := range counts {
-		errs = append(errs, validateNonnegative(v, p.Child(name))...)
+	for _, c := range counts {
+		errs = append(errs, validateNonnegative(c.v, p.Child(c.name))...)
 	}
 	return errs
 }
