@@ -72,6 +72,7 @@ func New(cfg Config) (*Cache, error) {
 		return nil, err
 	}
 	c.metrics = m
+	c.reg.watchers = m.watchers
 	return c, nil
 }
 

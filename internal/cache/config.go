@@ -68,9 +68,13 @@ type Config struct {
 	// ReadWaitTimeout bounds how long a read waits for the cache to reach
 	// the revision it needs before answering 504. Default 3 s (upstream's).
 	ReadWaitTimeout time.Duration
-	// WatcherBuffer is each watcher's channel capacity; a watcher whose
-	// channel is full when an event arrives is ended so dispatch never
-	// blocks. Default 1,000.
+	// WatcherBuffer is the channel capacity of a watcher restricted to one
+	// index value (a node's pods, a namespace); a watcher that sees the
+	// whole resource gets ten times as much, as it gets every event. A
+	// watcher whose channel is full when an event arrives is ended so that
+	// dispatch never blocks; its client re-watches from the last revision
+	// it received. Default 100 (10,000 node watchers then hold 8 MB of
+	// channel buffers, not 80).
 	WatcherBuffer int
 	// Clock drives the window's ages, bookmarks and read timeouts. Default
 	// the real clock.
@@ -124,7 +128,7 @@ func (cfg *Config) validateAndDefault() error {
 		cfg.ReadWaitTimeout = 3 * time.Second
 	}
 	if cfg.WatcherBuffer <= 0 {
-		cfg.WatcherBuffer = 1000
+		cfg.WatcherBuffer = 100
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}

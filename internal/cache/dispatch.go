@@ -3,6 +3,8 @@ package cache
 import (
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/watch"
@@ -13,7 +15,8 @@ import (
 // its object's (and previous object's) values plus the unindexed ones. With
 // 10,000 node watchers a pod event costs a handful of checks, not 10,000.
 type registry struct {
-	mu struct {
+	watchers prometheus.Gauge // set by New
+	mu       struct {
 		sync.Mutex
 		byKey     map[indexKey]map[*Watcher]struct{}
 		unindexed map[*Watcher]struct{}
@@ -38,6 +41,7 @@ func (r *registry) add(w *Watcher) bool {
 	r.mu.all[w] = struct{}{}
 	if !w.indexed {
 		r.mu.unindexed[w] = struct{}{}
+		r.watchers.Set(float64(len(r.mu.all)))
 		return true
 	}
 	b := r.mu.byKey[w.key]
@@ -46,6 +50,7 @@ func (r *registry) add(w *Watcher) bool {
 		r.mu.byKey[w.key] = b
 	}
 	b[w] = struct{}{}
+	r.watchers.Set(float64(len(r.mu.all)))
 	return true
 }
 
@@ -57,6 +62,7 @@ func (r *registry) remove(w *Watcher) {
 
 func (r *registry) removeLocked(w *Watcher) {
 	delete(r.mu.all, w)
+	r.watchers.Set(float64(len(r.mu.all)))
 	if !w.indexed {
 		delete(r.mu.unindexed, w)
 		return
@@ -90,6 +96,7 @@ func (r *registry) endAll(err error) {
 	r.mu.byKey = make(map[indexKey]map[*Watcher]struct{})
 	r.mu.unindexed = make(map[*Watcher]struct{})
 	r.mu.all = make(map[*Watcher]struct{})
+	r.watchers.Set(0)
 	if err == nil {
 		r.mu.closed = true
 	}

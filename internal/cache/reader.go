@@ -33,9 +33,12 @@ type ListResult struct {
 	// Continue is set when Limit cut the list short.
 	Continue string
 	// RemainingItemCount is set on a cut-short list without label or
-	// field selector: how many items follow.
+	// field selector when at most 10,000 items follow: how many.
 	RemainingItemCount *int64
 }
+
+// maxRemainingCount bounds the walk that computes RemainingItemCount.
+const maxRemainingCount = 10_000
 
 // Get returns the object under key (see Key) as of a read with resource
 // version rv ("" consistent, "0" any, "N" not older than N), or
@@ -114,9 +117,10 @@ func (c *Cache) List(ctx context.Context, opts ListOptions, emit func(runtime.Ob
 		return ListResult{}, err
 	}
 
-	// Counting what follows a page is a walk over pointers, cheap next to
-	// encoding a page; with a selector it would mean matching, so (like
-	// upstream) it is only done without one.
+	// Counting what follows a page is a walk over pointers; with a
+	// selector it would mean matching, so (like upstream) it is only done
+	// without one, and only up to maxRemainingCount: paging through 200k
+	// objects 500 at a time would otherwise walk 40M entries to count.
 	countRest := pred.selectorsEmpty()
 	var (
 		n, remaining int64
@@ -131,6 +135,9 @@ func (c *Cache) List(ctx context.Context, opts ListOptions, emit func(runtime.Ob
 		if opts.Limit > 0 && n >= opts.Limit {
 			more = true
 			remaining++
+			if remaining > maxRemainingCount {
+				countRest = false
+			}
 			return countRest
 		}
 		obj, err := c.object(e)

@@ -131,6 +131,12 @@ func (w *Watcher) eventFor(ev *winEvent) *Event {
 	return e
 }
 
+// maxPending bounds the changes queued for a watcher still sending its
+// initial events. It is far above the channel size because the initial
+// events of a large state take seconds to write to a client while the
+// resource keeps changing; pending holds only pointers to shared events.
+const maxPending = 100_000
+
 // offer hands ev to the watcher if it concerns it. ok is false when the
 // watcher has ended (and should leave the registry); sent reports a
 // delivery. Called with the registry locked.
@@ -148,7 +154,7 @@ func (w *Watcher) offer(ev *winEvent) (ok, sent bool) {
 		return true, false
 	}
 	if !w.mu.live {
-		if len(w.mu.pending) >= cap(w.out) {
+		if len(w.mu.pending) >= maxPending {
 			w.endLocked(nil)
 			return false, false
 		}
@@ -228,7 +234,6 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 
 	w := &Watcher{
 		c:              c,
-		out:            make(chan *Event, c.cfg.WatcherBuffer),
 		pred:           pred,
 		allowBookmarks: opts.AllowBookmarks,
 		done:           make(chan struct{}),
@@ -237,6 +242,11 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	if !w.indexed && pred.namespace != "" {
 		w.key, w.indexed = indexKey{"ns", pred.namespace}, true
 	}
+	buffer := c.cfg.WatcherBuffer
+	if !w.indexed {
+		buffer *= 10 // it gets every event of the resource
+	}
+	w.out = make(chan *Event, buffer)
 
 	var snap *snapshot
 	var replay []*winEvent
@@ -268,10 +278,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	if !added {
 		return nil, ErrStopped
 	}
-	c.metrics.watchers.Inc()
-
 	run := func() {
-		defer c.metrics.watchers.Dec()
 		w.runInitial(func(emit func(*Event) bool) bool {
 			if snap != nil {
 				ok := true
