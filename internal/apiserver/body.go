@@ -56,13 +56,13 @@ func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, data []byt
 	if ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil {
-			return nil, apierrors.NewUnsupportedMediaType(ct)
+			return nil, unsupportedMediaType(ct)
 		}
 		mediaType = mt
 	}
 	info, ok := s.codecs.byContentType(mediaType)
 	if !ok {
-		return nil, apierrors.NewUnsupportedMediaType(ct)
+		return nil, unsupportedMediaType(ct)
 	}
 	validation, err := fieldValidation(r)
 	if err != nil {
@@ -80,10 +80,9 @@ func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, data []byt
 		if validation == "Strict" {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		var strict *runtime.StrictDecodingError
-		if errors.As(err, &strict) {
+		if strict, ok := runtime.AsStrictDecodingError(err); ok {
 			for _, e := range strict.Errors() {
-				addWarning(w, e)
+				addWarning(w, e.Error())
 			}
 		}
 	}
@@ -129,4 +128,11 @@ func (s *Server) decodeDeleteOptions(r *http.Request, data []byte) (*metav1.Dele
 // fields under fieldValidation=Warn.
 func addWarning(w http.ResponseWriter, msg string) {
 	w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
+}
+
+func unsupportedMediaType(ct string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf; got %q", ct),
+	}}
 }

@@ -48,7 +48,7 @@ type resourceHooks struct {
 }
 
 // subresourceHandler serves verb on ns/name/<subresource>.
-type subresourceHandler func(w http.ResponseWriter, r *http.Request, h *resourceHandler, info *request.RequestInfo)
+type subresourceHandler func(s *Server, w http.ResponseWriter, r *http.Request, h *resourceHandler, info *request.RequestInfo)
 
 func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *request.RequestInfo) {
 	ns := info.Namespace
@@ -57,7 +57,7 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *re
 	}
 	if info.Subresource != "" {
 		if sub, ok := h.hooks.subresources[info.Subresource]; ok {
-			sub(w, r, h, info)
+			sub(h.s, w, r, h, info)
 			return
 		}
 		if info.Subresource != "status" || h.res.Status == nil {

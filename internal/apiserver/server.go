@@ -21,6 +21,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 	"github.com/myriad-k8s/myriad/internal/cache"
+	"github.com/myriad-k8s/myriad/internal/openapi"
 	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
@@ -49,19 +50,20 @@ type Config struct {
 	// Metrics receives the server's and caches' metrics (default: a new
 	// registry, exposed on /metrics).
 	Metrics *prometheus.Registry
-	Clock   clock.Clock
+	Clock   clock.WithTicker
 }
 
 // Server is the API server's request handler and the caches behind it.
 type Server struct {
 	cfg        Config
 	log        *slog.Logger
-	clock      clock.Clock
+	clock      clock.WithTicker
 	scheme     *runtime.Scheme
 	codecs     *codecSet
 	paramCodec runtime.ParameterCodec
 	discovery  *discovery
 	fields     *fieldTracker
+	openapi    *openapi.OpenAPI
 	metrics    *prometheus.Registry
 
 	handlers   map[schema.GroupVersionResource]*resourceHandler
@@ -115,7 +117,14 @@ func New(cfg Config) (*Server, error) {
 	if s.discovery, err = newDiscovery(cfg.Registry.Resources()); err != nil {
 		return nil, err
 	}
-	if s.fields, err = newFieldTracker(cfg.Scheme, cfg.Registry); err != nil {
+	if s.openapi, err = openapi.New(openapi.Config{Resources: openAPIResources(cfg.Registry), Version: cfg.Version.GitVersion}); err != nil {
+		return nil, fmt.Errorf("building OpenAPI documents: %w", err)
+	}
+	tc, err := s.openapi.TypeConverter()
+	if err != nil {
+		return nil, fmt.Errorf("building the type converter: %w", err)
+	}
+	if s.fields, err = newFieldTracker(cfg.Scheme, cfg.Registry, tc, s.log.Warn); err != nil {
 		return nil, err
 	}
 	if s.services, err = newServiceAllocator(cfg.ServiceClusterIPRange, cfg.ServiceNodePortRange); err != nil {
@@ -278,6 +287,8 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, r, s.cfg.Version)
 	case path == "/livez" || path == "/healthz":
 		s.writeHealth(w, r, s.cfg.Store.Health(r.Context()))
+	case strings.HasPrefix(path, "/openapi/"):
+		s.openapi.Handler().ServeHTTP(w, r)
 	case path == "/readyz":
 		var err error
 		if !s.Ready() {
@@ -306,4 +317,16 @@ func (s *Server) writeHealth(w http.ResponseWriter, r *http.Request, err error) 
 		return
 	}
 	fmt.Fprint(w, "ok")
+}
+
+// openAPIResources describes the registry's resources for the documents.
+func openAPIResources(reg *registry.Registry) []openapi.Resource {
+	var out []openapi.Resource
+	for _, r := range reg.Resources() {
+		out = append(out, openapi.Resource{
+			GroupVersionKind: r.GroupVersionKind(), Resource: r.Resource, Namespaced: r.Namespaced,
+			Verbs: r.Verbs, Subresources: r.Subresources,
+		})
+	}
+	return out
 }

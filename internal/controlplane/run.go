@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver"
-	"github.com/myriad-k8s/myriad/internal/openapi"
 	"github.com/myriad-k8s/myriad/internal/pki"
 	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
@@ -73,13 +72,8 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	}
 	defer api.Stop()
 
-	oapi, err := openapi.New(openapi.Config{Resources: openAPIResources(reg), Version: gitVersion})
-	if err != nil {
-		return fmt.Errorf("building OpenAPI documents: %w", err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	mux.Handle("/openapi/", oapi.Handler())
 	mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -164,16 +158,4 @@ const gitVersion = "v1.34.0-myriad.0"
 func versionInfo() version.Info {
 	return version.Info{Major: "1", Minor: "34", GitVersion: gitVersion, Compiler: runtime.Compiler,
 		Platform: runtime.GOOS + "/" + runtime.GOARCH, GoVersion: runtime.Version()}
-}
-
-// openAPIResources describes the registry's resources for the documents.
-func openAPIResources(reg *registry.Registry) []openapi.Resource {
-	var out []openapi.Resource
-	for _, r := range reg.Resources() {
-		out = append(out, openapi.Resource{
-			GroupVersionKind: r.GroupVersionKind(), Resource: r.Resource, Namespaced: r.Namespaced,
-			Verbs: r.Verbs, Subresources: r.Subresources,
-		})
-	}
-	return out
 }

@@ -1,0 +1,73 @@
+package apiserver
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/myriad-k8s/myriad/internal/patch"
+	"github.com/myriad-k8s/myriad/internal/registry"
+)
+
+// fieldTracker keeps managedFields current on every write and runs
+// server-side apply, through upstream's field managers.
+type fieldTracker struct {
+	managers *patch.FieldManagers
+	log      func(msg string, args ...any)
+}
+
+func newFieldTracker(scheme *runtime.Scheme, reg *registry.Registry, tc managedfields.TypeConverter, log func(string, ...any)) (*fieldTracker, error) {
+	statusKinds := map[schema.GroupVersionKind]bool{}
+	for _, r := range reg.Resources() {
+		if r.Status != nil {
+			statusKinds[r.GroupVersionKind()] = true
+		}
+	}
+	fm, err := patch.NewFieldManagers(patch.FieldManagersConfig{
+		TypeConverter: tc,
+		Scheme:        scheme,
+		ResetFields: func(gvk schema.GroupVersionKind, subresource string) *fieldpath.Set {
+			if !statusKinds[gvk] {
+				return nil
+			}
+			// The main resource does not own status, and a status writer
+			// owns nothing but status, as upstream's GetResetFields.
+			if subresource == "status" {
+				return fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata"))
+			}
+			return fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("field managers: %w", err)
+	}
+	return &fieldTracker{managers: fm, log: log}, nil
+}
+
+func (f *fieldTracker) trackCreate(res *registry.Resource, obj runtime.Object, manager string) (runtime.Object, error) {
+	return f.track(res.New(), obj, manager, "")
+}
+
+func (f *fieldTracker) trackUpdate(res *registry.Resource, obj, old runtime.Object, manager, subresource string) (runtime.Object, error) {
+	return f.track(old, obj, manager, subresource)
+}
+
+// track records manager's fields. A failure (only a bug or corrupt stored
+// managedFields cause one) must not fail the write: upstream keeps the old
+// managedFields and logs, and so do we.
+func (f *fieldTracker) track(live, obj runtime.Object, manager, subresource string) (runtime.Object, error) {
+	if manager == applyManagerSentinel {
+		return obj, nil
+	}
+	out, err := f.managers.Update(live, obj, manager, subresource)
+	if err != nil {
+		f.log("updating managedFields failed", "err", err)
+	}
+	if out == nil {
+		return obj, nil
+	}
+	return out, nil
+}
