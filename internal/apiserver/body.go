@@ -118,7 +118,7 @@ func (s *Server) decodeDeleteOptions(r *http.Request, data []byte) (*metav1.Dele
 		}
 		opts = o
 	}
-	if err := s.paramCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+	if err := s.paramCodec.DecodeParameters(r.URL.Query(), optionsVersion, opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	return opts, nil

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 )
@@ -60,3 +61,8 @@ func (c *codecSet) byContentType(mediaType string) (runtime.SerializerInfo, bool
 	}
 	return runtime.SerializerInfo{}, false
 }
+
+// optionsVersion is the group version query parameters (ListOptions,
+// GetOptions, DeleteOptions) are decoded as; every API group registers them
+// for core v1.
+var optionsVersion = schema.GroupVersion{Version: "v1"}

@@ -17,7 +17,7 @@ import (
 
 func (h *resourceHandler) get(w http.ResponseWriter, r *http.Request, ns, name string) {
 	opts := metav1.GetOptions{}
-	if err := h.s.paramCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+	if err := h.s.paramCodec.DecodeParameters(r.URL.Query(), optionsVersion, &opts); err != nil {
 		h.s.writeError(w, r, apierrors.NewBadRequest(err.Error()))
 		return
 	}
@@ -40,7 +40,7 @@ func (h *resourceHandler) cacheError(err error, name string) error {
 // listOptions parses and checks list/watch query parameters.
 func (h *resourceHandler) listOptions(r *http.Request, ns string) (metav1.ListOptions, labels.Selector, fields.Selector, error) {
 	var opts metav1.ListOptions
-	if err := h.s.paramCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+	if err := h.s.paramCodec.DecodeParameters(r.URL.Query(), optionsVersion, &opts); err != nil {
 		return opts, nil, nil, apierrors.NewBadRequest(err.Error())
 	}
 	label := labels.Everything()

@@ -22,11 +22,11 @@ import (
 // With several API servers this must move into the store (upstream's
 // IPAddress objects); one server owns it for now.
 type serviceAllocator struct {
-	prefix     netip.Prefix
-	size       int64 // usable addresses (network and broadcast excluded)
-	portLow    int
-	portHigh   int
-	mu         struct {
+	prefix   netip.Prefix
+	size     int64 // usable addresses (network and broadcast excluded)
+	portLow  int
+	portHigh int
+	mu       struct {
 		sync.Mutex
 		ips   map[netip.Addr]bool
 		ports map[int]bool
@@ -311,4 +311,3 @@ func (a *serviceAllocator) hooks(h *resourceHandler) {
 		a.releaseService(obj.(*corev1.Service))
 	}
 }
-

@@ -8,10 +8,10 @@ import (
 )
 
 var (
-	tableTypeMeta        = metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}
-	partialMetaTypeMeta  = metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}
-	partialListTypeMeta  = metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/v1"}
-	defaultTableColumns  = []metav1.TableColumnDefinition{{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]}, {Name: "Created At", Type: "date", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]}}
+	tableTypeMeta       = metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}
+	partialMetaTypeMeta = metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}
+	partialListTypeMeta = metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/v1"}
+	defaultTableColumns = []metav1.TableColumnDefinition{{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]}, {Name: "Created At", Type: "date", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]}}
 )
 
 // transform turns one object into the negotiated output kind.

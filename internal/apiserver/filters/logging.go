@@ -11,8 +11,9 @@ import (
 
 // WithLogging writes one debug-level line per request: method, path, verb,
 // user, status, bytes, duration, user agent and client address. When debug
-// logging is off it costs one Enabled check. Place it inside authentication
-// to see the user; outside it still logs, without one.
+// logging is off it costs one Enabled check. It sits outside authentication
+// so refused requests are logged too; the user is reported back to it by
+// NoteUser.
 func WithLogging(logger *slog.Logger) Filter {
 	if logger == nil {
 		logger = slog.Default()

@@ -136,23 +136,24 @@ func Parse(r *http.Request) (*RequestInfo, error) {
 	info.Resource = parts[0]
 
 	// A GET without a name is a collection read: list, or watch when asked.
-	if info.Name == "" && info.Verb == VerbGet {
-		q := r.URL.Query()
+	if info.Name == "" && info.Verb == VerbGet && r.URL.RawQuery != "" {
+		q := r.URL.Query() // parsed once: this runs on every collection read
 		info.Verb = VerbList
 		if queryBool(q["watch"]) {
 			info.Verb = VerbWatch
 		}
-	}
-	// A list or watch limited to one name by field selector is authorized
-	// (and counted) as addressing that object, as upstream.
-	if info.Name == "" && (info.Verb == VerbList || info.Verb == VerbWatch) {
-		if fs := r.URL.Query().Get("fieldSelector"); fs != "" {
+		// A list or watch limited to one name by field selector is
+		// authorized (and counted) as addressing that object, as upstream
+		// (which does this for GET only, not the legacy /watch/ paths).
+		if fs := q.Get("fieldSelector"); strings.Contains(fs, "metadata.name") {
 			if sel, err := fields.ParseSelector(fs); err == nil {
 				if name, ok := sel.RequiresExactMatch("metadata.name"); ok && len(path.IsValidPathSegmentName(name)) == 0 {
 					info.Name = name
 				}
 			}
 		}
+	} else if info.Name == "" && info.Verb == VerbGet {
+		info.Verb = VerbList
 	}
 	if info.Name == "" && info.Verb == VerbDelete {
 		info.Verb = VerbDeleteCollection

@@ -81,6 +81,8 @@ func TestParse(t *testing.T) {
 		// Single-object list/watch by field selector is named, as upstream.
 		{"GET", "/api/v1/namespaces/ns/pods?fieldSelector=metadata.name%3Dx&watch=true", want{IsResourceRequest: true, Path: "/api/v1/namespaces/ns/pods", Verb: "watch",
 			APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "x", Parts: []string{"pods"}}},
+		{"GET", "/api/v1/watch/nodes?fieldSelector=metadata.name%3Dn1", want{IsResourceRequest: true, Path: "/api/v1/watch/nodes", Verb: "watch",
+			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", Parts: []string{"nodes"}}}, // upstream names only GET-derived list/watch
 		{"GET", "/api/v1/nodes?fieldSelector=metadata.name%3Dn1", want{IsResourceRequest: true, Path: "/api/v1/nodes", Verb: "list",
 			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", Name: "n1", Parts: []string{"nodes"}}},
 		{"GET", "/api/v1/nodes?fieldSelector=metadata.name%21%3Dn1", want{IsResourceRequest: true, Path: "/api/v1/nodes", Verb: "list",
