@@ -16,8 +16,9 @@ const DefaultMaxRequestBodyBytes = 3 << 20
 
 // ErrRequestBodyTooLarge is returned by the request body's Read once a body
 // sent without Content-Length passes the limit. Handlers that get it (check
-// with errors.Is or IsRequestBodyTooLarge) answer with WriteStatusError,
-// which turns it into 413 RequestEntityTooLarge.
+// with errors.Is or IsRequestBodyTooLarge; errors.As to *http.MaxBytesError
+// works too and gives the limit) answer with WriteStatusError, which turns
+// it into 413 RequestEntityTooLarge.
 var ErrRequestBodyTooLarge = errors.New("request entity too large")
 
 // IsRequestBodyTooLarge reports whether err comes from reading a body past
@@ -54,7 +55,7 @@ func WithBodyLimit(maxBytes int64) Filter {
 	}
 }
 
-// limitedBody translates http.MaxBytesReader's error into our sentinel.
+// limitedBody makes http.MaxBytesReader's error also match our sentinel.
 // MaxBytesReader is used underneath for its side effect: it tells the server
 // to close the connection rather than read the rest of the oversized body.
 type limitedBody struct {
@@ -66,9 +67,19 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		err = fmt.Errorf("%w: limit is %d", ErrRequestBodyTooLarge, b.limit)
+		err = &bodyTooLargeError{mbe: mbe}
 	}
 	return n, err
 }
+
+// bodyTooLargeError matches both errors.Is(err, ErrRequestBodyTooLarge) and
+// errors.As(err, **http.MaxBytesError), so handlers may test either.
+type bodyTooLargeError struct{ mbe *http.MaxBytesError }
+
+func (e *bodyTooLargeError) Error() string {
+	return fmt.Sprintf("%v: limit is %d", ErrRequestBodyTooLarge, e.mbe.Limit)
+}
+func (e *bodyTooLargeError) Is(target error) bool { return target == ErrRequestBodyTooLarge }
+func (e *bodyTooLargeError) Unwrap() error        { return e.mbe }
 
 func (b *limitedBody) Close() error { return b.rc.Close() }

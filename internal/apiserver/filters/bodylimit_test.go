@@ -2,6 +2,7 @@ package filters
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +25,8 @@ func (u untouchable) Read([]byte) (int, error) {
 var readAllHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
-		if !IsRequestBodyTooLarge(err) {
+		var mbe *http.MaxBytesError
+		if !IsRequestBodyTooLarge(err) || !errors.As(err, &mbe) {
 			panic("unexpected error " + err.Error())
 		}
 		WriteStatusError(w, err)
@@ -64,7 +66,10 @@ func TestBodyLimit(t *testing.T) {
 			r.ContentLength = tt.contentLength
 			w := serve(h, r)
 			if tt.code == http.StatusRequestEntityTooLarge {
-				decodeStatus(t, w, tt.code, metav1.StatusReasonRequestEntityTooLarge)
+				s := decodeStatus(t, w, tt.code, metav1.StatusReasonRequestEntityTooLarge)
+				if s.Message != "Request entity too large: limit is 1024" {
+					t.Errorf("message %q", s.Message)
+				}
 				return
 			}
 			if w.Code != tt.code {

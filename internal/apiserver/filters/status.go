@@ -54,7 +54,12 @@ func StatusForError(err error) *metav1.Status {
 		s := apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", err), 0).ErrStatus
 		return &s
 	case errors.Is(err, ErrRequestBodyTooLarge):
-		s := apierrors.NewRequestEntityTooLargeError(err.Error()).ErrStatus
+		msg := err.Error()
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			msg = fmt.Sprintf("limit is %d", mbe.Limit) // upstream's wording
+		}
+		s := apierrors.NewRequestEntityTooLargeError(msg).ErrStatus
 		return &s
 	}
 	s := apierrors.NewInternalError(err).ErrStatus
