@@ -1,6 +1,7 @@
 package filters
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -61,5 +62,61 @@ func TestClientDisconnectCancelsContext(t *testing.T) {
 				t.Fatal("handler never saw cancellation")
 			}
 		})
+	}
+}
+
+// TestClientCancelOverHTTP2 covers the transport kubectl and client-go
+// actually use: cancelling one request resets its stream, and the handler's
+// context is cancelled while the shared connection lives on.
+func TestClientCancelOverHTTP2(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	cancelled := make(chan struct{}, 1)
+	h := Chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("slow") == "" {
+			return
+		}
+		entered <- struct{}{}
+		select {
+		case <-r.Context().Done():
+			cancelled <- struct{}{}
+		case <-time.After(30 * time.Second):
+		}
+	}), WithPanicRecovery(nil), WithRequestInfo, WithRequestDeadline(time.Minute))
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	client := srv.Client()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/v1/pods?slow=1", nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler not reached")
+	}
+	cancel()
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler never saw cancellation")
+	}
+	<-errc
+	// The connection survived the reset stream.
+	resp, err := client.Get(srv.URL + "/api/v1/pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK {
+		t.Fatalf("follow-up request: %s %d", resp.Proto, resp.StatusCode)
 	}
 }
