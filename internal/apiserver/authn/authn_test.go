@@ -132,12 +132,19 @@ func TestClientCertAuthenticator(t *testing.T) {
 		})
 	}
 
-	t.Run("expired", func(t *testing.T) {
-		expired := NewClientCertAuthenticator(creds.CAPool())
-		expired.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	t.Run("expiry ends a cached verification", func(t *testing.T) {
+		now := time.Now()
+		a := NewClientCertAuthenticator(creds.CAPool())
+		a.now = func() time.Time { return now }
 		r := httptest.NewRequest("GET", "/", nil)
 		r.TLS = &tls.ConnectionState{PeerCertificates: leaf(clientCert(t, creds, "alice", nil, time.Hour))}
-		if _, ok, err := expired.AuthenticateRequest(r); ok || err == nil {
+		for range 2 { // verified, then served from the cache
+			if _, ok, err := a.AuthenticateRequest(r); !ok || err != nil {
+				t.Fatalf("fresh certificate refused: ok=%v err=%v", ok, err)
+			}
+		}
+		now = now.Add(2 * time.Hour)
+		if _, ok, err := a.AuthenticateRequest(r); ok || err == nil {
 			t.Fatalf("expired certificate accepted: ok=%v err=%v", ok, err)
 		}
 	})
