@@ -24,6 +24,10 @@ func NewScheme() (*runtime.Scheme, error) {
 	// The unversioned meta types (Status, WatchEvent, list/get options)
 	// under "v1", as client-go's scheme does.
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	// Request options as kubectl sends them in bodies (DeleteOptions with
+	// apiVersion meta.k8s.io/v1).
+	s.AddKnownTypes(metav1.SchemeGroupVersion, &metav1.DeleteOptions{}, &metav1.ListOptions{}, &metav1.GetOptions{},
+		&metav1.CreateOptions{}, &metav1.UpdateOptions{}, &metav1.PatchOptions{})
 	adders := []func(*runtime.Scheme) error{
 		metav1.AddMetaToScheme,
 		corev1.AddToScheme,
