@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/authn"
+	"github.com/myriad-k8s/myriad/internal/apiserver/authz"
 	"github.com/myriad-k8s/myriad/internal/apiserver/filters"
 	"github.com/myriad-k8s/myriad/internal/pki"
 )
@@ -41,5 +42,8 @@ func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, metrics prom
 		filters.WithBodyLimit(cfg.MaxRequestBodyBytes),
 		authn.WithAuthentication(auth, authn.Config{Logger: log}),
 		withInflight,
+		// RBAC and the Node authorizer come later; the Authorizer sits in
+		// the path now so they slot in without touching handlers.
+		authz.WithAuthorization(authz.AlwaysAllow(), log),
 	), nil
 }
