@@ -363,3 +363,51 @@ func TestRetainObjectsDeleteEvent(t *testing.T) {
 		t.Fatal("deleted object still served")
 	}
 }
+
+// Watchers are registered under the narrowest index value their selector
+// pins: an indexed field, else an indexed label, else the namespace.
+func TestWatchRegistrationBuckets(t *testing.T) {
+	e := newEnv(t, nil)
+	cases := []struct {
+		opts WatchOptions
+		want indexKey
+		ok   bool
+	}{
+		{WatchOptions{Namespace: "a", Field: fields.OneTermEqualSelector("spec.nodeName", "n1")}, indexKey{"f:spec.nodeName", "n1"}, true},
+		{WatchOptions{Label: labels.SelectorFromSet(labels.Set{"app": "web", "tier": "x"})}, indexKey{"l:app", "web"}, true},
+		{WatchOptions{Namespace: "a", Label: labels.SelectorFromSet(labels.Set{"tier": "x"})}, indexKey{"ns", "a"}, true},
+		{WatchOptions{Field: fields.OneTermEqualSelector("spec.nodeName", "")}, indexKey{"f:spec.nodeName", ""}, true}, // unscheduled pods
+		{WatchOptions{Field: fields.OneTermNotEqualSelector("spec.nodeName", "")}, indexKey{}, false},
+		{WatchOptions{Field: fields.OneTermEqualSelector("status.phase", "Running")}, indexKey{}, false}, // not indexed
+	}
+	for i, tc := range cases {
+		tc.opts.ResourceVersion = "0"
+		tc.opts.SendInitialEvents = ptr(false)
+		w, err := e.c.Watch(e.ctx, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.indexed != tc.ok || (tc.ok && w.key != tc.want) {
+			t.Errorf("case %d: registered under %v (indexed %v), want %v (%v)", i, w.key, w.indexed, tc.want, tc.ok)
+		}
+		w.Stop()
+	}
+	if n := e.c.reg.count(); n != 0 {
+		t.Fatalf("%d watchers left registered after Stop", n)
+	}
+	// An unscheduled pod reaches the "spec.nodeName=" watcher, then leaves
+	// it when bound.
+	w, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: formatRV(e.c.Revision()), Field: fields.OneTermEqualSelector("spec.nodeName", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	r1 := e.create(newPod("ns", "pending", "", nil))
+	r2 := e.update(newPod("ns", "pending", "n1", nil))
+	if got := describe(next(t, w)); got != "ADDED ns/pending@"+formatRV(r1) {
+		t.Fatalf("got %s", got)
+	}
+	if got := describe(next(t, w)); got != "DELETED ns/pending@"+formatRV(r2) {
+		t.Fatalf("got %s", got)
+	}
+}
