@@ -38,6 +38,10 @@ type Store struct {
 	// rev is the revision of the latest acknowledged write. Only the writer
 	// stores it, after the batch is durable and published to watchers.
 	rev atomic.Int64
+	// acked is closed and replaced (under ackMu) each time rev advances, to
+	// wake readers waiting in awaitDurable.
+	ackMu sync.Mutex
+	acked chan struct{}
 	// compacted is the newest compacted revision; stored under compactMu
 	// after the compaction is durable.
 	compacted atomic.Int64
@@ -96,6 +100,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 				db:      db,
 				ops:     make(chan *writeOp),
 				closing: make(chan struct{}),
+				acked:   make(chan struct{}),
 			}
 			s.rev.Store(cur)
 			s.compacted.Store(comp)
@@ -135,24 +140,69 @@ func (s *Store) read(ctx context.Context, f func() error) error {
 	return f()
 }
 
-// Get implements storage.Store. It reads Pebble directly; every acknowledged
-// write is visible there because the writer acknowledges only after commit.
+// Get implements storage.Store. It reads a Pebble snapshot, which holds
+// every acknowledged write because the writer acknowledges only after the
+// commit; see awaitDurable for writes still in flight.
 func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
-	var kv storage.KeyValue
+	var (
+		kv      storage.KeyValue
+		snapRev int64
+	)
 	err := s.read(ctx, func() error {
+		snap := s.db.NewSnapshot()
+		defer snap.Close()
+		var err error
+		if snapRev, err = readMeta(snap, metaCurrentKey); err != nil {
+			return err
+		}
 		dbKey := latestKey(key)
-		v, closer, err := s.db.Get(dbKey)
-		if errors.Is(err, pebble.ErrNotFound) {
-			return fmt.Errorf("embedded: get %q: %w", key, storage.ErrNotFound)
+		var found bool
+		kv, found, err = getLatest(snap, key, dbKey)
+		if err == nil && !found {
+			err = fmt.Errorf("embedded: get %q: %w", key, storage.ErrNotFound)
 		}
-		if err != nil {
-			return fmt.Errorf("embedded: get %q: %w", key, err)
-		}
-		defer closer.Close()
-		kv, err = decodeLatest(key, dbKey, v)
 		return err
 	})
+	if werr := s.awaitDurable(ctx, snapRev); werr != nil {
+		return storage.KeyValue{}, werr
+	}
 	return kv, err
+}
+
+// awaitDurable waits until every revision up to rev is acknowledged.
+//
+// Pebble makes a batch visible to readers when it is applied, before its
+// WAL fsync returns, so a read can observe the writer's in-flight batch. Such
+// a result is held back until the batch is durable: a reader never sees a
+// write that a crash could still undo. This costs a read that races a commit
+// at most one fsync. If the commit fails instead, the store is read-only and
+// the failed batch's fate is unknown; the read then returns what it saw.
+func (s *Store) awaitDurable(ctx context.Context, rev int64) error {
+	for {
+		s.ackMu.Lock()
+		ch := s.acked
+		s.ackMu.Unlock()
+		if s.rev.Load() >= rev || s.writeErr.Load() != nil {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.closing:
+			return storage.ErrClosed
+		}
+	}
+}
+
+// advance records that every revision up to rev is acknowledged and wakes
+// readers waiting for it. Only the writer calls it.
+func (s *Store) advance(rev int64) {
+	s.rev.Store(rev)
+	s.ackMu.Lock()
+	close(s.acked)
+	s.acked = make(chan struct{})
+	s.ackMu.Unlock()
 }
 
 // List implements storage.Store. The returned revision is read from the same
@@ -197,6 +247,9 @@ func (s *Store) List(ctx context.Context, prefix string) ([]storage.KeyValue, in
 		}
 		return nil
 	})
+	if err == nil {
+		err = s.awaitDurable(ctx, rev)
+	}
 	if err != nil {
 		return nil, 0, err
 	}

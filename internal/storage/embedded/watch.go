@@ -209,6 +209,11 @@ func (w *watcher) ended(err error) error {
 // contiguous by construction).
 func (s *Store) readHistory(ctx context.Context, after int64, limit int) ([]storage.Event, error) {
 	var events []storage.Event
+	// Only published revisions are read: they are durable (the writer
+	// publishes after the fsync), whereas the snapshot may also hold the
+	// writer's in-flight batch. The ring floor never exceeds the published
+	// revision, so the caller still reaches the ring.
+	published := s.hub.currentRevision()
 	err := s.read(ctx, func() error {
 		snap := s.db.NewSnapshot()
 		defer snap.Close()
@@ -221,7 +226,7 @@ func (s *Store) readHistory(ctx context.Context, after int64, limit int) ([]stor
 		}
 		it, err := snap.NewIter(&pebble.IterOptions{
 			LowerBound: historyKey(after + 1),
-			UpperBound: []byte{historyPrefix + 1},
+			UpperBound: historyKey(published + 1),
 		})
 		if err != nil {
 			return fmt.Errorf("embedded: watch replay after revision %d: %w", after, err)

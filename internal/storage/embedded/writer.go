@@ -158,7 +158,7 @@ func (s *Store) commit(ops []*writeOp) {
 			}
 		} else {
 			s.hub.publish(events)
-			s.rev.Store(next)
+			s.advance(next)
 		}
 	}
 	for i, op := range ops {

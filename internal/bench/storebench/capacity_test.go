@@ -1,0 +1,53 @@
+package storebench
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+)
+
+// TestCapacity is the capacity-mode benchmark as a manually run test, since
+// the `myriad bench store` subcommand lives elsewhere. It is skipped unless
+// MYRIAD_STOREBENCH_PRELOAD is set, e.g.
+//
+//	MYRIAD_STOREBENCH_PRELOAD=1000000 MYRIAD_STOREBENCH_SIZE=1536 \
+//	  go test -run TestCapacity -v -timeout 2h ./internal/bench/storebench/
+//
+// Optional: MYRIAD_STOREBENCH_COUNT (measured writes, default 20000),
+// MYRIAD_STOREBENCH_WRITERS (default 64), MYRIAD_STOREBENCH_DIR (keep the
+// store there instead of a temporary directory).
+func TestCapacity(t *testing.T) {
+	preload := envInt(t, "MYRIAD_STOREBENCH_PRELOAD", -1)
+	if preload < 0 {
+		t.Skip("set MYRIAD_STOREBENCH_PRELOAD to run the capacity benchmark")
+	}
+	cfg := Config{
+		Dir:        os.Getenv("MYRIAD_STOREBENCH_DIR"),
+		Writers:    envInt(t, "MYRIAD_STOREBENCH_WRITERS", 64),
+		ObjectSize: envInt(t, "MYRIAD_STOREBENCH_SIZE", 1536),
+		Count:      envInt(t, "MYRIAD_STOREBENCH_COUNT", 20000),
+		Preload:    preload,
+		Reopen:     true,
+		Progress:   os.Stderr,
+	}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Write(os.Stdout); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return n
+}
