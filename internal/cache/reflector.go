@@ -110,11 +110,21 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 		}
 		// Resume from where the cache is; only a compacted store (or a
 		// failing one) forces a re-list.
+		prev := from
 		from = c.Revision()
 		c.metrics.restarts.Inc()
 		c.cfg.Logger.Info("store watch ended; resuming", "from", from, "err", err)
 		if errors.Is(err, storage.ErrCompacted) {
 			return err
+		}
+		if from == prev {
+			// Nothing got through: do not spin on a watch that keeps
+			// ending at once.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(listRetry / 10):
+			}
 		}
 	}
 }
