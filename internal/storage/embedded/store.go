@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
@@ -83,6 +84,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		Logger:             pebbleLogger{opts.Logger},
 		FormatMajorVersion: pebble.FormatNewest,
 	}
+	// Bloom filters on every level (later levels inherit L0's policy): each
+	// Create first checks that its key is absent, and without filters that
+	// miss probes every level's index. The profile showed it as a third of
+	// the store's CPU at 10k objects.
+	popts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
 	db, err := pebble.Open(opts.Dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: opening pebble in %s: %w", opts.Dir, err)

@@ -43,11 +43,6 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 
 // Update implements storage.Store.
 func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error) {
-	if expectedRevision <= 0 {
-		// Revision 0 never exists; rejecting here keeps "0 = unconditional"
-		// confined to Delete, where the contract defines it.
-		return 0, fmt.Errorf("embedded: update %q: expected revision %d is not a revision", key, expectedRevision)
-	}
 	r := s.submit(ctx, &writeOp{kind: opUpdate, key: key, value: value, expected: expectedRevision})
 	return r.rev, r.err
 }
@@ -189,7 +184,9 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 		if !exists {
 			return ev, storage.KeyValue{}, fmt.Errorf("embedded: %s %q: %w", verb, op.key, storage.ErrNotFound)
 		}
-		if op.expected != 0 && cur.ModRevision != op.expected {
+		// Only Delete treats 0 as "unconditional"; for Update it is a
+		// revision no key has, hence a conflict.
+		if (op.kind == opUpdate || op.expected != 0) && cur.ModRevision != op.expected {
 			return ev, storage.KeyValue{}, fmt.Errorf("embedded: %s: %w", verb, &storage.ConflictError{Key: op.key, Expected: op.expected, Current: cur})
 		}
 		if op.kind == opUpdate {

@@ -36,6 +36,7 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"CreateExists", testCreateExists},
 		{"UpdateCAS", testUpdateCAS},
 		{"UpdateConflictCarriesCurrent", testUpdateConflict},
+		{"UpdateExpectedZero", testUpdateExpectedZero},
 		{"UpdateMissing", testUpdateMissing},
 		{"DeleteCAS", testDeleteCAS},
 		{"DeleteConflict", testDeleteConflict},

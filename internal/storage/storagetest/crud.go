@@ -58,6 +58,15 @@ func testUpdateConflict(t *testing.T, s storage.Store) {
 	expectKV(t, mustGet(t, s, "/k"), "/k", "v2", r2, r1)
 }
 
+// testUpdateExpectedZero: 0 is "unconditional" only for Delete; an Update
+// expecting revision 0 cannot match any stored revision.
+func testUpdateExpectedZero(t *testing.T, s storage.Store) {
+	r := mustCreate(t, s, "/k", "v1")
+	_, err := s.Update(testCtx(t), "/k", []byte("v2"), 0)
+	expectErr(t, err, storage.ErrConflict)
+	expectKV(t, mustGet(t, s, "/k"), "/k", "v1", r, r)
+}
+
 func testUpdateMissing(t *testing.T, s storage.Store) {
 	r := mustCreate(t, s, "/other", "x")
 	_, err := s.Update(testCtx(t), "/k", []byte("v"), r)
