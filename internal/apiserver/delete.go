@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -103,9 +102,11 @@ func checkPreconditions(h *resourceHandler, m metav1.Object, p *metav1.Precondit
 		return nil
 	}
 	if p.UID != nil && *p.UID != m.GetUID() {
+		//lint:ignore ST1005 upstream's message, which clients match
 		return apierrors.NewConflict(h.objects.gr, m.GetName(), fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
 	}
 	if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+		//lint:ignore ST1005 upstream's message, which clients match
 		return apierrors.NewConflict(h.objects.gr, m.GetName(), fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
 	}
 	return nil
@@ -194,16 +195,4 @@ func without(list []string, f string) []string {
 		}
 	}
 	return out
-}
-
-// parseRevision parses a resourceVersion query parameter ("" is 0).
-func parseRevision(rv string) (int64, error) {
-	if rv == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil || n < 0 {
-		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", rv))
-	}
-	return n, nil
 }

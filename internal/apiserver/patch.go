@@ -95,6 +95,7 @@ func (h *resourceHandler) checkPatchedIdentity(obj, old runtime.Object) error {
 		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	if m.GetUID() != "" && m.GetUID() != om.GetUID() {
+		//lint:ignore ST1005 upstream's message, which clients match
 		return apierrors.NewConflict(h.objects.gr, om.GetName(), fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", m.GetUID(), om.GetUID()))
 	}
 	return nil

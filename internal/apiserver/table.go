@@ -4,7 +4,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 var (
@@ -87,13 +86,4 @@ func partialMetadata(obj runtime.Object) (*metav1.PartialObjectMetadata, error) 
 		Finalizers: m.GetFinalizers(), ManagedFields: m.GetManagedFields(),
 	}
 	return pm, nil
-}
-
-// humanAge is kubectl's AGE rendering, for tables built here.
-func humanAge(m metav1.Object, now metav1.Time) string {
-	ts := m.GetCreationTimestamp()
-	if ts.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(now.Sub(ts.Time))
 }

@@ -51,14 +51,6 @@ func wide(c metav1.TableColumnDefinition) metav1.TableColumnDefinition {
 	return c
 }
 
-// nameAgeTable is the printer for kinds upstream has no specific one for.
-func nameAgeTable[T object](c clock) TableConvertor {
-	return table[T]{
-		columns: []metav1.TableColumnDefinition{nameColumn(), ageColumn()},
-		cells:   func(o T) []interface{} { return []interface{}{o.GetName(), c.since(o.GetCreationTimestamp())} },
-	}
-}
-
 // createdAtTable is upstream's printer for RBAC roles and limit ranges,
 // which show the creation timestamp rather than an age.
 func createdAtTable[T object]() TableConvertor {
