@@ -158,13 +158,10 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (Result, error) {
 	}
 	next := atomic.Int64{}
 	next.Store(existing)
-	value := make([]byte, cfg.ObjectSize)
-	for i := range value {
-		value[i] = byte(rand.Uint32()) // incompressible, like protobuf
-	}
+	values := newValuePool(cfg.ObjectSize)
 	if cfg.Preload > 0 {
 		start := time.Now()
-		if _, err := writeN(ctx, s, cfg.Preload, cfg.PreloadWriters, &next, value, cfg.Progress, "preload"); err != nil {
+		if _, err := writeN(ctx, s, cfg.Preload, cfg.PreloadWriters, &next, values, cfg.Progress, "preload"); err != nil {
 			return res, fmt.Errorf("storebench: preload: %w", err)
 		}
 		res.Preloaded = cfg.Preload
@@ -173,7 +170,7 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (Result, error) {
 	}
 	res.ObjectsAtMeasure = int(next.Load())
 	start := time.Now()
-	lat, err := writeN(ctx, s, cfg.Count, cfg.Writers, &next, value, cfg.Progress, "write")
+	lat, err := writeN(ctx, s, cfg.Count, cfg.Writers, &next, values, cfg.Progress, "write")
 	if err != nil {
 		return res, fmt.Errorf("storebench: writes: %w", err)
 	}
@@ -205,7 +202,7 @@ func Key(i int) string {
 
 // writeN creates n new objects from w goroutines and returns each call's
 // latency.
-func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, value []byte, progress io.Writer, phase string) ([]time.Duration, error) {
+func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, values valuePool, progress io.Writer, phase string) ([]time.Duration, error) {
 	lat := make([]time.Duration, n)
 	var (
 		done     atomic.Int64
@@ -226,7 +223,9 @@ func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, 
 				if slot >= n || ctx.Err() != nil {
 					return
 				}
-				key := Key(int(next.Add(1)) - 1)
+				i := int(next.Add(1)) - 1
+				key := Key(i)
+				value := values.get(i)
 				start := time.Now()
 				_, err := s.Create(ctx, key, value)
 				lat[slot] = time.Since(start)
@@ -334,4 +333,26 @@ func dirSize(dir string) (int64, error) {
 		return err
 	})
 	return total, err
+}
+
+// valuePool hands out distinct, incompressible values without generating
+// random bytes per write: each value is a window into 4 MiB of random data
+// at an offset derived from the object index. One shared value would let the
+// engine's block compression shrink the data unrealistically.
+type valuePool struct {
+	data []byte
+	size int
+}
+
+func newValuePool(size int) valuePool {
+	data := make([]byte, 4<<20+size)
+	for i := range data {
+		data[i] = byte(rand.Uint32())
+	}
+	return valuePool{data: data, size: size}
+}
+
+func (p valuePool) get(i int) []byte {
+	off := int(uint64(i) * 0x9e3779b97f4a7c15 % uint64(len(p.data)-p.size+1))
+	return p.data[off : off+p.size]
 }
