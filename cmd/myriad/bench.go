@@ -13,13 +13,15 @@ import (
 
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: myriad bench store [flags]")
+		return errors.New("usage: myriad bench store|api [flags]")
 	}
 	switch args[0] {
 	case "store":
 		return runStoreBench(ctx, args[1:], stdout)
+	case "api":
+		return runAPIBench(ctx, args[1:], stdout)
 	}
-	return fmt.Errorf("unknown bench scenario %q (available: store)", args[0])
+	return fmt.Errorf("unknown bench scenario %q (available: store, api)", args[0])
 }
 
 func runStoreBench(ctx context.Context, args []string, stdout io.Writer) error {

@@ -1,0 +1,94 @@
+package apibench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunSmall runs every phase at a tiny size against an in-process
+// server, so the benchmark keeps working.
+func TestRunSmall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := Config{
+		DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Pods: 200, Nodes: 20, Namespaces: 4, Apps: 5, Workers: 8,
+		Gets: 50, Lists: 10, LeaseWorkers: 4, LeaseDuration: 300 * time.Millisecond, IdleWait: time.Millisecond,
+	}
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.InProcess || res.Create == nil || res.Create.Calls != 200 || res.Create.PerSec <= 0 {
+		t.Fatalf("create: %+v", res.Create)
+	}
+	for _, s := range []*Stat{res.Create, res.Get, res.ListByNode, res.ListByLabel, res.ListByNamespace, res.Leases} {
+		if s == nil || s.Calls == 0 || s.P50 <= 0 || s.P90 < s.P50 || s.P99 < s.P90 || s.Max < s.P99 {
+			t.Fatalf("implausible stat %+v", s)
+		}
+	}
+	// 200 pods: 10 per node, 40 per app label, 50 per namespace.
+	if res.Get.Items != 1 || res.ListByNode.Items != 10 || res.ListByLabel.Items != 40 || res.ListByNamespace.Items != 50 {
+		t.Fatalf("items per call: get %v, node %v, label %v, namespace %v",
+			res.Get.Items, res.ListByNode.Items, res.ListByLabel.Items, res.ListByNamespace.Items)
+	}
+	if len(res.ListAll) != 2 || res.ListAll[0].Bytes <= 0 || res.ListAll[1].Bytes <= res.ListAll[0].Bytes || res.ListAll[0].PeakRSS <= 0 {
+		t.Fatalf("list all: %+v", res.ListAll)
+	}
+	if res.IdleRSS <= 0 || res.IdleHeap <= 0 || res.PeakRSS <= 0 {
+		t.Fatalf("memory: idle RSS %d, heap %d, peak %d", res.IdleRSS, res.IdleHeap, res.PeakRSS)
+	}
+	var out bytes.Buffer
+	if err := res.Write(&out); err != nil || !strings.Contains(out.String(), "| create pods | 200 |") {
+		t.Fatalf("report %q, %v", out.String(), err)
+	}
+	dir := t.TempDir()
+	if err := res.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Result
+	if err := json.Unmarshal(raw, &back); err != nil || back.Create.Calls != 200 {
+		t.Fatalf("results.json: %v, %s", err, raw)
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, Config{DataDir: t.TempDir(), Pods: 10, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err == nil {
+		t.Fatal("Run with a cancelled context succeeded")
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	var lat []time.Duration
+	for i := 1; i <= 100; i++ {
+		lat = append(lat, time.Duration(i))
+	}
+	s := newStat("x", lat, time.Second)
+	if s.P50 != 50 || s.P90 != 90 || s.P99 != 99 || s.Max != 100 || s.PerSec != 100 {
+		t.Fatalf("%+v", s)
+	}
+}
+
+func TestMetricValue(t *testing.T) {
+	text := "# HELP process_resident_memory_bytes x\nprocess_resident_memory_bytes 1.2345e+08\ngo_memstats_heap_alloc_bytes 42\n"
+	if v := metricValue(text, "process_resident_memory_bytes"); v != 123450000 {
+		t.Fatalf("rss %d", v)
+	}
+	if v := metricValue(text, "missing"); v != 0 {
+		t.Fatalf("missing %d", v)
+	}
+}

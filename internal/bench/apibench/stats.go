@@ -1,0 +1,190 @@
+package apibench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// runN performs op n times from w goroutines and returns the calls'
+// statistics; op returns how many items the call returned. The first error
+// stops the run.
+func runN(ctx context.Context, cfg Config, name string, n, w int, op func(ctx context.Context, i int) (int, error)) (*Stat, error) {
+	lat := make([]time.Duration, n)
+	var (
+		next, done, items atomic.Int64
+		wg                sync.WaitGroup
+		firstErr          error
+		errOnce           sync.Once
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopProgress := reportProgress(cfg.Progress, name, n, &done)
+	start := time.Now()
+	for range min(w, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				t0 := time.Now()
+				k, err := op(ctx, i)
+				lat[i] = time.Since(t0)
+				done.Add(1)
+				items.Add(int64(k))
+				if err != nil {
+					errOnce.Do(func() { firstErr = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stopProgress()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st := newStat(name, lat, elapsed)
+	if n > 0 {
+		st.Items = float64(items.Load()) / float64(n)
+	}
+	return st, nil
+}
+
+// newStat summarizes calls that took lat and elapsed in total.
+func newStat(name string, lat []time.Duration, elapsed time.Duration) *Stat {
+	st := &Stat{Name: name, Calls: len(lat), Time: elapsed}
+	if len(lat) == 0 {
+		return st
+	}
+	st.PerSec = float64(len(lat)) / elapsed.Seconds()
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	st.P50, st.P90, st.P99 = quantile(s, 0.50), quantile(s, 0.90), quantile(s, 0.99)
+	st.Max = s[len(s)-1]
+	return st
+}
+
+// quantile is the nearest-rank quantile of sorted: the smallest value with
+// at least q of the samples at or below it.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	return sorted[max(0, int(math.Ceil(q*float64(len(sorted))))-1)]
+}
+
+// reportProgress prints progress every 5 s until the returned stop function
+// is called; total 0 means open-ended.
+func reportProgress(w io.Writer, phase string, total int, done *atomic.Int64) (stop func()) {
+	if w == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				d := int(done.Load())
+				if total > 0 {
+					fmt.Fprintf(w, "%s: %d/%d (%.0f/s)\n", phase, min(d, total), total, float64(d)/time.Since(start).Seconds())
+				} else {
+					fmt.Fprintf(w, "%s: %d (%.0f/s)\n", phase, d, float64(d)/time.Since(start).Seconds())
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
+// procStatus is the memory part of /proc/PID/status, in bytes.
+type procStatus struct{ rss, hwm int64 }
+
+// readProcStatus reads /proc/PID/status; pid 0 is this process.
+func readProcStatus(pid int) (procStatus, error) {
+	path := "/proc/self/status"
+	if pid > 0 {
+		path = "/proc/" + strconv.Itoa(pid) + "/status"
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return procStatus{}, fmt.Errorf("apibench: %w", err)
+	}
+	defer f.Close()
+	var st procStatus
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		key, val, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(val)
+		if len(fields) == 0 {
+			continue
+		}
+		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch key {
+		case "VmRSS":
+			st.rss = kb << 10
+		case "VmHWM":
+			st.hwm = kb << 10
+		}
+	}
+	return st, sc.Err()
+}
+
+// rssSampler records the highest RSS of a process, sampled every 5 ms.
+type rssSampler struct {
+	quit chan struct{}
+	peak chan int64
+}
+
+func startRSSSampler(pid int) *rssSampler {
+	s := &rssSampler{quit: make(chan struct{}), peak: make(chan int64, 1)}
+	go func() {
+		var peak int64
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if st, err := readProcStatus(pid); err == nil {
+				peak = max(peak, st.rss)
+			}
+			select {
+			case <-s.quit:
+				s.peak <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends sampling and returns the peak RSS seen.
+func (s *rssSampler) stop() int64 {
+	close(s.quit)
+	return <-s.peak
+}
