@@ -11,7 +11,8 @@ import (
 )
 
 // registry is the set of live watchers, bucketed by the one index value
-// each is restricted to, so an event is offered only to the watchers of
+// each is restricted to (an object name, an indexed field or label value,
+// or a namespace), so an event is offered only to the watchers of
 // its object's (and previous object's) values plus the unindexed ones. With
 // 10,000 node watchers a pod event costs a handful of checks, not 10,000.
 type registry struct {
@@ -116,7 +117,7 @@ func errorEvent(err error) *Event {
 // dispatchKeys appends the registry buckets an entry concerns.
 func (c *Cache) dispatchKeys(dst []indexKey, e *entry) []indexKey {
 	n := len(dst)
-	dst = append(dst, indexKey{"ns", e.ns})
+	dst = append(dst, indexKey{"ns", e.ns}, indexKey{"name", e.name})
 	dst = appendIndexKeys(dst, c.cfg.IndexedFields, c.cfg.IndexedLabels, e)
 	// Deduplicate against what was there (cur and prev often agree).
 	out := dst[:n]

@@ -12,8 +12,9 @@ import (
 // entry is one version of one object. Entries are immutable once built and
 // shared by the state, the indexes and the window.
 type entry struct {
-	key string // full storage key
-	ns  string // namespace ("" for cluster-scoped keys)
+	key  string // full storage key
+	ns   string // namespace ("" for cluster-scoped keys)
+	name string
 	// obj is the decoded object when Config.RetainObjects is set;
 	// otherwise raw holds the stored bytes and reads decode them.
 	obj       runtime.Object
@@ -130,18 +131,21 @@ func (s *state) get(key string) *entry {
 	return e
 }
 
-// namespaceOf returns the namespace part of a key below prefix.
-func namespaceOf(prefix, key string) string {
+// splitKey returns the namespace ("" for cluster-scoped keys) and name
+// parts of a key below prefix.
+func splitKey(prefix, key string) (ns, name string) {
 	rest := strings.TrimPrefix(key, prefix)
 	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		return rest[:i]
+		return rest[:i], rest[i+1:]
 	}
-	return ""
+	return "", rest
 }
 
 // predicate is a list or watch filter.
 type predicate struct {
 	namespace string
+	name      string // required metadata.name, from the field selector
+	hasName   bool
 	label     labels.Selector // nil or empty: everything
 	field     fields.Selector // nil or empty: everything
 }
@@ -153,7 +157,11 @@ func newPredicate(ns string, l labels.Selector, f fields.Selector) predicate {
 	if f != nil && f.Empty() {
 		f = nil
 	}
-	return predicate{namespace: ns, label: l, field: f}
+	p := predicate{namespace: ns, label: l, field: f}
+	if f != nil {
+		p.name, p.hasName = f.RequiresExactMatch("metadata.name")
+	}
+	return p
 }
 
 func (p *predicate) matches(e *entry) bool {

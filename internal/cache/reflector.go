@@ -43,7 +43,7 @@ func (c *Cache) run(ctx context.Context) {
 			return
 		}
 		c.cfg.Logger.Warn("watch cache lost the store watch; re-listing", "err", err)
-		if errors.Is(err, storage.ErrCompacted) {
+		if errors.Is(err, storage.ErrCompacted) || errors.Is(err, errStoreMoved) {
 			continue // the store is fine, only our position is gone
 		}
 		select {
@@ -65,6 +65,14 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 	if err != nil {
 		return fmt.Errorf("list %s: %w", c.cfg.Prefix, err)
 	}
+	var sw storage.Watcher
+	if rev == 0 {
+		// A brand-new store: watch "from now" before publishing anything,
+		// then make sure now is still revision 0.
+		if sw, err = c.watchFrom(ctx, 0); err != nil {
+			return err
+		}
+	}
 	st := newState(c.cfg.Prefix, c.cfg.IndexedFields, c.cfg.IndexedLabels)
 	for _, kv := range kvs {
 		e, err := c.newEntry(kv)
@@ -76,6 +84,7 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 	}
 	kvs = nil // let the raw values go before the watch starts
 
+	c.metrics.initializations.Inc()
 	c.mu.Lock()
 	c.mu.st = st
 	// The window restarts at the list: history before it is unknown to this
@@ -91,20 +100,20 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 	}
 	c.mu.Unlock()
 	r.initialized = true
-	c.metrics.initializations.Inc()
 	c.metrics.objects.Set(float64(st.all.Len()))
 	c.readyOnce.Do(func() { close(c.ready) })
 
 	from := rev
 	for {
-		sw, err := c.cfg.Store.Watch(ctx, c.cfg.Prefix, from)
-		if err != nil {
-			return fmt.Errorf("watch %s from %d: %w", c.cfg.Prefix, from, err)
+		if sw == nil {
+			if sw, err = c.watchFrom(ctx, from); err != nil {
+				return err
+			}
 		}
 		r.sw = sw
 		err = c.follow(ctx, r)
 		sw.Stop()
-		r.sw = nil
+		sw, r.sw = nil, nil
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -117,7 +126,7 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 		if errors.Is(err, storage.ErrCompacted) {
 			return err
 		}
-		if from == prev {
+		if from == prev && from != 0 {
 			// Nothing got through: do not spin on a watch that keeps
 			// ending at once.
 			select {
@@ -127,6 +136,32 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 			}
 		}
 	}
+}
+
+// errStoreMoved: the store was written between a list at revision 0 and a
+// watch "from now"; the list must be redone.
+var errStoreMoved = errors.New("cache: store written between list and watch at revision 0")
+
+// watchFrom starts the store watch for events after rev. The store reads
+// revision 0 as "from now", not "from the beginning", so a watch from 0 is
+// only gap-free if the store is still at revision 0 once it is registered.
+func (c *Cache) watchFrom(ctx context.Context, rev int64) (storage.Watcher, error) {
+	sw, err := c.cfg.Store.Watch(ctx, c.cfg.Prefix, rev)
+	if err != nil {
+		return nil, fmt.Errorf("watch %s from %d: %w", c.cfg.Prefix, rev, err)
+	}
+	if rev != 0 {
+		return sw, nil
+	}
+	cur, err := c.cfg.Store.CurrentRevision(ctx)
+	if err == nil && cur != 0 {
+		err = errStoreMoved
+	}
+	if err != nil {
+		sw.Stop()
+		return nil, err
+	}
+	return sw, nil
 }
 
 // follow applies the store watch's events until it ends.
@@ -194,9 +229,11 @@ func (c *Cache) newEntry(kv storage.KeyValue) (*entry, error) {
 		return nil, err
 	}
 	l, f := c.cfg.Attrs(obj)
+	ns, name := splitKey(c.cfg.Prefix, kv.Key)
 	e := &entry{
 		key:       kv.Key,
-		ns:        namespaceOf(c.cfg.Prefix, kv.Key),
+		ns:        ns,
+		name:      name,
 		rev:       kv.ModRevision,
 		createRev: kv.CreateRevision,
 		labels:    l,

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/myriad-k8s/myriad/internal/storage"
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -65,8 +67,7 @@ func TestStoreWatchLostResumes(t *testing.T) {
 // watchers' positions are lost, so they end with 410 and clients re-list.
 func TestCompactionForcesRelist(t *testing.T) {
 	e := newSmallBufferEnv(t)
-	e.create(newPod("ns", "old", "n1", nil))
-	e.waitRev(e.c.Revision() + 1)
+	e.waitRev(e.create(newPod("ns", "old", "n1", nil)))
 	w, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: formatRV(e.c.Revision())})
 	if err != nil {
 		t.Fatal(err)
@@ -113,4 +114,31 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// listThenWrite is the real store with one write slipped in right after
+// the first List returns: the window in which a watch "from now" (the
+// store's meaning of revision 0) would miss it.
+type listThenWrite struct {
+	storage.Store
+	once  sync.Once
+	write func()
+}
+
+func (s *listThenWrite) List(ctx context.Context, prefix string) ([]storage.KeyValue, int64, error) {
+	kvs, rev, err := s.Store.List(ctx, prefix)
+	s.once.Do(s.write)
+	return kvs, rev, err
+}
+
+func TestWriteBetweenListAndWatchOnNewStore(t *testing.T) {
+	e := &env{t: t, store: openStore(t), codec: newPodCodec(t), clock: testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e.ctx = ctx
+	racy := &listThenWrite{Store: e.store, write: func() { e.create(newPod("ns", "a", "n1", nil)) }}
+	e.startCache(func(c *Config) { c.Store = racy })
+	if _, err := e.c.Get(ctx, podKey("ns", "a"), ""); err != nil {
+		t.Fatalf("write made between the first list and watch is missing: %v", err)
+	}
 }

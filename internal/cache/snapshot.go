@@ -31,7 +31,12 @@ func (c *Cache) snapshotLocked(pred *predicate, asOf int64) (*snapshot, error) {
 		s.overrides = c.mu.win.undo(asOf)
 		s.rev = asOf
 	}
-	if pred.namespace != "" {
+	switch {
+	case pred.namespace != "" && pred.hasName:
+		// One key (the legacy single-object list/watch shape).
+		s.lo = c.cfg.Prefix + pred.namespace + "/" + pred.name
+		s.hi = s.lo + "\x00"
+	case pred.namespace != "":
 		// Keys are prefix + namespace + "/" + name: a namespace is a
 		// contiguous key range ('0' is the byte after '/').
 		s.lo = c.cfg.Prefix + pred.namespace + "/"

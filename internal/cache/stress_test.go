@@ -58,6 +58,8 @@ func TestWatchersRebuildListedState(t *testing.T) {
 		{label: labels.SelectorFromSet(labels.Set{"app": "y"})},
 		{ns: "b", field: fields.OneTermEqualSelector("spec.nodeName", "n1")},
 		{field: fields.OneTermNotEqualSelector("spec.nodeName", "n3")},
+		{field: fields.OneTermEqualSelector("metadata.name", "p03")},
+		{ns: "a", field: fields.OneTermEqualSelector("metadata.name", "p04")},
 	}
 	type result struct {
 		sel   int

@@ -238,7 +238,12 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 		allowBookmarks: opts.AllowBookmarks,
 		done:           make(chan struct{}),
 	}
-	w.key, w.indexed = pred.indexFor(c.cfg.IndexedFields, c.cfg.IndexedLabels)
+	// The narrowest bucket first. A name is the narrowest of all: it is
+	// how each of 10,000 kubelets watches its own Node.
+	w.key, w.indexed = indexKey{"name", pred.name}, pred.hasName
+	if !w.indexed {
+		w.key, w.indexed = pred.indexFor(c.cfg.IndexedFields, c.cfg.IndexedLabels)
+	}
 	if !w.indexed && pred.namespace != "" {
 		w.key, w.indexed = indexKey{"ns", pred.namespace}, true
 	}

@@ -373,6 +373,8 @@ func TestWatchRegistrationBuckets(t *testing.T) {
 		want indexKey
 		ok   bool
 	}{
+		{WatchOptions{Field: fields.OneTermEqualSelector("metadata.name", "node-7")}, indexKey{"name", "node-7"}, true}, // a kubelet's own Node
+		{WatchOptions{Namespace: "a", Field: fields.SelectorFromSet(fields.Set{"metadata.name": "p", "spec.nodeName": "n1"})}, indexKey{"name", "p"}, true},
 		{WatchOptions{Namespace: "a", Field: fields.OneTermEqualSelector("spec.nodeName", "n1")}, indexKey{"f:spec.nodeName", "n1"}, true},
 		{WatchOptions{Label: labels.SelectorFromSet(labels.Set{"app": "web", "tier": "x"})}, indexKey{"l:app", "web"}, true},
 		{WatchOptions{Namespace: "a", Label: labels.SelectorFromSet(labels.Set{"tier": "x"})}, indexKey{"ns", "a"}, true},
