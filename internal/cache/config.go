@@ -28,6 +28,10 @@ type Config struct {
 	Prefix string
 	// Resource names the resource in metrics (label "resource").
 	Resource schema.GroupResource
+	// ClusterScoped says keys are "<name>" (no namespace), so a
+	// metadata.name field selector can be answered by one key lookup
+	// without a namespace. Optional: when unset such lists scan.
+	ClusterScoped bool
 	// NewFunc returns an empty object of the type; bookmarks are such an
 	// object carrying only metadata.resourceVersion. Required.
 	NewFunc func() runtime.Object

@@ -332,3 +332,32 @@ func TestNotReadyAnswers429(t *testing.T) {
 		t.Fatalf("err = %v, want 429", err)
 	}
 }
+
+// A cluster-scoped resource answers a metadata.name selector (a kubelet
+// listing its own Node) from one key.
+func TestClusterScopedNameList(t *testing.T) {
+	const prefix = "/core/nodes/"
+	e := newEnv(t, func(c *Config) { c.Prefix, c.ClusterScoped = prefix, true })
+	var last int64
+	for _, name := range []string{"node-1", "node-10", "node-2"} {
+		rev, err := e.store.Create(e.ctx, prefix+name, e.codec.encode(t, newPod("", name, "", nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = rev
+	}
+	e.waitRev(last)
+	for _, name := range []string{"node-1", "node-10", "node-3"} {
+		got, _, err := e.list(ListOptions{Field: fields.OneTermEqualSelector("metadata.name", name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		if name == "node-3" {
+			want = 0
+		}
+		if len(got) != want || (want == 1 && names(got)[0] != "/"+name) {
+			t.Fatalf("%s: got %v", name, got)
+		}
+	}
+}

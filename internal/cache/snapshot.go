@@ -32,9 +32,10 @@ func (c *Cache) snapshotLocked(pred *predicate, asOf int64) (*snapshot, error) {
 		s.rev = asOf
 	}
 	switch {
-	case pred.namespace != "" && pred.hasName:
-		// One key (the legacy single-object list/watch shape).
-		s.lo = c.cfg.Prefix + pred.namespace + "/" + pred.name
+	case pred.hasName && (pred.namespace != "" || c.cfg.ClusterScoped):
+		// One key (the single-object list/watch shape: a kubelet's own
+		// Node, the legacy /watch/namespaces/ns/pods/name).
+		s.lo = c.Key(pred.namespace, pred.name)
 		s.hi = s.lo + "\x00"
 	case pred.namespace != "":
 		// Keys are prefix + namespace + "/" + name: a namespace is a
