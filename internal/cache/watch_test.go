@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"context"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -411,5 +414,36 @@ func TestWatchRegistrationBuckets(t *testing.T) {
 	}
 	if got := describe(next(t, w)); got != "DELETED ns/pending@"+formatRV(r2) {
 		t.Fatalf("got %s", got)
+	}
+}
+
+// Stop joins every goroutine the cache started, including watchers stuck
+// sending initial events to a client that does not read.
+func TestStopJoinsGoroutines(t *testing.T) {
+	e := &env{t: t, ctx: context.Background(), store: openStore(t), codec: newPodCodec(t), clock: testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))}
+	for i := range 30 {
+		e.create(newPod("ns", fmt.Sprintf("p%02d", i), "n1", nil))
+	}
+	baseline := goruntime.NumGoroutine()
+	c, err := New(e.config(func(c *Config) { c.WatcherBuffer = 1 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		// 30 initial events into a buffer of 10: the goroutine blocks.
+		if _, err := c.Watch(e.ctx, WatchOptions{ResourceVersion: "0"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Stop()
+	if n := goruntime.NumGoroutine(); n > baseline {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines after Stop, %d before Start:\n%s", n, baseline, buf[:goruntime.Stack(buf, true)])
 	}
 }
