@@ -50,8 +50,9 @@ type Config struct {
 	IndexedLabels []string
 
 	// RetainObjects keeps every object decoded in memory: reads and
-	// watch fan-out skip decoding, at about 4x the memory (a running pod
-	// is ~0.9 KB of protobuf but ~5.5 KB decoded). Off by default: the
+	// watch fan-out skip decoding, at about 3x the memory (a running pod
+	// is ~0.9 KB of protobuf but ~5.5 KB decoded; measured 6.1 KB against
+	// 1.9 KB per cached pod, see docs/bench/cache.md). Off by default: the
 	// cache keeps the stored bytes and decodes what it serves, which keeps
 	// a million-object cluster within a few GiB. Objects handed out are
 	// then the caller's own; with RetainObjects they are shared and

@@ -26,8 +26,14 @@
 // 2+ of a paginated list) are rebuilt from the current state by undoing the
 // window's newer events; there are no per-revision snapshots.
 //
-// Objects handed out (by Get, List and watch events) are shared with the
-// cache and with other callers: they must be treated as read-only.
+// Memory: by default the cache keeps each object's stored bytes (plus its
+// labels and selectable fields) and decodes what it serves — about 1.9 KB
+// per running pod instead of 6 KB — so a million objects fit the design's
+// memory budget. Config.RetainObjects keeps decoded objects instead, for
+// types where read CPU matters more. Objects handed out by Get, List and
+// watch events must be treated as read-only either way: watch events are
+// shared by every watcher they are delivered to, and with RetainObjects so
+// is everything else.
 //
 // Lock order: Cache.mu, then registry.mu, then watcher.mu.
 package cache
