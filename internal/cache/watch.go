@@ -272,7 +272,13 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 			c.mu.RUnlock()
 			return nil, errTooOld(from, oldest)
 		}
-		replay = c.mu.win.since(from)
+		var keep func(*winEvent) bool
+		if w.indexed {
+			keep = func(ev *winEvent) bool {
+				return (ev.cur != nil && pred.matches(ev.cur)) || (ev.prev != nil && pred.matches(ev.prev))
+			}
+		}
+		replay = c.mu.win.since(from, keep)
 	}
 	w.mu.lastRev = w.startRev
 	// Registering under the read lock means no change can be applied

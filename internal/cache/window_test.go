@@ -37,7 +37,7 @@ func TestWindowAdaptiveSizing(t *testing.T) {
 	if w.len() != 4 || len(w.buf) > 16 {
 		t.Fatalf("trim: len %d cap %d", w.len(), len(w.buf))
 	}
-	if got := w.since(w.startRev); len(got) != 4 || got[3].rev != rev {
+	if got := w.since(w.startRev, nil); len(got) != 4 || got[3].rev != rev {
 		t.Fatalf("since startRev: %d events", len(got))
 	}
 	// Slow churn into a full ring of old events: drop rather than grow.
