@@ -16,7 +16,9 @@ import (
 //
 // Optional: MYRIAD_STOREBENCH_COUNT (measured writes, default 20000),
 // MYRIAD_STOREBENCH_WRITERS (default 64), MYRIAD_STOREBENCH_DIR (keep the
-// store there instead of a temporary directory).
+// store there instead of a temporary directory), MYRIAD_STOREBENCH_CACHE_MB
+// (Pebble block cache; default the store's), MYRIAD_STOREBENCH_KEEP_HISTORY
+// (compact history to this many revisions every second; default never).
 func TestCapacity(t *testing.T) {
 	preload := envInt(t, "MYRIAD_STOREBENCH_PRELOAD", -1)
 	if preload < 0 {
@@ -30,6 +32,10 @@ func TestCapacity(t *testing.T) {
 		Preload:    preload,
 		Reopen:     true,
 		Progress:   os.Stderr,
+	}
+	cfg.KeepHistory = envInt(t, "MYRIAD_STOREBENCH_KEEP_HISTORY", 0)
+	if mb := envInt(t, "MYRIAD_STOREBENCH_CACHE_MB", 0); mb > 0 {
+		cfg.StoreOptions.CacheSize = int64(mb) << 20
 	}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {

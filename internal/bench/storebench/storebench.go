@@ -50,6 +50,11 @@ type Config struct {
 	// Reads is the number of measured Gets of random existing keys after the
 	// writes, from Writers goroutines. Default 10,000; negative skips them.
 	Reads int
+	// KeepHistory, if positive, compacts the store's history once a second
+	// during the run down to the newest KeepHistory revisions, as the API
+	// server does periodically in production. Default 0: never compact, the
+	// worst case for an LSM (every value is kept twice).
+	KeepHistory int
 	// Reopen closes the embedded store after the run and measures how long
 	// opening it again takes.
 	Reopen bool
@@ -147,8 +152,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, err
 }
 
-func measure(ctx context.Context, cfg Config, s storage.Store) (Result, error) {
-	var res Result
+func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err error) {
+	if cfg.KeepHistory > 0 {
+		stop := compactLoop(ctx, s, int64(cfg.KeepHistory))
+		defer func() {
+			if serr := stop(); err == nil {
+				err = serr
+			}
+		}()
+	}
 	// Key indexes start at the current revision: every object an earlier
 	// run created consumed a revision, so a reused Dir grows instead of
 	// colliding (without listing what may be millions of objects).
@@ -355,4 +367,35 @@ func newValuePool(size int) valuePool {
 func (p valuePool) get(i int) []byte {
 	off := int(uint64(i) * 0x9e3779b97f4a7c15 % uint64(len(p.data)-p.size+1))
 	return p.data[off : off+p.size]
+}
+
+// compactLoop compacts s every second, keeping keep revisions of history,
+// until the returned stop is called; stop reports the first failure.
+func compactLoop(ctx context.Context, s storage.Store, keep int64) (stop func() error) {
+	quit := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				done <- nil
+				return
+			case <-t.C:
+				rev, err := s.CurrentRevision(ctx)
+				if err == nil && rev > keep {
+					err = s.Compact(ctx, rev-keep)
+				}
+				if err != nil {
+					done <- fmt.Errorf("storebench: compact: %w", err)
+					return
+				}
+			}
+		}
+	}()
+	return func() error {
+		close(quit)
+		return <-done
+	}
 }

@@ -10,7 +10,7 @@ import (
 
 func TestRunSmall(t *testing.T) {
 	dir := t.TempDir()
-	cfg := Config{Dir: dir, Writers: 8, ObjectSize: 100, Count: 300, Preload: 200, PreloadWriters: 16, Reads: 100, Reopen: true}
+	cfg := Config{Dir: dir, Writers: 8, ObjectSize: 100, Count: 300, Preload: 200, PreloadWriters: 16, Reads: 100, Reopen: true, KeepHistory: 10}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
