@@ -81,6 +81,11 @@ type Result struct {
 	// not measured. For an in-process server both include the client.
 	IdleRSS  int64 `json:"idleRssBytes,omitempty"`
 	IdleHeap int64 `json:"idleHeapBytes,omitempty"`
+	// IdleHeapSys and IdleHeapReleased (go_memstats_heap_sys_bytes,
+	// go_memstats_heap_released_bytes) tell heap the Go runtime holds but
+	// does not use from heap it has returned to the OS.
+	IdleHeapSys      int64 `json:"idleHeapSysBytes,omitempty"`
+	IdleHeapReleased int64 `json:"idleHeapReleasedBytes,omitempty"`
 	// PeakRSS is the in-process run's VmHWM (client included); 0 otherwise.
 	PeakRSS int64 `json:"peakRssBytes,omitempty"`
 }

@@ -323,6 +323,8 @@ func (b *bench) idle(ctx context.Context, res *Result) error {
 	}
 	res.IdleRSS = metricValue(string(raw), "process_resident_memory_bytes")
 	res.IdleHeap = metricValue(string(raw), "go_memstats_heap_alloc_bytes")
+	res.IdleHeapSys = metricValue(string(raw), "go_memstats_heap_sys_bytes")
+	res.IdleHeapReleased = metricValue(string(raw), "go_memstats_heap_released_bytes")
 	return nil
 }
 

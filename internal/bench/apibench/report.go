@@ -57,7 +57,8 @@ func (r Result) Write(w io.Writer) error {
 		}
 	}
 	if r.IdleRSS > 0 || r.IdleHeap > 0 {
-		p("\nidle with everything loaded: RSS %s, Go heap allocated %s", mib(r.IdleRSS), mib(r.IdleHeap))
+		p("\nidle with everything loaded: RSS %s; Go heap allocated %s, held %s, of which returned to the OS %s",
+			mib(r.IdleRSS), mib(r.IdleHeap), mib(r.IdleHeapSys), mib(r.IdleHeapReleased))
 		if r.InProcess {
 			p(" (client included)")
 		}
