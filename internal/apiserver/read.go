@@ -147,8 +147,7 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, ns string
 		h.s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", h.objects.gr, "", "unsupported Accept header", 0, false))
 		return
 	}
-	var items []runtime.Object
-	res, err := h.cache.List(r.Context(), cache.ListOptions{
+	copts := cache.ListOptions{
 		ResourceVersion:      opts.ResourceVersion,
 		ResourceVersionMatch: opts.ResourceVersionMatch,
 		Namespace:            ns,
@@ -156,7 +155,15 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, ns string
 		Field:                field,
 		Limit:                opts.Limit,
 		Continue:             opts.Continue,
-	}, func(obj runtime.Object) error {
+	}
+	if streamable(choice) {
+		if err := h.streamList(w, r, choice, copts); err != nil {
+			h.s.writeError(w, r, err)
+		}
+		return
+	}
+	var items []runtime.Object
+	res, err := h.cache.List(r.Context(), copts, func(obj runtime.Object) error {
 		items = append(items, obj)
 		return r.Context().Err()
 	})

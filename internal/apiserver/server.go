@@ -159,6 +159,7 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 		Store:         s.cfg.Store,
 		Prefix:        h.objects.prefix(),
 		Resource:      res.GroupVersionResource().GroupResource(),
+		ClusterScoped: !res.Namespaced,
 		NewFunc:       res.New,
 		Decode:        h.objects.decode,
 		Attrs:         h.attrs,

@@ -1,0 +1,176 @@
+package apiserver
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/myriad-k8s/myriad/internal/cache"
+)
+
+// Large lists are written while the cache produces them: each item is
+// decoded, encoded and dropped, so a list of 200,000 pods never holds a
+// second copy of the collection (the cache keeps stored bytes; a collected
+// list would be a full decoded copy). JSON streams item by item with the
+// list's metadata after the items (JSON object members are unordered, and
+// the list's resourceVersion is known only once the cache has answered).
+// Protobuf needs the total length up front, so it keeps each item's
+// encoding — the size of the response itself, not of decoded objects.
+
+// streamable reports whether the negotiated format is streamed here.
+func streamable(choice mediaChoice) bool {
+	return choice.kind == outputObject && !choice.pretty &&
+		(choice.info.MediaType == runtime.ContentTypeJSON || choice.info.MediaType == runtime.ContentTypeProtobuf)
+}
+
+// streamList lists through the cache straight into the response.
+func (h *resourceHandler) streamList(w http.ResponseWriter, r *http.Request, choice mediaChoice, opts cache.ListOptions) error {
+	if choice.info.MediaType == runtime.ContentTypeProtobuf {
+		return h.streamProtobufList(w, r, opts)
+	}
+	return h.streamJSONList(w, r, opts)
+}
+
+func (h *resourceHandler) streamJSONList(w http.ResponseWriter, r *http.Request, opts cache.ListOptions) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	started := false
+	start := func() {
+		if started {
+			return
+		}
+		started = true
+		w.Header().Set("Content-Type", runtime.ContentTypeJSON)
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintf(bw, `{"kind":%q,"apiVersion":%q,"items":[`, h.res.Kind+"List", h.res.GroupVersion.String())
+	}
+	enc := h.s.codecs.json.Serializer
+	n := 0
+	res, err := h.cache.List(r.Context(), opts, func(obj runtime.Object) error {
+		start()
+		if n > 0 {
+			_ = bw.WriteByte(',')
+		}
+		n++
+		return enc.Encode(obj, bw)
+	})
+	if err != nil {
+		if !started {
+			return err
+		}
+		// The status line is gone: end the body early so the client sees a
+		// truncated (undecodable) list rather than a short, valid one.
+		h.s.log.Warn("list failed while streaming", "resource", h.res.Resource, "err", err)
+		abortResponse()
+	}
+	start()
+	meta, err := json.Marshal(metav1.ListMeta{ResourceVersion: res.ResourceVersion, Continue: res.Continue, RemainingItemCount: res.RemainingItemCount})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(bw, `],"metadata":%s}`, meta)
+	return bw.Flush()
+}
+
+func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Request, opts cache.ListOptions) error {
+	type marshaler interface {
+		Size() int
+		MarshalToSizedBuffer([]byte) (int, error)
+	}
+	var items [][]byte
+	total := 0
+	res, err := h.cache.List(r.Context(), opts, func(obj runtime.Object) error {
+		m, ok := obj.(marshaler)
+		if !ok {
+			return fmt.Errorf("%T cannot be encoded as protobuf", obj)
+		}
+		buf := make([]byte, m.Size())
+		if _, err := m.MarshalToSizedBuffer(buf); err != nil {
+			return err
+		}
+		items = append(items, buf)
+		total += len(buf)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	lm := metav1.ListMeta{ResourceVersion: res.ResourceVersion, Continue: res.Continue, RemainingItemCount: res.RemainingItemCount}
+	lmBytes, err := lm.Marshal()
+	if err != nil {
+		return err
+	}
+	// The list message: field 1 ListMeta, field 2 repeated items.
+	listLen := 1 + varintLen(uint64(len(lmBytes))) + len(lmBytes)
+	for _, it := range items {
+		listLen += 1 + varintLen(uint64(len(it))) + len(it)
+	}
+	tm := runtime.TypeMeta{APIVersion: h.res.GroupVersion.String(), Kind: h.res.Kind + "List"}
+	tmBytes, err := tm.Marshal()
+	if err != nil {
+		return err
+	}
+	var head bytes.Buffer
+	head.Write(protobufMagic)
+	// runtime.Unknown: field 1 TypeMeta, field 2 Raw (the list), field 3
+	// ContentEncoding and field 4 ContentType, both empty.
+	writeField(&head, 1, tmBytes)
+	writeTag(&head, 2, uint64(listLen))
+	writeField(&head, 1, lmBytes)
+	w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	_, _ = bw.Write(head.Bytes())
+	var tag bytes.Buffer
+	for i, it := range items {
+		tag.Reset()
+		writeTag(&tag, 2, uint64(len(it)))
+		_, _ = bw.Write(tag.Bytes())
+		if _, err := bw.Write(it); err != nil {
+			return nil // client gone
+		}
+		items[i] = nil
+	}
+	// Empty ContentEncoding and ContentType, as the serializer writes them.
+	_, _ = bw.Write([]byte{0x1a, 0x00, 0x22, 0x00})
+	return bw.Flush()
+}
+
+// protobufMagic prefixes every Kubernetes protobuf message.
+var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
+
+func varintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func writeVarint(b *bytes.Buffer, v uint64) {
+	for v >= 0x80 {
+		b.WriteByte(byte(v) | 0x80)
+		v >>= 7
+	}
+	b.WriteByte(byte(v))
+}
+
+// writeTag writes a length-delimited field's key and length.
+func writeTag(b *bytes.Buffer, field int, length uint64) {
+	writeVarint(b, uint64(field<<3|2))
+	writeVarint(b, length)
+}
+
+func writeField(b *bytes.Buffer, field int, data []byte) {
+	writeTag(b, field, uint64(len(data)))
+	b.Write(data)
+}
+
+// abortResponse ends the handler so net/http resets the stream instead of
+// finishing a response that would look complete.
+func abortResponse() { panic(http.ErrAbortHandler) }
