@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -72,7 +73,8 @@ func TestReadsWaitForDurability(t *testing.T) {
 	release := func() { releaseOnce.Do(func() { close(g.release) }) }
 	t.Cleanup(release) // runs before openTest's Close, even on failure
 	ctx := context.Background()
-	if _, err := s.Create(ctx, "/before", []byte("v")); err != nil {
+	before, err := s.Create(ctx, "/before", []byte("v"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	g.mu.Lock()
@@ -91,6 +93,18 @@ func TestReadsWaitForDurability(t *testing.T) {
 	g.mu.Lock()
 	g.armed = false
 	g.mu.Unlock()
+	// The held sync may be an earlier WAL sync rather than this batch's;
+	// either way the batch cannot become durable while it is held. Wait
+	// until the batch is applied (visible in Pebble).
+	for deadline := time.Now().Add(testWait); ; {
+		if rev, err := readMeta(s.db, metaCurrentKey); err == nil && rev > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the batch was never applied")
+		}
+		runtime.Gosched()
+	}
 	// These reads can only end by their deadline: the value they would see
 	// is not durable. (Without the wait they return it at once.)
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)

@@ -53,6 +53,10 @@ type Store struct {
 
 	hub *hub
 
+	// keys is the in-memory key index (keyindex.go). Owned by the writer
+	// goroutine; Open fills it before starting the writer.
+	keys map[string]keyMeta
+
 	// dbMu keeps Pebble open while a read is in flight: readers hold it
 	// shared, Close takes it exclusively before db.Close (Pebble panics on
 	// use after close).
@@ -100,8 +104,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err == nil && comp > cur {
 			err = fmt.Errorf("embedded: compacted revision %d is newer than current revision %d: %w", comp, cur, storage.ErrCorrupt)
 		}
+		var keys map[string]keyMeta
+		if err == nil {
+			keys, err = loadKeyIndex(db)
+		}
 		if err == nil {
 			s := &Store{
+				keys:    keys,
 				opts:    opts,
 				db:      db,
 				ops:     make(chan *writeOp),

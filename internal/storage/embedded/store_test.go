@@ -128,29 +128,22 @@ func TestSlowWatcherEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fast.Stop()
+	// Write in lockstep with the fast watcher, so it is never more than one
+	// event behind while the slow one never reads.
 	const n = 200
-	got := make(chan int, 1)
-	go func() {
-		count := 0
-		for range fast.Events() {
-			if count++; count == n {
-				break
-			}
-		}
-		got <- count
-	}()
 	for i := range n {
-		if _, err := s.Create(ctx, fmt.Sprintf("/k%d", i), []byte("v")); err != nil {
+		rev, err := s.Create(ctx, fmt.Sprintf("/k%d", i), []byte("v"))
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	select {
-	case c := <-got:
-		if c != n {
-			t.Fatalf("fast watcher got %d events, want %d", c, n)
+		select {
+		case ev, ok := <-fast.Events():
+			if !ok || ev.Revision != rev {
+				t.Fatalf("fast watcher: event %+v (open %v, err %v), want revision %d", ev, ok, fast.Err(), rev)
+			}
+		case <-time.After(testWait):
+			t.Fatal("fast watcher stalled")
 		}
-	case <-time.After(testWait):
-		t.Fatal("fast watcher stalled")
 	}
 	// The slow watcher holds its buffered events, then ends with the error.
 	received := 0

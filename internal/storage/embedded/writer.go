@@ -165,15 +165,32 @@ func (s *Store) commit(ops []*writeOp) {
 // ops) and stages it at revision rev.
 func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, storage.KeyValue, error) {
 	dbKey := latestKey(op.key)
-	cur, exists, err := getLatest(b, op.key, dbKey)
-	if err != nil {
-		return storage.Event{}, storage.KeyValue{}, err
+	meta, exists := s.keys[op.key]
+	// readCur reads the current value through the indexed batch (so it sees
+	// this batch's earlier ops); only conflicts, deletes and suspect records
+	// need it.
+	readCur := func() (storage.KeyValue, error) {
+		cur, found, err := getLatest(b, op.key, dbKey)
+		if err == nil && !found {
+			err = fmt.Errorf("embedded: key index lists %q at revision %d but it is missing: %w", op.key, meta.mod, storage.ErrCorrupt)
+		}
+		return cur, err
 	}
-	var ev storage.Event
+	if exists && meta.suspect {
+		cur, err := readCur()
+		if err != nil {
+			return storage.Event{}, storage.KeyValue{}, err
+		}
+		meta = keyMeta{mod: cur.ModRevision, create: cur.CreateRevision}
+	}
+	var (
+		ev  storage.Event
+		cur storage.KeyValue
+	)
 	switch op.kind {
 	case opCreate:
 		if exists {
-			return ev, storage.KeyValue{}, fmt.Errorf("embedded: create %q: exists at revision %d: %w", op.key, cur.ModRevision, storage.ErrExists)
+			return ev, storage.KeyValue{}, fmt.Errorf("embedded: create %q: exists at revision %d: %w", op.key, meta.mod, storage.ErrExists)
 		}
 		ev = storage.Event{Type: storage.EventPut, Key: op.key, Value: op.value, Revision: rev, CreateRevision: rev}
 	case opUpdate, opDelete:
@@ -186,13 +203,21 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 		}
 		// Only Delete treats 0 as "unconditional"; for Update it is a
 		// revision no key has, hence a conflict.
-		if (op.kind == opUpdate || op.expected != 0) && cur.ModRevision != op.expected {
+		if (op.kind == opUpdate || op.expected != 0) && meta.mod != op.expected {
+			cur, err := readCur()
+			if err != nil {
+				return ev, storage.KeyValue{}, err
+			}
 			return ev, storage.KeyValue{}, fmt.Errorf("embedded: %s: %w", verb, &storage.ConflictError{Key: op.key, Expected: op.expected, Current: cur})
 		}
 		if op.kind == opUpdate {
-			ev = storage.Event{Type: storage.EventPut, Key: op.key, Value: op.value, Revision: rev, CreateRevision: cur.CreateRevision}
+			ev = storage.Event{Type: storage.EventPut, Key: op.key, Value: op.value, Revision: rev, CreateRevision: meta.create}
 		} else {
-			ev = storage.Event{Type: storage.EventDelete, Key: op.key, Revision: rev, CreateRevision: cur.CreateRevision}
+			var err error
+			if cur, err = readCur(); err != nil { // Delete returns the old value
+				return ev, storage.KeyValue{}, err
+			}
+			ev = storage.Event{Type: storage.EventDelete, Key: op.key, Revision: rev, CreateRevision: meta.create}
 		}
 	}
 	// The caller may reuse its slice once we return, and the event (shared
@@ -207,6 +232,13 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 	}
 	if err := b.Set(historyKey(rev), encodeHistory(ev), nil); err != nil {
 		return ev, storage.KeyValue{}, err
+	}
+	// Later ops in this batch see this one. If the commit then fails the
+	// index is ahead of Pebble, but the store refuses all further writes.
+	if ev.Type == storage.EventPut {
+		s.keys[op.key] = keyMeta{mod: rev, create: ev.CreateRevision}
+	} else {
+		delete(s.keys, op.key)
 	}
 	return ev, cur, nil
 }
