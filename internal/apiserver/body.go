@@ -96,8 +96,11 @@ func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, data []byt
 	return obj, nil
 }
 
-// decodeOptions decodes the optional body of a DELETE (DeleteOptions) or
-// reads the same options from the query string.
+// decodeDeleteOptions decodes the optional body of a DELETE (DeleteOptions)
+// or, when there is none, reads the same options from the query string.
+// Never both, as upstream: decoding the query into the struct resets every
+// option the query does not name, so a deletecollection's label selector
+// in the query would wipe the dryRun or preconditions of its body.
 func (s *Server) decodeDeleteOptions(r *http.Request, data []byte) (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	if len(strings.TrimSpace(string(data))) > 0 {
@@ -116,7 +119,7 @@ func (s *Server) decodeDeleteOptions(r *http.Request, data []byte) (*metav1.Dele
 		if !ok {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("expected DeleteOptions, got %T", obj))
 		}
-		opts = o
+		return o, nil
 	}
 	if err := s.paramCodec.DecodeParameters(r.URL.Query(), optionsVersion, opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
