@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,20 +19,22 @@ import (
 // encoding, and typed reads and writes. It is the single place objects are
 // turned into stored bytes and back.
 type objectStore struct {
-	res   *registry.Resource
-	store storage.Store
-	codec runtime.Serializer
-	gvk   schema.GroupVersionKind
-	gr    schema.GroupResource
+	res     *registry.Resource
+	store   storage.Store
+	codec   runtime.Serializer
+	gvk     schema.GroupVersionKind
+	gr      schema.GroupResource
+	metrics *serverMetrics
 }
 
-func newObjectStore(res *registry.Resource, st storage.Store, codec runtime.Serializer) *objectStore {
+func newObjectStore(res *registry.Resource, st storage.Store, codec runtime.Serializer, metrics *serverMetrics) *objectStore {
 	return &objectStore{
-		res:   res,
-		store: st,
-		codec: codec,
-		gvk:   res.GroupVersionKind(),
-		gr:    res.GroupVersionResource().GroupResource(),
+		res:     res,
+		store:   st,
+		codec:   codec,
+		gvk:     res.GroupVersionKind(),
+		gr:      res.GroupVersionResource().GroupResource(),
+		metrics: metrics,
 	}
 }
 
@@ -90,6 +93,7 @@ func (o *objectStore) decode(kv storage.KeyValue) (runtime.Object, error) {
 // get reads the latest object straight from the store (writes need the
 // newest revision for their compare-and-swap, not the cache's view).
 func (o *objectStore) get(ctx context.Context, ns, name string) (runtime.Object, int64, error) {
+	defer o.metrics.observeStorage("get", o.gr.String(), time.Now())
 	kv, err := o.store.Get(ctx, o.key(ns, name))
 	if err != nil {
 		return nil, 0, storageError(err, o.gr, name)
@@ -106,6 +110,7 @@ func (o *objectStore) create(ctx context.Context, ns, name string, obj runtime.O
 	if err != nil {
 		return nil, err
 	}
+	defer o.metrics.observeStorage("create", o.gr.String(), time.Now())
 	rev, err := o.store.Create(ctx, o.key(ns, name), data)
 	if err != nil {
 		return nil, storageError(err, o.gr, name)
@@ -118,6 +123,7 @@ func (o *objectStore) update(ctx context.Context, ns, name string, obj runtime.O
 	if err != nil {
 		return nil, err
 	}
+	defer o.metrics.observeStorage("update", o.gr.String(), time.Now())
 	rev, err := o.store.Update(ctx, o.key(ns, name), data, expected)
 	if err != nil {
 		return nil, storageError(err, o.gr, name)
@@ -126,6 +132,7 @@ func (o *objectStore) update(ctx context.Context, ns, name string, obj runtime.O
 }
 
 func (o *objectStore) delete(ctx context.Context, ns, name string, expected int64) error {
+	defer o.metrics.observeStorage("delete", o.gr.String(), time.Now())
 	_, _, err := o.store.Delete(ctx, o.key(ns, name), expected)
 	if err != nil {
 		return storageError(err, o.gr, name)

@@ -65,6 +65,8 @@ type Server struct {
 	fields     *fieldTracker
 	openapi    *openapi.OpenAPI
 	metrics    *prometheus.Registry
+	// serverMetrics are the handlers' own metrics.
+	serverMetrics *serverMetrics
 
 	handlers   map[schema.GroupVersionResource]*resourceHandler
 	namespaces *objectStore
@@ -114,6 +116,9 @@ func New(cfg Config) (*Server, error) {
 		handlers:   map[schema.GroupVersionResource]*resourceHandler{},
 		stop:       make(chan struct{}),
 	}
+	if s.serverMetrics, err = newServerMetrics(cfg.Metrics); err != nil {
+		return nil, err
+	}
 	if s.discovery, err = newDiscovery(cfg.Registry.Resources()); err != nil {
 		return nil, err
 	}
@@ -148,7 +153,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, error) {
-	h := &resourceHandler{s: s, res: res, objects: newObjectStore(res, s.cfg.Store, s.codecs.storage)}
+	h := &resourceHandler{s: s, res: res, objects: newObjectStore(res, s.cfg.Store, s.codecs.storage, s.serverMetrics)}
 	indexedFields := []string{}
 	if res.SelectableFields != nil {
 		if _, ok := res.SelectableFields(res.New())["spec.nodeName"]; ok {

@@ -119,6 +119,11 @@ func (h *resourceHandler) writeEvent(frames interface{ Write([]byte) (int, error
 		h.s.log.Warn("encoding watch event failed", "resource", h.res.Resource, "err", err)
 		return false
 	}
+	if ev.Type != watch.Bookmark {
+		gvr := h.res.GroupVersionResource()
+		h.s.serverMetrics.watchEvents.WithLabelValues(gvr.Group, gvr.Version, gvr.Resource).Inc()
+		h.s.serverMetrics.watchEventBytes.WithLabelValues(gvr.Group, gvr.Version, gvr.Resource).Observe(float64(len(data)))
+	}
 	_, err = frames.Write(data)
 	return err == nil
 }
