@@ -184,8 +184,11 @@ func (s *Server) takeDisruption(ctx context.Context, pod *corev1.Pod) error {
 		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
 			continue
 		}
-		if pdb.Status.ObservedGeneration < pdb.Generation || pdb.Status.DisruptionsAllowed < 1 {
-			return tooManyRequests(fmt.Sprintf("Cannot evict pod as it would violate the pod's disruption budget. The disruption budget %s needs %d healthy pods and has %d currently", pdb.Name, pdb.Status.DesiredHealthy, pdb.Status.CurrentHealthy))
+		if pdb.Status.ObservedGeneration < pdb.Generation {
+			return tooManyRequests(fmt.Sprintf("The disruption budget %s is still being processed by the server.", pdb.Name))
+		}
+		if pdb.Status.DisruptionsAllowed < 1 {
+			return tooManyRequests(fmt.Sprintf("The disruption budget %s needs %d healthy pods and has %d currently", pdb.Name, pdb.Status.DesiredHealthy, pdb.Status.CurrentHealthy))
 		}
 		pdb.Status.DisruptionsAllowed--
 		if pdb.Status.DisruptedPods == nil {
@@ -194,7 +197,7 @@ func (s *Server) takeDisruption(ctx context.Context, pod *corev1.Pod) error {
 		pdb.Status.DisruptedPods[pod.Name] = metav1.NewTime(s.clock.Now())
 		if _, err := pdbs.objects.update(ctx, pdb.Namespace, pdb.Name, pdb, kv.ModRevision); err != nil {
 			if apierrors.IsConflict(err) {
-				return tooManyRequests("the disruption budget changed while evicting; retry")
+				return tooManyRequests(fmt.Sprintf("The disruption budget %s changed while evicting; retry.", pdb.Name))
 			}
 			return err
 		}
@@ -202,8 +205,12 @@ func (s *Server) takeDisruption(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-func tooManyRequests(msg string) error {
-	err := apierrors.NewTooManyRequests(msg, 10)
-	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{Type: "DisruptionBudget", Message: msg})
+// tooManyRequests is upstream's eviction refusal: a fixed message, the
+// reason in a DisruptionBudget cause, and no Retry-After. client-go retries
+// a 429 that carries Retry-After inside the call (up to ten times), which
+// would stall kubectl drain, whose own loop does the retrying.
+func tooManyRequests(cause string) error {
+	err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{Type: policyv1.DisruptionBudgetCause, Message: cause})
 	return err
 }
