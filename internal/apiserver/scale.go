@@ -4,77 +4,41 @@ import (
 	"fmt"
 	"net/http"
 
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 )
 
 var scaleGVK = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
 
-// replicasOf reads and writes the replica count of the scalable workloads.
-func replicasOf(obj runtime.Object) (spec *int32, status int32, selector *metav1.LabelSelector, ok bool) {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return o.Spec.Replicas, o.Status.Replicas, o.Spec.Selector, true
-	case *appsv1.ReplicaSet:
-		return o.Spec.Replicas, o.Status.Replicas, o.Spec.Selector, true
-	case *appsv1.StatefulSet:
-		return o.Spec.Replicas, o.Status.Replicas, o.Spec.Selector, true
-	}
-	return nil, 0, nil, false
-}
-
-func setReplicas(obj runtime.Object, n int32) {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		o.Spec.Replicas = &n
-	case *appsv1.ReplicaSet:
-		o.Spec.Replicas = &n
-	case *appsv1.StatefulSet:
-		o.Spec.Replicas = &n
-	}
-}
-
-func scaleFor(obj runtime.Object) (*autoscalingv1.Scale, error) {
-	spec, status, selector, ok := replicasOf(obj)
-	if !ok {
-		return nil, fmt.Errorf("%T has no scale subresource", obj)
-	}
-	m := obj.(metav1.Object)
-	sc := &autoscalingv1.Scale{
-		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
-		ObjectMeta: metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(),
-			ResourceVersion: m.GetResourceVersion(), CreationTimestamp: m.GetCreationTimestamp()},
-		Status: autoscalingv1.ScaleStatus{Replicas: status},
-	}
-	if spec != nil {
-		sc.Spec.Replicas = *spec
-	}
-	if sel, err := metav1.LabelSelectorAsSelector(selector); err == nil {
-		sc.Status.Selector = sel.String()
-	}
-	return sc, nil
+// scaleOf is obj's autoscaling/v1 Scale, through the registry's accessor
+// (the registry knows where each Kind keeps its replicas).
+func scaleOf(h *resourceHandler, obj runtime.Object) *autoscalingv1.Scale {
+	sc := h.res.Scale.Scale(obj)
+	sc.TypeMeta = metav1.TypeMeta{Kind: scaleGVK.Kind, APIVersion: scaleGVK.GroupVersion().String()}
+	return sc
 }
 
 // serveScale serves get, update and patch of <workload>/scale.
 func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, h *resourceHandler, info *request.RequestInfo) {
+	if h.res.Scale == nil {
+		s.writeError(w, r, apierrors.NewNotFound(h.objects.gr, info.Name))
+		return
+	}
 	ctx := r.Context()
 	ns := info.Namespace
 	switch info.Verb {
 	case request.VerbGet:
 		obj, _, err := h.objects.get(ctx, ns, info.Name)
-		if err == nil {
-			var sc *autoscalingv1.Scale
-			if sc, err = scaleFor(obj); err == nil {
-				s.writeScale(w, r, sc)
-				return
-			}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
 		}
-		s.writeError(w, r, err)
+		s.writeScale(w, r, scaleOf(h, obj))
 	case request.VerbUpdate, request.VerbPatch:
 		data, err := readBody(r)
 		if err != nil {
@@ -89,12 +53,13 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, h *resourceH
 				return
 			}
 			desired = obj.(*autoscalingv1.Scale)
+			if desired.Name != info.Name {
+				s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", desired.Name, info.Name)))
+				return
+			}
 		}
 		out, err := h.guaranteedUpdate(ctx, ns, info.Name, "", writeOptionsFrom(r), func(old runtime.Object) (runtime.Object, error) {
-			cur, err := scaleFor(old)
-			if err != nil {
-				return nil, err
-			}
+			cur := scaleOf(h, old)
 			want := desired
 			if want == nil {
 				patched, err := s.patchGeneric(r, cur, data)
@@ -107,10 +72,11 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, h *resourceH
 				return nil, conflictError(h.objects.gr, info.Name)
 			}
 			if want.Spec.Replicas < 0 {
-				return nil, apierrors.NewBadRequest("spec.replicas: must be greater than or equal to 0")
+				return nil, apierrors.NewInvalid(scaleGVK.GroupKind(), info.Name, field.ErrorList{
+					field.Invalid(field.NewPath("spec", "replicas"), want.Spec.Replicas, "must be greater than or equal to 0")})
 			}
 			obj := old.DeepCopyObject()
-			setReplicas(obj, want.Spec.Replicas)
+			h.res.Scale.SetReplicas(obj, want.Spec.Replicas)
 			obj.(metav1.Object).SetResourceVersion("")
 			return obj, nil
 		})
@@ -118,12 +84,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, h *resourceH
 			s.writeError(w, r, err)
 			return
 		}
-		sc, err := scaleFor(out)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.writeScale(w, r, sc)
+		s.writeScale(w, r, scaleOf(h, out))
 	default:
 		s.writeError(w, r, methodNotSupported(h, info.Verb))
 	}
