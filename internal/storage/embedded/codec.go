@@ -12,8 +12,10 @@ import (
 //
 //	"k" + key            -> latest record:  crc32c(4) | modRev(8) | createRev(8) | value
 //	"h" + bigendian(rev) -> history record: crc32c(4) | type(1) | createRev(8) | uvarint(len key) | key | value
+//	"i" + key            -> index record:   crc32c(4) | modRev(8) | createRev(8)   (keyindex.go)
 //	"m/current"          -> meta record:    crc32c(4) | rev(8)   (revision of the last committed write)
 //	"m/compacted"        -> meta record:    crc32c(4) | rev(8)   (history <= rev has been deleted)
+//	"m/format"           -> meta record:    crc32c(4) | 1        (the "i" records exist)
 //
 // Every checksum also covers the pebble key the record is stored under, so a
 // record copied or misplaced under another key (or another revision) fails

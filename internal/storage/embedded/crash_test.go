@@ -273,6 +273,19 @@ func verifyStore(t *testing.T, dir string, acked map[string][]ack, maxAcked int6
 			t.Fatalf("%q: latest record %d/%d disagrees with history replay %+v", kv.Key, kv.ModRevision, kv.CreateRevision, st)
 		}
 	}
+	// The persisted key index agrees with the latest records.
+	index, err := loadKeyIndex(s.db, cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(index) != len(list) {
+		t.Fatalf("key index has %d keys, latest records %d", len(index), len(list))
+	}
+	for _, kv := range list {
+		if m := index[kv.Key]; m.suspect || m.mod != kv.ModRevision || m.create != kv.CreateRevision {
+			t.Fatalf("%q: key index %+v, latest record %d/%d", kv.Key, m, kv.ModRevision, kv.CreateRevision)
+		}
+	}
 	for key, acks := range acked {
 		for _, a := range acks {
 			ev, ok := history[a.rev]

@@ -15,22 +15,26 @@
 //
 // # Layout
 //
-// Four kinds of Pebble keys (codec.go has the byte formats):
+// Pebble keys (codec.go has the byte formats):
 //
 //	k<key>       latest value: crc32c | modRev | createRev | value
+//	i<key>       key index: crc32c | modRev | createRev (no value)
 //	h<rev>       history log, rev big-endian so it sorts by revision:
 //	             crc32c | type | createRev | key | value
 //	m/current    revision of the last committed batch
 //	m/compacted  history at or below this revision has been deleted
+//	m/format     the i<key> records exist
 //
-// Every write stores both its latest record and its history record, plus
-// m/current, in one batch; so after a crash the three always agree. Each
+// Every write stores its latest, index and history records, plus m/current,
+// in one batch; so after a crash they always agree. Each
 // record's CRC32C covers the Pebble key too; a record that fails it is
 // reported as storage.ErrCorrupt naming the key and revision, never served.
 //
 // # Writes: group commit
 //
-// One writer goroutine (writer.go) owns revision assignment. Concurrent
+// One writer goroutine (writer.go) owns revision assignment and an in-memory
+// key index (keyindex.go: key -> modRev, createRev, loaded from the i<key>
+// records at Open), so preconditions are checked without reading the LSM. Concurrent
 // Create/Update/Delete calls queue on an unbuffered channel; the writer takes
 // one, drains whatever else is waiting (bounded by Options.MaxBatchOps and
 // MaxBatchBytes), checks each op's precondition against an indexed batch (so

@@ -25,20 +25,56 @@ type keyMeta struct {
 	suspect bool
 }
 
-// loadKeyIndex scans every latest record. It does not fail on a corrupt
-// record (reads of that key report it); it fails only if Pebble does.
-func loadKeyIndex(r pebble.Reader) (map[string]keyMeta, error) {
-	lower, upper := prefixBounds("")
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+// The index is persisted as its own small records, "i"+key -> crc32c |
+// modRev | createRev (the latest-record format with no value), written in the
+// same batch as the latest record, so Open reads ~30 bytes per key instead
+// of every value. formatKeyIndexed marks stores that have them.
+const (
+	indexPrefix      = 'i'
+	metaFormatKey    = "m/format"
+	formatKeyIndexed = 1
+)
+
+func indexKey(key string) []byte {
+	b := make([]byte, 1+len(key))
+	b[0] = indexPrefix
+	copy(b[1:], key)
+	return b
+}
+
+// loadKeyIndex reads the persisted key index; a store written before the
+// index existed gets it built from its latest records and persisted first.
+// A corrupt index record marks its key suspect rather than failing Open.
+func loadKeyIndex(db *pebble.DB, rev int64) (map[string]keyMeta, error) {
+	format, err := readMeta(db, metaFormatKey)
 	if err != nil {
-		return nil, fmt.Errorf("embedded: loading the key index: %w", err)
+		return nil, err
+	}
+	if format < formatKeyIndexed {
+		if err := buildKeyIndex(db, rev); err != nil {
+			return nil, err
+		}
+	}
+	keys := make(map[string]keyMeta)
+	err = scanHeaders(db, indexPrefix, func(key string, m keyMeta) error {
+		keys[key] = m
+		return nil
+	})
+	return keys, err
+}
+
+// scanHeaders calls f for every record under prefix, decoding only the
+// revision header.
+func scanHeaders(r pebble.Reader, prefix byte, f func(key string, m keyMeta) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
+	if err != nil {
+		return fmt.Errorf("embedded: loading the key index: %w", err)
 	}
 	defer it.Close()
-	keys := make(map[string]keyMeta)
 	for ok := it.First(); ok; ok = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return nil, fmt.Errorf("embedded: loading the key index at %q: %w", it.Key()[1:], err)
+			return fmt.Errorf("embedded: loading the key index at %q: %w", it.Key()[1:], err)
 		}
 		var m keyMeta
 		if len(v) < latestHeader || checksum(it.Key(), v[4:]) != binary.BigEndian.Uint32(v) {
@@ -47,10 +83,47 @@ func loadKeyIndex(r pebble.Reader) (map[string]keyMeta, error) {
 			m.mod = int64(binary.BigEndian.Uint64(v[4:]))
 			m.create = int64(binary.BigEndian.Uint64(v[12:]))
 		}
-		keys[string(it.Key()[1:])] = m
+		if err := f(string(it.Key()[1:]), m); err != nil {
+			return err
+		}
 	}
 	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("embedded: loading the key index: %w", err)
+		return fmt.Errorf("embedded: loading the key index: %w", err)
 	}
-	return keys, nil
+	return nil
+}
+
+// buildKeyIndex writes index records for every latest record, then the
+// format marker (so a crash midway simply rebuilds again).
+func buildKeyIndex(db *pebble.DB, rev int64) error {
+	b := db.NewBatch()
+	defer func() { b.Close() }()
+	err := scanHeaders(db, latestPrefix, func(key string, m keyMeta) error {
+		if m.suspect {
+			return nil // reads of the key report the corruption
+		}
+		ik := indexKey(key)
+		if err := b.Set(ik, encodeLatest(ik, m.mod, m.create, nil), nil); err != nil {
+			return err
+		}
+		if b.Len() < 4<<20 {
+			return nil
+		}
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return err
+		}
+		b.Close()
+		b = db.NewBatch()
+		return nil
+	})
+	if err == nil {
+		err = b.Set([]byte(metaFormatKey), encodeMeta(metaFormatKey, formatKeyIndexed), nil)
+	}
+	if err == nil {
+		err = b.Commit(pebble.Sync)
+	}
+	if err != nil {
+		return fmt.Errorf("embedded: building the key index at revision %d: %w", rev, err)
+	}
+	return nil
 }

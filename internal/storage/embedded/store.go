@@ -106,7 +106,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		var keys map[string]keyMeta
 		if err == nil {
-			keys, err = loadKeyIndex(db)
+			keys, err = loadKeyIndex(db, cur)
 		}
 		if err == nil {
 			s := &Store{

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
@@ -256,5 +258,44 @@ func TestCloseWithPendingWrites(t *testing.T) {
 		if err != nil || kv.ModRevision != rev {
 			t.Fatalf("acknowledged %q@%d: got %d, %v", key, rev, kv.ModRevision, err)
 		}
+	}
+}
+
+// TestKeyIndexRebuild: a store without the persisted key index (written
+// before it existed, or with it lost) rebuilds it at Open, so preconditions
+// still see every key.
+func TestKeyIndexRebuild(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, _ := s.Create(ctx, "/a", []byte("1"))
+	r2, _ := s.Create(ctx, "/b", []byte("2"))
+	if _, _, err := s.Delete(ctx, "/b", r2); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{discardLogger()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteRange([]byte{indexPrefix}, []byte{indexPrefix + 1}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete([]byte(metaFormatKey), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s = openTest(t, Options{Dir: dir})
+	if _, err := s.Create(ctx, "/a", nil); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("Create of an existing key after the rebuild: %v", err)
+	}
+	if _, err := s.Update(ctx, "/a", []byte("x"), r1); err != nil {
+		t.Fatalf("Update after the rebuild: %v", err)
+	}
+	if _, err := s.Create(ctx, "/b", nil); err != nil {
+		t.Fatalf("Create of a deleted key after the rebuild: %v", err)
 	}
 }

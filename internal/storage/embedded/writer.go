@@ -222,13 +222,22 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 	}
 	// The caller may reuse its slice once we return, and the event (shared
 	// with watchers) must not change under them: copy once, here.
+	ik := indexKey(op.key)
 	if ev.Type == storage.EventPut {
 		ev.Value = append([]byte{}, op.value...)
 		if err := b.Set(dbKey, encodeLatest(dbKey, rev, ev.CreateRevision, ev.Value), nil); err != nil {
 			return ev, storage.KeyValue{}, err
 		}
-	} else if err := b.Delete(dbKey, nil); err != nil {
-		return ev, storage.KeyValue{}, err
+		if err := b.Set(ik, encodeLatest(ik, rev, ev.CreateRevision, nil), nil); err != nil {
+			return ev, storage.KeyValue{}, err
+		}
+	} else {
+		if err := b.Delete(dbKey, nil); err != nil {
+			return ev, storage.KeyValue{}, err
+		}
+		if err := b.Delete(ik, nil); err != nil {
+			return ev, storage.KeyValue{}, err
+		}
 	}
 	if err := b.Set(historyKey(rev), encodeHistory(ev), nil); err != nil {
 		return ev, storage.KeyValue{}, err
