@@ -32,8 +32,10 @@ type resourceHooks struct {
 	// confirms it.
 	createFailed func(obj runtime.Object)
 	afterCreate  func(obj runtime.Object)
-	// beforeUpdate runs after validation of an update.
-	beforeUpdate func(ctx context.Context, obj, old runtime.Object) error
+	// beforeUpdate runs after validation of an update; it may allocate.
+	// finish is called once with whether the update was stored, to commit
+	// (free what obj no longer holds) or roll back (free what obj took).
+	beforeUpdate func(ctx context.Context, obj, old runtime.Object) (finish func(written bool), err error)
 	// afterDelete runs once the object is gone from the store.
 	afterDelete func(obj runtime.Object)
 	// gracePeriod returns the deletion grace period for obj (0: immediate).

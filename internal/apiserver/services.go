@@ -108,26 +108,23 @@ func (a *serviceAllocator) addrAt(i int64) netip.Addr {
 func (a *serviceAllocator) allocate(svc *corev1.Service) (func(), error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var takenIPs []netip.Addr
-	var takenPorts []int
-	release := func() {
+	ips, ports, err := a.allocateLocked(svc)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		for _, ip := range takenIPs {
-			delete(a.mu.ips, ip)
-		}
-		for _, p := range takenPorts {
-			delete(a.mu.ports, p)
-		}
-	}
-	fail := func(err error) (func(), error) {
-		for _, ip := range takenIPs {
-			delete(a.mu.ips, ip)
-		}
-		for _, p := range takenPorts {
-			delete(a.mu.ports, p)
-		}
-		return nil, err
+		a.freeLocked(ips, ports)
+	}, nil
+}
+
+// allocateLocked fills in and marks svc's ClusterIP and NodePorts; it
+// returns what it marked. On error nothing stays marked.
+func (a *serviceAllocator) allocateLocked(svc *corev1.Service) (takenIPs []netip.Addr, takenPorts []int, err error) {
+	fail := func(err error) ([]netip.Addr, []int, error) {
+		a.freeLocked(takenIPs, takenPorts)
+		return nil, nil, err
 	}
 	gk := schema.GroupKind{Kind: "Service"}
 	specPath := field.NewPath("spec")
@@ -180,7 +177,7 @@ func (a *serviceAllocator) allocate(svc *corev1.Service) (func(), error) {
 			takenPorts = append(takenPorts, int(p.NodePort))
 		}
 	}
-	return release, nil
+	return takenIPs, takenPorts, nil
 }
 
 func needsNodePorts(svc *corev1.Service) bool {
@@ -212,29 +209,45 @@ func (a *serviceAllocator) nextFreePortLocked() (int, bool) {
 	return 0, false
 }
 
+// freeLocked unmarks addresses and ports.
+func (a *serviceAllocator) freeLocked(ips []netip.Addr, ports []int) {
+	for _, ip := range ips {
+		delete(a.mu.ips, ip)
+	}
+	for _, p := range ports {
+		delete(a.mu.ports, p)
+	}
+}
+
+// held lists the addresses and node ports svc holds.
+func held(svc *corev1.Service) (ips []netip.Addr, ports []int) {
+	for _, ip := range svc.Spec.ClusterIPs {
+		if addr, err := netip.ParseAddr(ip); err == nil {
+			ips = append(ips, addr)
+		}
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			ports = append(ports, int(p.NodePort))
+		}
+	}
+	return ips, ports
+}
+
 // releaseService frees everything a deleted Service held.
 func (a *serviceAllocator) releaseService(svc *corev1.Service) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, ip := range svc.Spec.ClusterIPs {
-		if addr, err := netip.ParseAddr(ip); err == nil {
-			delete(a.mu.ips, addr)
-		}
-	}
-	for _, p := range svc.Spec.Ports {
-		delete(a.mu.ports, int(p.NodePort))
-	}
+	a.freeLocked(held(svc))
 }
 
-// updateNodePorts allocates node ports an update newly needs and frees the
-// ones it dropped (type changes between ClusterIP and NodePort).
-func (a *serviceAllocator) updateNodePorts(svc, old *corev1.Service) error {
-	oldPorts := map[int32]bool{}
-	for _, p := range old.Spec.Ports {
-		if p.NodePort != 0 {
-			oldPorts[p.NodePort] = true
-		}
-	}
+// reallocate allocates what an update of old to svc newly needs (node
+// ports on a change to NodePort, an address on a change from ExternalName)
+// and drops node ports a ClusterIP service may not keep. Nothing old held
+// is freed yet: finish(true), once the update is stored, frees what svc no
+// longer holds; finish(false) (dry run, failed or no-op write) frees what
+// svc newly took. finish must be called exactly once.
+func (a *serviceAllocator) reallocate(svc, old *corev1.Service) (finish func(written bool), err error) {
 	if !needsNodePorts(svc) {
 		for i := range svc.Spec.Ports {
 			svc.Spec.Ports[i].NodePort = 0
@@ -242,33 +255,47 @@ func (a *serviceAllocator) updateNodePorts(svc, old *corev1.Service) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	keep := map[int32]bool{}
-	if needsNodePorts(svc) {
-		for i := range svc.Spec.Ports {
-			p := &svc.Spec.Ports[i]
-			switch {
-			case p.NodePort != 0 && oldPorts[p.NodePort]:
-			case p.NodePort == 0:
-				port, ok := a.nextFreePortLocked()
-				if !ok {
-					return apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: range is full"))
-				}
-				p.NodePort = int32(port)
-				a.mu.ports[port] = true
-			case a.mu.ports[int(p.NodePort)]:
-				return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, svc.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "ports").Index(i).Child("nodePort"), p.NodePort, "provided port is already allocated")})
-			default:
-				a.mu.ports[int(p.NodePort)] = true
+	oldIPs, oldPorts := held(old)
+	// Allocate as if old's holdings were free, so svc may keep them.
+	a.freeLocked(oldIPs, oldPorts)
+	_, _, err = a.allocateLocked(svc)
+	for _, ip := range oldIPs {
+		a.mu.ips[ip] = true
+	}
+	for _, p := range oldPorts {
+		a.mu.ports[p] = true
+	}
+	if err != nil {
+		return nil, err
+	}
+	newIPs, newPorts := held(svc)
+	return func(written bool) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if written {
+			a.freeLocked(minus(oldIPs, newIPs), minus(oldPorts, newPorts))
+		} else {
+			a.freeLocked(minus(newIPs, oldIPs), minus(newPorts, oldPorts))
+		}
+	}, nil
+}
+
+// minus is the elements of a not in b.
+func minus[T comparable](a, b []T) []T {
+	var out []T
+	for _, x := range a {
+		found := false
+		for _, y := range b {
+			if x == y {
+				found = true
+				break
 			}
-			keep[p.NodePort] = true
+		}
+		if !found {
+			out = append(out, x)
 		}
 	}
-	for p := range oldPorts {
-		if !keep[p] {
-			delete(a.mu.ports, int(p))
-		}
-	}
-	return nil
+	return out
 }
 
 // serviceHooks wires allocation into the Service resource.
@@ -304,8 +331,8 @@ func (a *serviceAllocator) hooks(h *resourceHandler) {
 		delete(pending, obj.(*corev1.Service))
 		mu.Unlock()
 	}
-	h.hooks.beforeUpdate = func(ctx context.Context, obj, old runtime.Object) error {
-		return a.updateNodePorts(obj.(*corev1.Service), old.(*corev1.Service))
+	h.hooks.beforeUpdate = func(ctx context.Context, obj, old runtime.Object) (func(bool), error) {
+		return a.reallocate(obj.(*corev1.Service), old.(*corev1.Service))
 	}
 	h.hooks.afterDelete = func(obj runtime.Object) {
 		a.releaseService(obj.(*corev1.Service))

@@ -84,20 +84,24 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, ns, name, subres
 				return nil, conflictError(h.objects.gr, name)
 			}
 		}
-		out, err := h.prepareUpdate(ctx, obj, old, subresource, opts)
+		out, finish, err := h.prepareUpdate(ctx, obj, old, subresource, opts)
 		if err != nil {
 			return nil, err
 		}
 		if opts.dryRun {
+			finish(false)
 			return out, nil
 		}
 		if done, err := h.finishDeletionIfFinalized(ctx, ns, name, out, rev); done {
+			finish(err == nil)
 			return out, err
 		}
 		if unchanged, err := h.sameStored(out, old); err == nil && unchanged {
+			finish(false)
 			return old, nil
 		}
 		stored, err := h.objects.update(ctx, ns, name, out, rev)
+		finish(err == nil)
 		if err == nil {
 			return stored, nil
 		}
@@ -109,8 +113,10 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, ns, name, subres
 }
 
 // prepareUpdate applies the strategy of the main resource or of a
-// subresource, validates, and records managed fields.
-func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Object, subresource string, opts writeOptions) (runtime.Object, error) {
+// subresource, validates, and records managed fields. Unless it fails, the
+// caller must call finish once with whether the result was stored (see
+// resourceHooks.beforeUpdate).
+func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Object, subresource string, opts writeOptions) (_ runtime.Object, finish func(written bool), _ error) {
 	m, _ := meta.Accessor(obj)
 	oldMeta, _ := meta.Accessor(old)
 	// System fields belong to the server, whatever the client sent.
@@ -125,25 +131,32 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Ob
 	case "":
 		h.res.Strategy.PrepareForUpdate(ctx, obj, old)
 		if errs := h.res.Strategy.ValidateUpdate(ctx, obj, old); len(errs) > 0 {
-			return nil, invalidError(gk, m.GetName(), errs)
+			return nil, nil, invalidError(gk, m.GetName(), errs)
 		}
 	case "status":
 		if h.res.Status == nil {
-			return nil, apierrors.NewNotFound(h.objects.gr, m.GetName())
+			return nil, nil, apierrors.NewNotFound(h.objects.gr, m.GetName())
 		}
 		h.res.Status.PrepareForStatusUpdate(ctx, obj, old)
 		if errs := h.res.Status.ValidateStatusUpdate(ctx, obj, old); len(errs) > 0 {
-			return nil, invalidError(gk, m.GetName(), errs)
+			return nil, nil, invalidError(gk, m.GetName(), errs)
 		}
 	default:
-		return nil, apierrors.NewNotFound(h.objects.gr, m.GetName())
+		return nil, nil, apierrors.NewNotFound(h.objects.gr, m.GetName())
 	}
+	finish = func(bool) {}
 	if h.hooks.beforeUpdate != nil {
-		if err := h.hooks.beforeUpdate(ctx, obj, old); err != nil {
-			return nil, err
+		var err error
+		if finish, err = h.hooks.beforeUpdate(ctx, obj, old); err != nil {
+			return nil, nil, err
 		}
 	}
-	return h.s.fields.trackUpdate(h.res, obj, old, opts.fieldManager, subresource)
+	out, err := h.s.fields.trackUpdate(h.res, obj, old, opts.fieldManager, subresource)
+	if err != nil {
+		finish(false)
+		return nil, nil, err
+	}
+	return out, finish, nil
 }
 
 // sameStored reports whether obj would store exactly the bytes old has, so
