@@ -15,7 +15,7 @@ import (
 // one with the same semantics as DELETE (grace periods, finalizers), and
 // answers with the list of what it deleted or marked, as upstream.
 func (h *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Request, ns string) {
-	lopts, label, field, err := h.listOptions(r, ns)
+	lopts, label, field, err := h.listOptions(r, ns, false)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return

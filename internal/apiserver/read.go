@@ -38,7 +38,7 @@ func (h *resourceHandler) cacheError(err error, name string) error {
 }
 
 // listOptions parses and checks list/watch query parameters.
-func (h *resourceHandler) listOptions(r *http.Request, ns string) (metav1.ListOptions, labels.Selector, fields.Selector, error) {
+func (h *resourceHandler) listOptions(r *http.Request, ns string, watch bool) (metav1.ListOptions, labels.Selector, fields.Selector, error) {
 	var opts metav1.ListOptions
 	if err := h.s.paramCodec.DecodeParameters(r.URL.Query(), optionsVersion, &opts); err != nil {
 		return opts, nil, nil, apierrors.NewBadRequest(err.Error())
@@ -65,16 +65,34 @@ func (h *resourceHandler) listOptions(r *http.Request, ns string) (metav1.ListOp
 		}
 		field = sel
 	}
-	if err := validateRVMatch(opts); err != nil {
+	if err := validateRVMatch(opts, watch); err != nil {
 		return opts, nil, nil, err
 	}
 	return opts, label, field, nil
 }
 
-func validateRVMatch(opts metav1.ListOptions) error {
+// validateRVMatch checks resourceVersion, resourceVersionMatch, continue
+// and sendInitialEvents together, as upstream's ValidateListOptions.
+func validateRVMatch(opts metav1.ListOptions, watch bool) error {
+	if opts.SendInitialEvents != nil {
+		// A watch-list (client-go's WatchListClient): resourceVersion may
+		// be empty, meaning "the latest state, then changes".
+		switch {
+		case !watch:
+			return apierrors.NewBadRequest("sendInitialEvents is forbidden for list")
+		case opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan:
+			return apierrors.NewBadRequest("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
+		case !opts.AllowWatchBookmarks:
+			return apierrors.NewBadRequest("sendInitialEvents requires setting allowWatchBookmarks to true")
+		}
+		return nil
+	}
 	switch opts.ResourceVersionMatch {
 	case "":
 	case metav1.ResourceVersionMatchExact, metav1.ResourceVersionMatchNotOlderThan:
+		if watch {
+			return apierrors.NewBadRequest("resourceVersionMatch is forbidden for watch")
+		}
 		if opts.ResourceVersion == "" {
 			return apierrors.NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
 		}
@@ -137,7 +155,7 @@ func (h *resourceHandler) attrs(obj runtime.Object) (labels.Set, fields.Set) {
 }
 
 func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, ns string) {
-	opts, label, field, err := h.listOptions(r, ns)
+	opts, label, field, err := h.listOptions(r, ns, false)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return

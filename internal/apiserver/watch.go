@@ -22,7 +22,7 @@ import (
 const minWatchTimeout = 30 * time.Minute
 
 func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ns, name string) {
-	opts, label, field, err := h.listOptions(r, ns)
+	opts, label, field, err := h.listOptions(r, ns, true)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
