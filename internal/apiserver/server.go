@@ -165,7 +165,14 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 		Prefix:        h.objects.prefix(),
 		Resource:      res.GroupVersionResource().GroupResource(),
 		ClusterScoped: !res.Namespaced,
-		NewFunc:       res.New,
+		// The cache builds bookmarks from NewFunc and the server encodes
+		// them as they are: without TypeMeta, client-go cannot decode a
+		// bookmark ("Object 'Kind' is missing") and ends the watch.
+		NewFunc: func() runtime.Object {
+			obj := res.New()
+			obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
+			return obj
+		},
 		Decode:        h.objects.decode,
 		Attrs:         h.attrs,
 		IndexedFields: indexedFields,
