@@ -26,9 +26,12 @@
 //	m/format     the i<key> records exist
 //
 // Every write stores its latest, index and history records, plus m/current,
-// in one batch; so after a crash they always agree. Each
-// record's CRC32C covers the Pebble key too; a record that fails it is
-// reported as storage.ErrCorrupt naming the key and revision, never served.
+// in one batch; so after a crash they always agree. Each record's CRC32C
+// covers the Pebble key too; a record that fails it is reported as
+// storage.ErrCorrupt naming the key and revision, never served. Writes to a
+// key whose value is damaged: Update (its CAS is checked against the intact
+// index) replaces the value, which is how an object is repaired; Delete,
+// which must return the old value, reports ErrCorrupt.
 //
 // # Writes: group commit
 //
@@ -43,6 +46,11 @@
 // publishes the events and acknowledges every op. A failed precondition
 // consumes no revision. The fsync is shared by the whole batch, which is
 // what makes durable writes cheap under concurrency.
+//
+// Pebble makes a batch readable as soon as it is applied, before its WAL
+// fsync returns; Get and List that observe such a batch wait until it is
+// acknowledged (Store.awaitDurable), so no reader sees a write a crash could
+// still undo.
 //
 // If Pebble fails a commit (disk full, I/O error) the affected writes fail,
 // the store turns read-only (Health reports why) and keeps serving reads;
