@@ -23,7 +23,8 @@ type EventType int
 const (
 	// EventPut is a create or an update of Key.
 	EventPut EventType = iota + 1
-	// EventDelete is the removal of Key; Value is empty.
+	// EventDelete is the removal of Key; Value is empty, PrevValue holds
+	// the deleted value.
 	EventDelete
 	// EventProgress carries no key: it promises that every event with a
 	// revision <= Revision matching the watch has already been delivered.
@@ -54,6 +55,17 @@ type Event struct {
 	Revision int64
 	// CreateRevision is set for EventPut.
 	CreateRevision int64
+	// PrevValue is the value before this event: for EventPut, the value it
+	// replaced when the key existed (nil for a create); for EventDelete, the
+	// deleted value; nil for EventProgress. It lets a consumer that did not
+	// see the earlier write (a cache filling its event window from history)
+	// know what changed, as etcd's PrevKV watch option does. An empty
+	// previous value is a non-nil empty slice. Like Value it is shared
+	// between watchers and must not be modified. A backend may return nil
+	// for history written before it recorded previous values (see its
+	// docs): a consumer must then treat the previous value of an update
+	// (CreateRevision < Revision) or a delete as unknown, not as absent.
+	PrevValue []byte
 }
 
 // Watcher is a running watch. Events arrive in strictly increasing revision

@@ -12,6 +12,8 @@ import (
 //
 //	"k" + key            -> latest record:  crc32c(4) | modRev(8) | createRev(8) | value
 //	"h" + bigendian(rev) -> history record: crc32c(4) | type(1) | createRev(8) | uvarint(len key) | key | value
+//	                        with a previous value (type has hasPrevFlag):
+//	                        crc32c(4) | type(1) | createRev(8) | uvarint(len key) | key | uvarint(len value) | value | prev
 //	"i" + key            -> index record:   crc32c(4) | modRev(8) | createRev(8)   (keyindex.go)
 //	"m/current"          -> meta record:    crc32c(4) | rev(8)   (revision of the last committed write)
 //	"m/compacted"        -> meta record:    crc32c(4) | rev(8)   (history <= rev has been deleted)
@@ -28,6 +30,15 @@ const (
 	historyHeader = 4 + 1 + 8
 	metaLen       = 4 + 8
 )
+
+// hasPrevFlag is set in a history record's type byte when the record
+// carries the previous value (storage.Event.PrevValue): updates and deletes
+// written since the store recorded it. Records without it — creates, and
+// every record written before — keep the original layout, so old stores need
+// no migration; their updates and deletes replay with a nil PrevValue. A
+// binary older than this flag reports such records as corrupt (unknown
+// type): downgrading over new history means compacting it first.
+const hasPrevFlag = 0x80
 
 const (
 	metaCurrentKey   = "m/current"
@@ -100,21 +111,32 @@ func decodeLatest(key string, dbKey, rec []byte) (storage.KeyValue, error) {
 	}, nil
 }
 
-func encodeHistory(ev storage.Event) []byte {
-	var lenBuf [binary.MaxVarintLen64]byte
+// encodeHistory encodes ev's history record. hasPrev says ev.PrevValue is
+// recorded (the key existed: an update or a delete), even when empty.
+func encodeHistory(ev storage.Event, hasPrev bool) []byte {
+	var lenBuf, valBuf [binary.MaxVarintLen64]byte
 	n := binary.PutUvarint(lenBuf[:], uint64(len(ev.Key)))
-	b := make([]byte, historyHeader+n+len(ev.Key)+len(ev.Value))
+	vn := 0
+	if hasPrev {
+		vn = binary.PutUvarint(valBuf[:], uint64(len(ev.Value)))
+	}
+	b := make([]byte, historyHeader+n+len(ev.Key)+vn+len(ev.Value)+len(ev.PrevValue))
 	b[4] = byte(ev.Type)
+	if hasPrev {
+		b[4] |= hasPrevFlag
+	}
 	binary.BigEndian.PutUint64(b[5:], uint64(ev.CreateRevision))
 	off := historyHeader + copy(b[historyHeader:], lenBuf[:n])
 	off += copy(b[off:], ev.Key)
-	copy(b[off:], ev.Value)
+	off += copy(b[off:], valBuf[:vn])
+	off += copy(b[off:], ev.Value)
+	copy(b[off:], ev.PrevValue)
 	binary.BigEndian.PutUint32(b, checksum(historyKey(ev.Revision), b[4:]))
 	return b
 }
 
 // decodeHistory validates and decodes the history record stored under dbKey.
-// The returned event owns its Value.
+// The returned event owns its Value and PrevValue.
 func decodeHistory(dbKey, rec []byte) (storage.Event, error) {
 	if len(dbKey) != 9 || dbKey[0] != historyPrefix {
 		return storage.Event{}, fmt.Errorf("embedded: malformed history key %x: %w", dbKey, storage.ErrCorrupt)
@@ -126,19 +148,31 @@ func decodeHistory(dbKey, rec []byte) (storage.Event, error) {
 	if got, want := checksum(dbKey, rec[4:]), binary.BigEndian.Uint32(rec); got != want {
 		return storage.Event{}, fmt.Errorf("embedded: history record at revision %d fails its checksum (stored %08x, computed %08x): %w", rev, want, got, storage.ErrCorrupt)
 	}
-	typ := storage.EventType(rec[4])
+	typ := storage.EventType(rec[4] &^ hasPrevFlag)
+	hasPrev := rec[4]&hasPrevFlag != 0
 	keyLen, n := binary.Uvarint(rec[historyHeader:])
 	if n <= 0 || keyLen > uint64(len(rec)-historyHeader-n) {
 		return storage.Event{}, fmt.Errorf("embedded: history record at revision %d has a bad key length: %w", rev, storage.ErrCorrupt)
 	}
 	off := historyHeader + n
 	key := string(rec[off : off+int(keyLen)])
+	off += int(keyLen)
 	if typ != storage.EventPut && typ != storage.EventDelete {
-		return storage.Event{}, fmt.Errorf("embedded: history record for key %q at revision %d has unknown type %d: %w", key, rev, typ, storage.ErrCorrupt)
+		return storage.Event{}, fmt.Errorf("embedded: history record for key %q at revision %d has unknown type %d: %w", key, rev, rec[4], storage.ErrCorrupt)
 	}
 	ev := storage.Event{Type: typ, Key: key, Revision: rev, CreateRevision: int64(binary.BigEndian.Uint64(rec[5:]))}
+	value := rec[off:]
+	if hasPrev {
+		valLen, vn := binary.Uvarint(rec[off:])
+		if vn <= 0 || valLen > uint64(len(rec)-off-vn) {
+			return storage.Event{}, fmt.Errorf("embedded: history record for key %q at revision %d has a bad value length: %w", key, rev, storage.ErrCorrupt)
+		}
+		off += vn
+		value = rec[off : off+int(valLen)]
+		ev.PrevValue = append([]byte{}, rec[off+int(valLen):]...)
+	}
 	if typ == storage.EventPut {
-		ev.Value = append([]byte{}, rec[off+int(keyLen):]...)
+		ev.Value = append([]byte{}, value...)
 	}
 	return ev, nil
 }

@@ -21,6 +21,7 @@
 //	i<key>       key index: crc32c | modRev | createRev (no value)
 //	h<rev>       history log, rev big-endian so it sorts by revision:
 //	             crc32c | type | createRev | key | value
+//	             (updates and deletes: ... | key | len value | value | prev value)
 //	m/current    revision of the last committed batch
 //	m/compacted  history at or below this revision has been deleted
 //	m/format     the i<key> records exist
@@ -32,6 +33,16 @@
 // key whose value is damaged: Update (its CAS is checked against the intact
 // index) replaces the value, which is how an object is repaired; Delete,
 // which must return the old value, reports ErrCorrupt.
+//
+// Each update and delete records the value it replaced in its history
+// record, so that watch events carry storage.Event.PrevValue whether they
+// are live or replayed (a watch cache filling its window from history after
+// a restart needs it to know what changed). History grows by one previous
+// value per update and delete; creates are unchanged. Records written before
+// this (no prev flag in the type byte, see codec.go) still decode, with a
+// nil PrevValue. The writer does not read the LSM for it: Update reads the
+// key's latest record in the caller's goroutine before queueing (writer.go,
+// Store.peek) and the writer checks it is still current against the index.
 //
 // # Writes: group commit
 //
@@ -67,5 +78,6 @@
 // bounded buffer; the writer never waits for a watcher, and a watcher that
 // falls further behind than Options.WatchBuffer is ended with
 // ErrWatcherTooSlow so the caller re-watches from its last revision.
-// Event values are shared between watchers and must not be modified.
+// Event values and previous values are shared between watchers and must
+// not be modified.
 package embedded

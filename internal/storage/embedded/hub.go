@@ -28,7 +28,7 @@ type hub struct {
 		floor    int64 // the ring holds every event in (floor, rev]
 		ring     []storage.Event
 		head, n  int // ring[head] is the oldest of n events
-		bytes    int // value bytes held by the ring
+		bytes    int // value and previous-value bytes held by the ring
 		watchers map[*watcher]struct{}
 		closed   bool
 	}
@@ -60,17 +60,18 @@ func (h *hub) publish(events []storage.Event) {
 }
 
 func (h *hub) pushLocked(ev storage.Event) {
-	for h.mu.n > 0 && (h.mu.n == h.maxEvents || h.mu.bytes+len(ev.Value) > h.maxBytes) {
+	size := len(ev.Value) + len(ev.PrevValue)
+	for h.mu.n > 0 && (h.mu.n == h.maxEvents || h.mu.bytes+size > h.maxBytes) {
 		old := &h.mu.ring[h.mu.head]
 		h.mu.floor = old.Revision
-		h.mu.bytes -= len(old.Value)
+		h.mu.bytes -= len(old.Value) + len(old.PrevValue)
 		*old = storage.Event{} // let the value be collected
 		h.mu.head = (h.mu.head + 1) % h.maxEvents
 		h.mu.n--
 	}
 	h.mu.ring[(h.mu.head+h.mu.n)%h.maxEvents] = ev
 	h.mu.n++
-	h.mu.bytes += len(ev.Value)
+	h.mu.bytes += size
 	h.mu.rev = ev.Revision
 }
 

@@ -27,7 +27,8 @@ type Options struct {
 	// so that watches starting from a recent revision need no disk reads.
 	// Default 8192.
 	WatchRingEvents int
-	// WatchRingBytes bounds the value bytes held by that ring; whichever of
+	// WatchRingBytes bounds the value bytes (values and previous values)
+	// held by that ring; whichever of
 	// the two limits is reached first evicts the oldest events. Default 64 MiB.
 	WatchRingBytes int
 	// WatchBuffer is the number of live events buffered per watcher. A watcher

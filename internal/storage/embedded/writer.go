@@ -26,7 +26,13 @@ type writeOp struct {
 	key      string
 	value    []byte
 	expected int64 // Update/Delete precondition; 0 = unconditional Delete
-	done     chan writeResult
+	// peek is the key's latest record as the caller read it before queueing
+	// an Update (peeked: the read succeeded). Its value becomes the event's
+	// PrevValue when its ModRevision is still the key's current one, which
+	// keeps the LSM read out of the single writer's serial path; see peek.
+	peek   storage.KeyValue
+	peeked bool
+	done   chan writeResult
 }
 
 type writeResult struct {
@@ -43,8 +49,26 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 
 // Update implements storage.Store.
 func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRevision int64) (int64, error) {
-	r := s.submit(ctx, &writeOp{kind: opUpdate, key: key, value: value, expected: expectedRevision})
+	op := &writeOp{kind: opUpdate, key: key, value: value, expected: expectedRevision}
+	s.peek(ctx, op)
+	r := s.submit(ctx, op)
 	return r.rev, r.err
+}
+
+// peek reads op's key before the op is queued, in the caller's goroutine,
+// for the event's PrevValue. Reading it in the writer would cost one LSM
+// lookup per update serialized behind every other write (the key index
+// exists to avoid exactly that, see keyindex.go); here the reads of
+// concurrent callers overlap each other and the writer's fsync. The writer
+// uses the result only if the key's ModRevision has not moved since (a
+// revision names one write, so the value is then exactly the current one)
+// and reads the value itself otherwise. A failed peek is not an error.
+func (s *Store) peek(ctx context.Context, op *writeOp) {
+	_ = s.read(ctx, func() error {
+		kv, found, err := getLatest(s.db, op.key, latestKey(op.key))
+		op.peek, op.peeked = kv, found && err == nil
+		return nil
+	})
 }
 
 // Delete implements storage.Store.
@@ -186,6 +210,8 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 	var (
 		ev  storage.Event
 		cur storage.KeyValue
+		// hasPrev: ev.PrevValue is known and goes into the history record.
+		hasPrev bool
 	)
 	switch op.kind {
 	case opCreate:
@@ -210,14 +236,31 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 			}
 			return ev, storage.KeyValue{}, fmt.Errorf("embedded: %s: %w", verb, &storage.ConflictError{Key: op.key, Expected: op.expected, Current: cur})
 		}
-		if op.kind == opUpdate {
-			ev = storage.Event{Type: storage.EventPut, Key: op.key, Value: op.value, Revision: rev, CreateRevision: meta.create}
+		hasPrev = true
+		if op.kind == opUpdate && op.peeked && op.peek.ModRevision == meta.mod {
+			cur = op.peek
 		} else {
+			// Delete returns the old value; an Update without a usable
+			// peek (the key changed since) reads it for PrevValue.
 			var err error
-			if cur, err = readCur(); err != nil { // Delete returns the old value
+			cur, err = readCur()
+			if op.kind == opUpdate && errors.Is(err, storage.ErrCorrupt) {
+				// Updating a damaged value is how it is repaired: the
+				// event goes out with its previous value unknown (nil,
+				// as for history written before it was recorded).
+				cur, hasPrev, err = storage.KeyValue{}, false, nil
+			}
+			if err != nil {
 				return ev, storage.KeyValue{}, err
 			}
-			ev = storage.Event{Type: storage.EventDelete, Key: op.key, Revision: rev, CreateRevision: meta.create}
+		}
+		// cur.Value is a fresh copy (decodeLatest). An Update's is the
+		// event's alone; a Delete also returns it to its caller, who owns
+		// it, so the event gets its own copy.
+		ev = storage.Event{Type: storage.EventPut, Key: op.key, Revision: rev, CreateRevision: meta.create, PrevValue: cur.Value}
+		if op.kind == opDelete {
+			ev.Type = storage.EventDelete
+			ev.PrevValue = append([]byte{}, cur.Value...)
 		}
 	}
 	// The caller may reuse its slice once we return, and the event (shared
@@ -239,7 +282,7 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 			return ev, storage.KeyValue{}, err
 		}
 	}
-	if err := b.Set(historyKey(rev), encodeHistory(ev), nil); err != nil {
+	if err := b.Set(historyKey(rev), encodeHistory(ev, hasPrev), nil); err != nil {
 		return ev, storage.KeyValue{}, err
 	}
 	// Later ops in this batch see this one. If the commit then fails the
@@ -248,6 +291,9 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 		s.keys[op.key] = keyMeta{mod: rev, create: ev.CreateRevision}
 	} else {
 		delete(s.keys, op.key)
+	}
+	if op.kind == opUpdate {
+		cur = storage.KeyValue{} // only Delete returns the old value
 	}
 	return ev, cur, nil
 }

@@ -55,6 +55,8 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"WatchFromOldRevision", testWatchFromOldRevision},
 		{"WatchFromOldRevisionThenLive", testWatchFromOldThenLive},
 		{"WatchAfterCompaction", testWatchAfterCompaction},
+		{"WatchPrevValue", testWatchPrevValue},
+		{"WatchPrevValueConcurrent", testWatchPrevValueConcurrent},
 		{"CompactRules", testCompactRules},
 		{"RequestProgress", testRequestProgress},
 		{"RequestProgressOrdering", testRequestProgressOrdering},

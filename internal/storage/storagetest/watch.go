@@ -1,9 +1,11 @@
 package storagetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
@@ -225,5 +227,104 @@ func testWatchContextCancel(t *testing.T, s storage.Store) {
 	waitClosed(t, w)
 	if err := w.Err(); err != nil {
 		t.Fatalf("Err after ctx cancel = %v, want nil", err)
+	}
+}
+
+// expectPrev checks an event's PrevValue: want nil means none (a create),
+// otherwise the exact bytes (an empty previous value is non-nil).
+func expectPrev(t *testing.T, ev storage.Event, want []byte) {
+	t.Helper()
+	if want == nil {
+		if ev.PrevValue != nil {
+			t.Fatalf("%v %q rev=%d: PrevValue %q, want nil", ev.Type, ev.Key, ev.Revision, ev.PrevValue)
+		}
+		return
+	}
+	if ev.PrevValue == nil || !bytes.Equal(ev.PrevValue, want) {
+		t.Fatalf("%v %q rev=%d: PrevValue %q (nil=%v), want %q", ev.Type, ev.Key, ev.Revision, ev.PrevValue, ev.PrevValue == nil, want)
+	}
+}
+
+// testWatchPrevValue: every event carries the value it replaced (nil for a
+// create, the deleted value for a delete, a non-nil empty slice for an empty
+// one), both live and replayed from history.
+func testWatchPrevValue(t *testing.T, s storage.Store) {
+	start := mustCreate(t, s, "/start", "")
+	live := mustWatch(t, s, "/k", 0)
+	r1 := mustCreate(t, s, "/k", "v1")
+	r2 := mustUpdate(t, s, "/k", "v2", r1)
+	r3 := mustUpdate(t, s, "/k", "", r2)
+	r4 := mustUpdate(t, s, "/k", "v4", r3)
+	if _, _, err := s.Delete(testCtx(t), "/k", r4); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	r6 := mustCreate(t, s, "/k", "again")
+	kv, r7, err := s.Delete(testCtx(t), "/k", 0)
+	if err != nil {
+		t.Fatalf("unconditional Delete: %v", err)
+	}
+	// The deleted value returned to the caller is the caller's: changing
+	// it must not change what watchers see.
+	for i := range kv.Value {
+		kv.Value[i] = 'X'
+	}
+	check := func(w storage.Watcher) {
+		t.Helper()
+		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "v1", r1), nil)
+		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "v2", r2), []byte("v1"))
+		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "", r3), []byte("v2"))
+		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "v4", r4), []byte{})
+		expectPrev(t, expectEvent(t, w, storage.EventDelete, "/k", "", r4+1), []byte("v4"))
+		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "again", r6), nil)
+		expectPrev(t, expectEvent(t, w, storage.EventDelete, "/k", "", r7), []byte("again"))
+		expectQuiet(t, w, r7)
+	}
+	check(live)
+	check(mustWatch(t, s, "/k", start)) // replayed (from disk where the backend has a ring)
+}
+
+// testWatchPrevValueConcurrent: under concurrent compare-and-swap updates
+// of one key, each event's PrevValue is the previous event's Value.
+func testWatchPrevValueConcurrent(t *testing.T, s storage.Store) {
+	r0 := mustCreate(t, s, "/ctr", "0")
+	const writers, each = 4, 25
+	errc := make(chan error, writers)
+	for range writers {
+		go func() {
+			ctx := testCtx(t)
+			for done := 0; done < each; {
+				kv, err := s.Get(ctx, "/ctr")
+				if err != nil {
+					errc <- err
+					return
+				}
+				n, _ := strconv.Atoi(string(kv.Value))
+				_, err = s.Update(ctx, "/ctr", []byte(strconv.Itoa(n+1)), kv.ModRevision)
+				if errors.Is(err, storage.ErrConflict) {
+					continue
+				}
+				if err != nil {
+					errc <- err
+					return
+				}
+				done++
+			}
+			errc <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errc; err != nil {
+			t.Fatalf("writer: %v", err)
+		}
+	}
+	w := mustWatch(t, s, "/ctr", r0)
+	prev := "0"
+	for i := 1; i <= writers*each; i++ {
+		ev := next(t, w)
+		expectPrev(t, ev, []byte(prev))
+		if want := strconv.Itoa(i); string(ev.Value) != want {
+			t.Fatalf("event %d: value %q, want %q", i, ev.Value, want)
+		}
+		prev = string(ev.Value)
 	}
 }
