@@ -66,6 +66,11 @@ type Event struct {
 	// docs): a consumer must then treat the previous value of an update
 	// (CreateRevision < Revision) or a delete as unknown, not as absent.
 	PrevValue []byte
+	// PrevModRevision is the ModRevision of PrevValue (0 when PrevValue is
+	// nil), so a consumer can serve the previous object as of its own
+	// revision. Its CreateRevision is the event's CreateRevision: an update
+	// or a delete does not change it.
+	PrevModRevision int64
 }
 
 // Watcher is a running watch. Events arrive in strictly increasing revision

@@ -13,7 +13,8 @@ import (
 //	"k" + key            -> latest record:  crc32c(4) | modRev(8) | createRev(8) | value
 //	"h" + bigendian(rev) -> history record: crc32c(4) | type(1) | createRev(8) | uvarint(len key) | key | value
 //	                        with a previous value (type has hasPrevFlag):
-//	                        crc32c(4) | type(1) | createRev(8) | uvarint(len key) | key | uvarint(len value) | value | prev
+//	                        crc32c(4) | type(1) | createRev(8) | uvarint(len key) | key | uvarint(len value) | value |
+//	                        prevModRev(8) | prev
 //	"i" + key            -> index record:   crc32c(4) | modRev(8) | createRev(8)   (keyindex.go)
 //	"m/current"          -> meta record:    crc32c(4) | rev(8)   (revision of the last committed write)
 //	"m/compacted"        -> meta record:    crc32c(4) | rev(8)   (history <= rev has been deleted)
@@ -120,7 +121,11 @@ func encodeHistory(ev storage.Event, hasPrev bool) []byte {
 	if hasPrev {
 		vn = binary.PutUvarint(valBuf[:], uint64(len(ev.Value)))
 	}
-	b := make([]byte, historyHeader+n+len(ev.Key)+vn+len(ev.Value)+len(ev.PrevValue))
+	pn := 0
+	if hasPrev {
+		pn = 8
+	}
+	b := make([]byte, historyHeader+n+len(ev.Key)+vn+len(ev.Value)+pn+len(ev.PrevValue))
 	b[4] = byte(ev.Type)
 	if hasPrev {
 		b[4] |= hasPrevFlag
@@ -130,6 +135,10 @@ func encodeHistory(ev storage.Event, hasPrev bool) []byte {
 	off += copy(b[off:], ev.Key)
 	off += copy(b[off:], valBuf[:vn])
 	off += copy(b[off:], ev.Value)
+	if hasPrev {
+		binary.BigEndian.PutUint64(b[off:], uint64(ev.PrevModRevision))
+		off += 8
+	}
 	copy(b[off:], ev.PrevValue)
 	binary.BigEndian.PutUint32(b, checksum(historyKey(ev.Revision), b[4:]))
 	return b
@@ -164,12 +173,14 @@ func decodeHistory(dbKey, rec []byte) (storage.Event, error) {
 	value := rec[off:]
 	if hasPrev {
 		valLen, vn := binary.Uvarint(rec[off:])
-		if vn <= 0 || valLen > uint64(len(rec)-off-vn) {
+		if vn <= 0 || len(rec)-off-vn < 8 || valLen > uint64(len(rec)-off-vn-8) {
 			return storage.Event{}, fmt.Errorf("embedded: history record for key %q at revision %d has a bad value length: %w", key, rev, storage.ErrCorrupt)
 		}
 		off += vn
 		value = rec[off : off+int(valLen)]
-		ev.PrevValue = append([]byte{}, rec[off+int(valLen):]...)
+		off += int(valLen)
+		ev.PrevModRevision = int64(binary.BigEndian.Uint64(rec[off:]))
+		ev.PrevValue = append([]byte{}, rec[off+8:]...)
 	}
 	if typ == storage.EventPut {
 		ev.Value = append([]byte{}, value...)

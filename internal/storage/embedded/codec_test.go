@@ -13,8 +13,8 @@ import (
 // hasPrevFlag: the original layout, which creates still use) decodes with
 // a nil PrevValue, and a bad value length is corruption.
 func TestHistoryRecordFormats(t *testing.T) {
-	upd := storage.Event{Type: storage.EventPut, Key: "/k", Value: []byte("new"), Revision: 7, CreateRevision: 3, PrevValue: []byte("old")}
-	del := storage.Event{Type: storage.EventDelete, Key: "/k", Revision: 8, CreateRevision: 3, PrevValue: []byte{}}
+	upd := storage.Event{Type: storage.EventPut, Key: "/k", Value: []byte("new"), Revision: 7, CreateRevision: 3, PrevValue: []byte("old"), PrevModRevision: 5}
+	del := storage.Event{Type: storage.EventDelete, Key: "/k", Revision: 8, CreateRevision: 3, PrevValue: []byte{}, PrevModRevision: 7}
 	for _, tc := range []struct {
 		name    string
 		ev      storage.Event
@@ -29,13 +29,13 @@ func TestHistoryRecordFormats(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := tc.ev
 			if !tc.hasPrev {
-				ev.PrevValue = nil // what the old encoder wrote
+				ev.PrevValue, ev.PrevModRevision = nil, 0 // what the old encoder wrote
 			}
 			got, err := decodeHistory(historyKey(ev.Revision), encodeHistory(ev, tc.hasPrev))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Type != tc.want.Type || got.Key != tc.want.Key || got.Revision != tc.want.Revision || got.CreateRevision != tc.want.CreateRevision ||
+			if got.Type != tc.want.Type || got.Key != tc.want.Key || got.Revision != tc.want.Revision || got.CreateRevision != tc.want.CreateRevision || got.PrevModRevision != tc.want.PrevModRevision ||
 				!bytes.Equal(got.Value, tc.want.Value) || (got.PrevValue == nil) != (tc.want.PrevValue == nil) || !bytes.Equal(got.PrevValue, tc.want.PrevValue) {
 				t.Fatalf("decoded %+v, want %+v", got, tc.want)
 			}

@@ -21,7 +21,7 @@
 //	i<key>       key index: crc32c | modRev | createRev (no value)
 //	h<rev>       history log, rev big-endian so it sorts by revision:
 //	             crc32c | type | createRev | key | value
-//	             (updates and deletes: ... | key | len value | value | prev value)
+//	             (updates and deletes: ... | key | len value | value | prevModRev | prev value)
 //	m/current    revision of the last committed batch
 //	m/compacted  history at or below this revision has been deleted
 //	m/format     the i<key> records exist
@@ -34,7 +34,7 @@
 // index) replaces the value, which is how an object is repaired; Delete,
 // which must return the old value, reports ErrCorrupt.
 //
-// Each update and delete records the value it replaced in its history
+// Each update and delete records the value it replaced (and its revision) in its history
 // record, so that watch events carry storage.Event.PrevValue whether they
 // are live or replayed (a watch cache filling its window from history after
 // a restart needs it to know what changed). History grows by one previous

@@ -257,7 +257,7 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 		// cur.Value is a fresh copy (decodeLatest). An Update's is the
 		// event's alone; a Delete also returns it to its caller, who owns
 		// it, so the event gets its own copy.
-		ev = storage.Event{Type: storage.EventPut, Key: op.key, Revision: rev, CreateRevision: meta.create, PrevValue: cur.Value}
+		ev = storage.Event{Type: storage.EventPut, Key: op.key, Revision: rev, CreateRevision: meta.create, PrevValue: cur.Value, PrevModRevision: cur.ModRevision}
 		if op.kind == opDelete {
 			ev.Type = storage.EventDelete
 			ev.PrevValue = append([]byte{}, cur.Value...)

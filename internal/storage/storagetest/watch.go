@@ -230,18 +230,19 @@ func testWatchContextCancel(t *testing.T, s storage.Store) {
 	}
 }
 
-// expectPrev checks an event's PrevValue: want nil means none (a create),
-// otherwise the exact bytes (an empty previous value is non-nil).
-func expectPrev(t *testing.T, ev storage.Event, want []byte) {
+// expectPrev checks an event's PrevValue and PrevModRevision: want nil
+// means none (a create), otherwise the exact bytes (an empty previous value
+// is non-nil) written at prevRev.
+func expectPrev(t *testing.T, ev storage.Event, want []byte, prevRev int64) {
 	t.Helper()
 	if want == nil {
-		if ev.PrevValue != nil {
-			t.Fatalf("%v %q rev=%d: PrevValue %q, want nil", ev.Type, ev.Key, ev.Revision, ev.PrevValue)
+		if ev.PrevValue != nil || ev.PrevModRevision != 0 {
+			t.Fatalf("%v %q rev=%d: PrevValue %q at %d, want nil", ev.Type, ev.Key, ev.Revision, ev.PrevValue, ev.PrevModRevision)
 		}
 		return
 	}
-	if ev.PrevValue == nil || !bytes.Equal(ev.PrevValue, want) {
-		t.Fatalf("%v %q rev=%d: PrevValue %q (nil=%v), want %q", ev.Type, ev.Key, ev.Revision, ev.PrevValue, ev.PrevValue == nil, want)
+	if ev.PrevValue == nil || !bytes.Equal(ev.PrevValue, want) || ev.PrevModRevision != prevRev {
+		t.Fatalf("%v %q rev=%d: PrevValue %q (nil=%v) at %d, want %q at %d", ev.Type, ev.Key, ev.Revision, ev.PrevValue, ev.PrevValue == nil, ev.PrevModRevision, want, prevRev)
 	}
 }
 
@@ -270,13 +271,13 @@ func testWatchPrevValue(t *testing.T, s storage.Store) {
 	}
 	check := func(w storage.Watcher) {
 		t.Helper()
-		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "v1", r1), nil)
-		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "v2", r2), []byte("v1"))
-		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "", r3), []byte("v2"))
-		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "v4", r4), []byte{})
-		expectPrev(t, expectEvent(t, w, storage.EventDelete, "/k", "", r4+1), []byte("v4"))
-		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "again", r6), nil)
-		expectPrev(t, expectEvent(t, w, storage.EventDelete, "/k", "", r7), []byte("again"))
+		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "v1", r1), nil, 0)
+		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "v2", r2), []byte("v1"), r1)
+		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "", r3), []byte("v2"), r2)
+		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "v4", r4), []byte{}, r3)
+		expectPrev(t, expectEvent(t, w, storage.EventDelete, "/k", "", r4+1), []byte("v4"), r4)
+		expectPrev(t, expectEvent(t, w, storage.EventPut, "/k", "again", r6), nil, 0)
+		expectPrev(t, expectEvent(t, w, storage.EventDelete, "/k", "", r7), []byte("again"), r6)
 		expectQuiet(t, w, r7)
 	}
 	check(live)
@@ -318,13 +319,13 @@ func testWatchPrevValueConcurrent(t *testing.T, s storage.Store) {
 		}
 	}
 	w := mustWatch(t, s, "/ctr", r0)
-	prev := "0"
+	prev, prevRev := "0", r0
 	for i := 1; i <= writers*each; i++ {
 		ev := next(t, w)
-		expectPrev(t, ev, []byte(prev))
+		expectPrev(t, ev, []byte(prev), prevRev)
 		if want := strconv.Itoa(i); string(ev.Value) != want {
 			t.Fatalf("event %d: value %q, want %q", i, ev.Value, want)
 		}
-		prev = string(ev.Value)
+		prev, prevRev = string(ev.Value), ev.Revision
 	}
 }
