@@ -190,7 +190,9 @@ func (b *bench) listAll(ctx context.Context) ([]ListAll, error) {
 		if !b.inProcess && b.cfg.ServerPID > 0 {
 			pid, observe = b.cfg.ServerPID, true
 		}
-		runtime.GC() // an in-process server starts from its live heap, as a separate one would
+		if b.inProcess {
+			runtime.GC() // the in-process server starts from its live heap, as a separate one would
+		}
 		var la ListAll
 		la.ContentType = ct
 		var sampler *rssSampler
