@@ -67,6 +67,21 @@ type Config struct {
 	// from its revision and still find it in the window; the window grows
 	// (up to MaxEvents) to cover it. Default 75 s.
 	ReconnectInterval time.Duration
+	// PrefillRevisions is how far back, in store revisions, the event
+	// window is refilled from the store's history each time the cache
+	// lists the store (at start, and after a re-list): the window then
+	// starts at max(store compacted revision, list revision -
+	// PrefillRevisions) instead of at the list, so a client that was
+	// behind when the API server restarted resumes its watch rather than
+	// re-listing. Default 20,000; negative disables it.
+	//
+	// Cost: the store's history is one log for every prefix, so each
+	// cache reads every record in that range, all resource types', and
+	// decodes its own (two objects per update); with one cache per
+	// resource type a restart reads the range once per type. See
+	// docs/bench/cache.md for the measured start time. The window holds
+	// the prefilled events for ReconnectInterval, bounded by MaxEvents.
+	PrefillRevisions int64
 	// BookmarkInterval is the longest a bookmark-enabled watcher goes
 	// without hearing the current revision. Default 1 min.
 	BookmarkInterval time.Duration
@@ -94,16 +109,16 @@ type Config struct {
 func (cfg *Config) validateAndDefault() error {
 	var errs []error
 	if cfg.Store == nil {
-		errs = append(errs, errors.New("Store is required"))
+		errs = append(errs, errors.New("config field Store is required"))
 	}
 	if cfg.Prefix == "" || !strings.HasSuffix(cfg.Prefix, "/") {
-		errs = append(errs, fmt.Errorf("Prefix %q must be non-empty and end in /", cfg.Prefix))
+		errs = append(errs, fmt.Errorf("config field Prefix %q must be non-empty and end in /", cfg.Prefix))
 	}
 	if cfg.NewFunc == nil {
-		errs = append(errs, errors.New("NewFunc is required"))
+		errs = append(errs, errors.New("config field NewFunc is required"))
 	}
 	if cfg.Decode == nil {
-		errs = append(errs, errors.New("Decode is required"))
+		errs = append(errs, errors.New("config field Decode is required"))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("cache: invalid config: %w", errors.Join(errs...))
@@ -122,6 +137,9 @@ func (cfg *Config) validateAndDefault() error {
 	}
 	if cfg.MaxEvents < cfg.MinEvents {
 		cfg.MaxEvents = cfg.MinEvents
+	}
+	if cfg.PrefillRevisions == 0 {
+		cfg.PrefillRevisions = 20_000
 	}
 	if cfg.ReconnectInterval <= 0 {
 		cfg.ReconnectInterval = 75 * time.Second

@@ -84,12 +84,22 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 	}
 	kvs = nil // let the raw values go before the watch starts
 
+	// The window restarts at the list, refilled from the store's history
+	// before it where there is some (prefill.go): a client that was a
+	// little behind when the server restarted resumes instead of
+	// re-listing.
+	pf := prefilled{win: newWindow(c.cfg.MinEvents, c.cfg.MaxEvents, c.cfg.ReconnectInterval, rev), sw: sw}
+	if sw == nil {
+		if pf, err = c.prefill(ctx, st, rev); err != nil {
+			return err
+		}
+		sw = pf.sw
+	}
+
 	c.metrics.initializations.Inc()
 	c.mu.Lock()
 	c.mu.st = st
-	// The window restarts at the list: history before it is unknown to this
-	// incarnation, and there may be a gap since the old one.
-	c.mu.win = newWindow(c.cfg.MinEvents, c.cfg.MaxEvents, c.cfg.ReconnectInterval, rev)
+	c.mu.win = pf.win
 	c.mu.rev = max(c.mu.rev, rev)
 	close(c.mu.revChanged)
 	c.mu.revChanged = make(chan struct{})
@@ -102,6 +112,9 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 	r.initialized = true
 	c.metrics.objects.Set(float64(st.all.Len()))
 	c.readyOnce.Do(func() { close(c.ready) })
+	if len(pf.pending) > 0 {
+		c.apply(pf.pending) // read by prefill, after the list
+	}
 
 	from := rev
 	for {
