@@ -38,6 +38,12 @@ type Stat struct {
 	P90    time.Duration `json:"p90Ns"`
 	P99    time.Duration `json:"p99Ns"`
 	Max    time.Duration `json:"maxNs"`
+	// ServerCPU is the server process's CPU time (user+system) during the
+	// calls and CPUPerCall that divided by Calls; 0 when the server's CPU
+	// cannot be read (a remote server). In-process, the client's CPU is
+	// included.
+	ServerCPU  time.Duration `json:"serverCpuNs,omitempty"`
+	CPUPerCall time.Duration `json:"serverCpuPerCallNs,omitempty"`
 	// Target is the design target in words ("" if none); Met says whether
 	// this run reached it.
 	Target string `json:"target,omitempty"`

@@ -31,7 +31,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatalf("create: %+v", res.Create)
 	}
 	for _, s := range []*Stat{res.Create, res.Get, res.ListByNode, res.ListByLabel, res.ListByNamespace, res.Leases} {
-		if s == nil || s.Calls == 0 || s.P50 <= 0 || s.P90 < s.P50 || s.P99 < s.P90 || s.Max < s.P99 {
+		if s == nil || s.Calls == 0 || s.P50 <= 0 || s.P90 < s.P50 || s.P99 < s.P90 || s.Max < s.P99 || s.ServerCPU <= 0 {
 			t.Fatalf("implausible stat %+v", s)
 		}
 	}
@@ -47,7 +47,7 @@ func TestRunSmall(t *testing.T) {
 		t.Fatalf("memory: idle RSS %d, heap %d, peak %d", res.IdleRSS, res.IdleHeap, res.PeakRSS)
 	}
 	var out bytes.Buffer
-	if err := res.Write(&out); err != nil || !strings.Contains(out.String(), "| create pods | 200 |") {
+	if err := res.Write(&out); err != nil || !strings.Contains(out.String(), "| create pods | 200 |") || !strings.Contains(out.String(), " µs |") {
 		t.Fatalf("report %q, %v", out.String(), err)
 	}
 	dir := t.TempDir()
@@ -80,6 +80,12 @@ func TestQuantile(t *testing.T) {
 	s := newStat("x", lat, time.Second)
 	if s.P50 != 50 || s.P90 != 90 || s.P99 != 99 || s.Max != 100 || s.PerSec != 100 {
 		t.Fatalf("%+v", s)
+	}
+}
+
+func TestProcCPU(t *testing.T) {
+	if _, err := procCPU(os.Getpid()); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -84,7 +84,7 @@ func (b *bench) creates(ctx context.Context) (*Stat, error) {
 			return nil, err
 		}
 	}
-	st, err := runN(ctx, b.cfg, "create pods", b.cfg.Pods, b.cfg.Workers, func(ctx context.Context, i int) (int, error) {
+	st, err := runN(ctx, b, "create pods", b.cfg.Pods, b.cfg.Workers, func(ctx context.Context, i int) (int, error) {
 		p := b.pod(i)
 		_, err := b.cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 		if err != nil {
@@ -137,7 +137,7 @@ func (b *bench) reads(ctx context.Context, res *Result) error {
 	}
 	pick := func(i int) target { return ts[(i*7919)%len(ts)] }
 	pods := b.cs.CoreV1().Pods
-	res.Get, err = runN(ctx, b.cfg, "get pod", b.cfg.Gets, b.cfg.ReadWorkers, func(ctx context.Context, i int) (int, error) {
+	res.Get, err = runN(ctx, b, "get pod", b.cfg.Gets, b.cfg.ReadWorkers, func(ctx context.Context, i int) (int, error) {
 		t := pick(i)
 		_, err := pods(t.ns).Get(ctx, t.name, metav1.GetOptions{})
 		return 1, err
@@ -147,7 +147,7 @@ func (b *bench) reads(ctx context.Context, res *Result) error {
 	}
 	res.Get.Target, res.Get.Met = "p99 < 5 ms", res.Get.P99 < 5*time.Millisecond
 	list := func(name string, n int, opts func(t target) (string, metav1.ListOptions)) (*Stat, error) {
-		st, err := runN(ctx, b.cfg, name, n, b.cfg.ReadWorkers, func(ctx context.Context, i int) (int, error) {
+		st, err := runN(ctx, b, name, n, b.cfg.ReadWorkers, func(ctx context.Context, i int) (int, error) {
 			ns, o := opts(pick(i))
 			l, err := pods(ns).List(ctx, o)
 			if err != nil {
@@ -228,7 +228,7 @@ func (b *bench) leases(ctx context.Context) (*Stat, error) {
 	}
 	api := b.cs.CoordinationV1().Leases(leaseNamespace)
 	leases := make([]*coordinationv1.Lease, b.cfg.Nodes)
-	if _, err := runN(ctx, b.cfg, "create leases", b.cfg.Nodes, b.cfg.Workers, func(ctx context.Context, i int) (int, error) {
+	if _, err := runN(ctx, b, "create leases", b.cfg.Nodes, b.cfg.Workers, func(ctx context.Context, i int) (int, error) {
 		l := &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: b.node(i)},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(b.node(i)), LeaseDurationSeconds: ptr.To[int32](40),
@@ -256,6 +256,7 @@ func (b *bench) leases(ctx context.Context) (*Stat, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopProgress := reportProgress(b.cfg.Progress, "lease updates", 0, &done)
+	cpu0, cpuOK := b.serverCPU()
 	start := time.Now()
 	deadline := start.Add(b.cfg.LeaseDuration)
 	for w := range workers {
@@ -290,6 +291,7 @@ func (b *bench) leases(ctx context.Context) (*Stat, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu1, _ := b.serverCPU()
 	stopProgress()
 	if firstErr != nil {
 		return nil, fmt.Errorf("apibench: leases: %w", firstErr)
@@ -303,6 +305,9 @@ func (b *bench) leases(ctx context.Context) (*Stat, error) {
 	}
 	st := newStat("lease updates", all, elapsed)
 	st.Errors = int(conflicts.Load())
+	if cpuOK {
+		st.setCPU(cpu1 - cpu0)
+	}
 	st.Target = "≥ 5,000/s"
 	st.Met = st.PerSec >= 5000
 	return st, nil

@@ -25,8 +25,8 @@ func (r Result) Write(w io.Writer) error {
 	p("server %s, %s; GOMAXPROCS %d; %s\n", r.Server, where, r.GoMaxProcs, r.Start.Format(time.RFC3339))
 	p("%d pods over %d nodes, %d namespaces, %d app labels; %d create workers; protobuf\n\n",
 		r.Pods, r.Nodes, r.Namespaces, r.Apps, r.Workers)
-	p("| phase | calls | items/call | calls/s | p50 | p90 | p99 | max | target |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	p("| phase | calls | items/call | calls/s | p50 | p90 | p99 | max | server CPU/call | target |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range []*Stat{r.Create, r.Get, r.ListByNode, r.ListByLabel, r.ListByNamespace, r.Leases} {
 		if s == nil {
 			continue
@@ -46,8 +46,12 @@ func (r Result) Write(w io.Writer) error {
 		if s.Items > 0 {
 			items = fmt.Sprintf("%.0f", s.Items)
 		}
-		p("| %s | %s | %s | %.0f | %s | %s | %s | %s | %s |\n", s.Name, calls, items, s.PerSec,
-			ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max), verdict)
+		cpu := "–"
+		if s.CPUPerCall > 0 {
+			cpu = fmt.Sprintf("%.0f µs", float64(s.CPUPerCall)/float64(time.Microsecond))
+		}
+		p("| %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", s.Name, calls, items, s.PerSec,
+			ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max), cpu, verdict)
 	}
 	if len(r.ListAll) > 0 {
 		p("\n| unfiltered LIST of all pods | bytes | time | server RSS before | server peak RSS during |\n")
@@ -63,6 +67,9 @@ func (r Result) Write(w io.Writer) error {
 			p(" (client included)")
 		}
 		p("\n")
+	}
+	if r.InProcess {
+		p("\n(in-process: server CPU/call includes the client's)\n")
 	}
 	if r.PeakRSS > 0 {
 		p("peak RSS of the whole run (VmHWM, client included): %s\n", mib(r.PeakRSS))

@@ -12,13 +12,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
 // runN performs op n times from w goroutines and returns the calls'
 // statistics; op returns how many items the call returned. The first error
 // stops the run.
-func runN(ctx context.Context, cfg Config, name string, n, w int, op func(ctx context.Context, i int) (int, error)) (*Stat, error) {
+func runN(ctx context.Context, b *bench, name string, n, w int, op func(ctx context.Context, i int) (int, error)) (*Stat, error) {
 	lat := make([]time.Duration, n)
 	var (
 		next, done, items atomic.Int64
@@ -28,7 +29,8 @@ func runN(ctx context.Context, cfg Config, name string, n, w int, op func(ctx co
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopProgress := reportProgress(cfg.Progress, name, n, &done)
+	stopProgress := reportProgress(b.cfg.Progress, name, n, &done)
+	cpu0, cpuOK := b.serverCPU()
 	start := time.Now()
 	for range min(w, n) {
 		wg.Add(1)
@@ -53,6 +55,7 @@ func runN(ctx context.Context, cfg Config, name string, n, w int, op func(ctx co
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu1, _ := b.serverCPU()
 	stopProgress()
 	if firstErr != nil {
 		return nil, firstErr
@@ -61,6 +64,9 @@ func runN(ctx context.Context, cfg Config, name string, n, w int, op func(ctx co
 		return nil, err
 	}
 	st := newStat(name, lat, elapsed)
+	if cpuOK {
+		st.setCPU(cpu1 - cpu0)
+	}
 	if n > 0 {
 		st.Items = float64(items.Load()) / float64(n)
 	}
@@ -187,4 +193,55 @@ func startRSSSampler(pid int) *rssSampler {
 func (s *rssSampler) stop() int64 {
 	close(s.quit)
 	return <-s.peak
+}
+
+// setCPU records the server CPU the calls took in total.
+func (s *Stat) setCPU(cpu time.Duration) {
+	s.ServerCPU = cpu
+	if s.Calls > 0 {
+		s.CPUPerCall = cpu / time.Duration(s.Calls)
+	}
+}
+
+// serverCPU returns the user+system CPU time the server process has used
+// so far: this process's if the server is in-process, ServerPID's if set;
+// false if neither.
+func (b *bench) serverCPU() (time.Duration, bool) {
+	if b.inProcess {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			return 0, false
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+	}
+	if b.cfg.ServerPID <= 0 {
+		return 0, false
+	}
+	d, err := procCPU(b.cfg.ServerPID)
+	return d, err == nil
+}
+
+// procCPU reads utime+stime of pid from /proc/PID/stat (in clock ticks of
+// 1/100 s, USER_HZ on Linux).
+func procCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("apibench: %w", err)
+	}
+	// The command name (field 2) may hold spaces; fields after it are
+	// space-separated, starting at field 3 (state).
+	i := strings.LastIndexByte(string(raw), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("apibench: unexpected /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(raw[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("apibench: unexpected /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("apibench: unexpected /proc/%d/stat", pid)
+	}
+	return time.Duration(utime+stime) * (time.Second / 100), nil
 }
