@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -172,7 +173,7 @@ func TestRestartPrefillCompacted(t *testing.T) {
 // the store recorded previous values replays.
 type historyStore struct {
 	storage.Store
-	fail      bool
+	fail      atomic.Bool
 	stripPrev int64
 }
 
@@ -181,7 +182,7 @@ func (s *historyStore) Watch(ctx context.Context, prefix string, from int64) (st
 	if err != nil {
 		return nil, err
 	}
-	if s.fail && from != 0 && from < cur {
+	if s.fail.Load() && from != 0 && from < cur {
 		return nil, fmt.Errorf("doctored: %w", &storage.CompactedError{Requested: from, Compacted: cur})
 	}
 	w, err := s.Store.Watch(ctx, prefix, from)
@@ -234,12 +235,13 @@ func TestRestartPrefillFallbacks(t *testing.T) {
 	r := h.r
 	real := e.store
 
-	doctored := &historyStore{Store: real, fail: true}
+	doctored := &historyStore{Store: real}
+	doctored.fail.Store(true)
 	e.startCache(func(c *Config) { c.Store = doctored })
 	if _, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: formatRV(r[7])}); !apierrors.IsResourceExpired(err) {
 		t.Fatalf("watch from %d with history gone: %v, want 410", r[7], err)
 	}
-	doctored.fail = false // the live watch from the list works
+	doctored.fail.Store(false) // the live watch from the list works
 	r9 := e.create(newPod("ns", "d", "n1", nil))
 	e.waitRev(r9)
 	e.c.Stop()

@@ -442,6 +442,11 @@ func TestStopJoinsGoroutines(t *testing.T) {
 		}
 	}
 	c.Stop()
+	// A joined goroutine has called wg.Done but may not have exited yet:
+	// give stragglers a moment before calling it a leak.
+	for deadline := time.Now().Add(5 * time.Second); goruntime.NumGoroutine() > baseline && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if n := goruntime.NumGoroutine(); n > baseline {
 		buf := make([]byte, 1<<16)
 		t.Fatalf("%d goroutines after Stop, %d before Start:\n%s", n, baseline, buf[:goruntime.Stack(buf, true)])
