@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"strings"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
@@ -147,6 +148,14 @@ func encodeHistory(ev storage.Event, hasPrev bool) []byte {
 // decodeHistory validates and decodes the history record stored under dbKey.
 // The returned event owns its Value and PrevValue.
 func decodeHistory(dbKey, rec []byte) (storage.Event, error) {
+	return decodeHistoryFor(dbKey, rec, "")
+}
+
+// decodeHistoryFor is decodeHistory for a reader interested only in keys
+// with the given prefix: for other keys the record is still validated but
+// its values are not copied (a watch replaying the global log would
+// otherwise copy every other resource's values only to drop them).
+func decodeHistoryFor(dbKey, rec []byte, prefix string) (storage.Event, error) {
 	if len(dbKey) != 9 || dbKey[0] != historyPrefix {
 		return storage.Event{}, fmt.Errorf("embedded: malformed history key %x: %w", dbKey, storage.ErrCorrupt)
 	}
@@ -170,6 +179,7 @@ func decodeHistory(dbKey, rec []byte) (storage.Event, error) {
 		return storage.Event{}, fmt.Errorf("embedded: history record for key %q at revision %d has unknown type %d: %w", key, rev, rec[4], storage.ErrCorrupt)
 	}
 	ev := storage.Event{Type: typ, Key: key, Revision: rev, CreateRevision: int64(binary.BigEndian.Uint64(rec[5:]))}
+	keep := strings.HasPrefix(key, prefix)
 	value := rec[off:]
 	if hasPrev {
 		valLen, vn := binary.Uvarint(rec[off:])
@@ -180,9 +190,11 @@ func decodeHistory(dbKey, rec []byte) (storage.Event, error) {
 		value = rec[off : off+int(valLen)]
 		off += int(valLen)
 		ev.PrevModRevision = int64(binary.BigEndian.Uint64(rec[off:]))
-		ev.PrevValue = append([]byte{}, rec[off+8:]...)
+		if keep {
+			ev.PrevValue = append([]byte{}, rec[off+8:]...)
+		}
 	}
-	if typ == storage.EventPut {
+	if typ == storage.EventPut && keep {
 		ev.Value = append([]byte{}, value...)
 	}
 	return ev, nil

@@ -154,7 +154,7 @@ func (w *watcher) serve(cursor int64, catchup []storage.Event, registered bool) 
 		if ok {
 			break
 		}
-		events, err := w.s.readHistory(w.ctx, cursor, w.s.opts.ReplayChunk)
+		events, err := w.s.readHistory(w.ctx, cursor, w.s.opts.ReplayChunk, w.prefix)
 		if err != nil {
 			return w.ended(err)
 		}
@@ -204,10 +204,10 @@ func (w *watcher) ended(err error) error {
 }
 
 // readHistory reads up to limit history events after revision after, from
-// one Pebble snapshot. It fails with a CompactedError if that history is
+// one Pebble snapshot. Events for keys without prefix carry no values. It fails with a CompactedError if that history is
 // gone, and with ErrCorrupt if a revision is missing from the log (the log is
 // contiguous by construction).
-func (s *Store) readHistory(ctx context.Context, after int64, limit int) ([]storage.Event, error) {
+func (s *Store) readHistory(ctx context.Context, after int64, limit int, prefix string) ([]storage.Event, error) {
 	var events []storage.Event
 	// Only published revisions are read: they are durable (the writer
 	// publishes after the fsync), whereas the snapshot may also hold the
@@ -238,7 +238,7 @@ func (s *Store) readHistory(ctx context.Context, after int64, limit int) ([]stor
 			if err != nil {
 				return fmt.Errorf("embedded: watch replay at revision %d: %w", want, err)
 			}
-			ev, err := decodeHistory(it.Key(), v)
+			ev, err := decodeHistoryFor(it.Key(), v, prefix)
 			if err != nil {
 				return err
 			}
