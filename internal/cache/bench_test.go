@@ -435,3 +435,108 @@ func BenchmarkListByNodeRetained(b *testing.B) {
 	b.StopTimer()
 	lat.report(b)
 }
+
+// BenchmarkRestartPrefill measures what the event-window prefill adds to a
+// cache's start: a store of MYRIAD_BENCH_PODS pods (200,000) whose newest
+// MYRIAD_BENCH_HISTORY revisions (20,000) are pod updates, started with
+// prefill off, with the default prefill (every one of those updates goes
+// into the window, two decodes each), and for another, empty resource type
+// (the history log is global: it reads the same 20,000 records and keeps
+// none, which is what every other cache of an API server pays). Each op is
+// one New+Start+WaitReady+Stop on the loaded store; its own fixture, so
+// the shared one is not disturbed.
+func BenchmarkRestartPrefill(b *testing.B) {
+	history := 20_000
+	if s := os.Getenv("MYRIAD_BENCH_HISTORY"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			history = n
+		}
+	}
+	ctx := context.Background()
+	s, err := embedded.Open(ctx, embedded.Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	codec := newPodCodec(b)
+	pods := benchPods()
+	write := func(n int, op func(i int) error) {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range 128 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= n {
+						return
+					}
+					if err := op(i); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	start := time.Now()
+	write(pods, func(i int) error {
+		p := benchPod(i)
+		_, err := s.Create(ctx, podKey(p.Namespace, p.Name), codec.encode(b, p))
+		return err
+	})
+	// Updates of distinct pods (spread over the keyspace), as status
+	// updates of a busy cluster would be.
+	write(history, func(i int) error {
+		p := benchPod(i * (pods / history))
+		p.Status.Conditions[0].LastTransitionTime = metav1.Unix(1_700_001_000+int64(i), 0)
+		key := podKey(p.Namespace, p.Name)
+		cur, err := s.Get(ctx, key)
+		if err != nil {
+			return err
+		}
+		_, err = s.Update(ctx, key, codec.encode(b, p), cur.ModRevision)
+		return err
+	})
+	b.Logf("store: %d pods and %d updates in %v", pods, history, time.Since(start))
+	for _, tc := range []struct {
+		name    string
+		prefix  string
+		prefill int64
+	}{
+		{"pods/prefill=off", podPrefix, -1},
+		{"pods/prefill=default", podPrefix, 0},
+		{"empty-type/prefill=off", "/core/configmaps/", -1},
+		{"empty-type/prefill=default", "/core/configmaps/", 0},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var events int
+			for b.Loop() {
+				c, err := New(Config{
+					Store: s, Prefix: tc.prefix,
+					NewFunc:          func() runtime.Object { return &corev1.Pod{} },
+					Decode:           codec.decode,
+					Attrs:            podAttrs,
+					IndexedFields:    []string{"spec.nodeName"},
+					PrefillRevisions: tc.prefill,
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := c.Start(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := c.WaitReady(ctx); err != nil {
+					b.Fatal(err)
+				}
+				c.mu.RLock()
+				events = c.mu.win.len()
+				c.mu.RUnlock()
+				c.Stop()
+			}
+			b.ReportMetric(float64(events), "window-events")
+		})
+	}
+}
