@@ -18,6 +18,19 @@
 // and is dispatched to the cache's watchers by index value, so a node's watch
 // costs nothing for other nodes' pods.
 //
+// The window survives restarts and re-lists. After listing the store at
+// revision R the cache starts its store watch from F = max(the store's
+// compacted revision, R - Config.PrefillRevisions) rather than from R: the
+// events in (F, R] are already in the listed state, so they only fill the
+// window (their previous objects come from the previous window event on the
+// key, or from storage.Event.PrevValue), and the window starts at F. A
+// client that had seen any revision >= F before an API server restart
+// resumes its watch (and its paginated list) instead of getting 410 and
+// re-listing, which is what turns a restart into a relist storm. The price is
+// paid at start: the store's history is one log for all prefixes, so every
+// cache reads the whole range (prefill.go; docs/bench/cache.md). Should the
+// history be compacted meanwhile, the window starts at R as it used to.
+//
 // Reads follow the Kubernetes resourceVersion rules. A read with no
 // resourceVersion is consistent: the cache asks the store for its current
 // revision (rv@t0) and, if it is behind, requests a progress notification and

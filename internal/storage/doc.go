@@ -9,4 +9,10 @@
 // opaque bytes (the protobuf encoding of an object, chosen by the caller). Every
 // successful write advances one global, strictly increasing revision; an
 // object's metadata.resourceVersion is the revision of its last write.
+//
+// Watch events carry the value each write replaced (Event.PrevValue and
+// PrevModRevision, etcd's PrevKV), live and replayed from history alike: a
+// consumer that starts watching from an old revision (the watch cache
+// refilling its event window after a restart) can tell what every change
+// changed without having seen the write before it.
 package storage
