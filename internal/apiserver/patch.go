@@ -71,7 +71,7 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ns, name
 		if err := h.checkPatchedIdentity(res.Object, old); err != nil {
 			return nil, err
 		}
-		return res.Object, nil
+		return unpinUnlessChanged(res.Object, old), nil
 	})
 	if err != nil {
 		h.s.writeError(w, r, err)
@@ -115,7 +115,7 @@ func (h *resourceHandler) apply(ctx context.Context, ns, name, subresource strin
 				return nil, err
 			}
 			warnings = ws
-			return obj, h.checkPatchedIdentity(obj, cur)
+			return unpinUnlessChanged(obj, cur), h.checkPatchedIdentity(obj, cur)
 		})
 		if !apierrors.IsNotFound(err) || subresource != "" {
 			addWarnings(w, warnings)
@@ -165,3 +165,19 @@ func (s *Server) patchGeneric(r *http.Request, cur runtime.Object, data []byte) 
 // applyManagerSentinel tells the write path that managed fields were
 // already computed by Apply and must not be tracked again as an Update.
 const applyManagerSentinel = "\x00apply"
+
+// unpinUnlessChanged drops the resourceVersion a patch result inherited
+// from the object it was applied to, so a patch that lost a race is
+// re-applied to the newer object, as upstream does. A patch that set a
+// different resourceVersion itself keeps it: that is an optimistic lock,
+// and a mismatch is a 409.
+func unpinUnlessChanged(obj, old runtime.Object) runtime.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return obj
+	}
+	if om, err := meta.Accessor(old); err == nil && m.GetResourceVersion() == om.GetResourceVersion() {
+		m.SetResourceVersion("")
+	}
+	return obj
+}
