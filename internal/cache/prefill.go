@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
@@ -30,6 +31,13 @@ import (
 // (history written before the store recorded it, or a value that does not
 // decode), the window starts after that event instead: it only ever holds
 // events it can replay exactly.
+
+// prefillTimeout bounds the wait for the history up to the list revision.
+// The store promises it (events in order, then the requested progress
+// notification), so this is a safety net: a cache that cannot prefill
+// starts with the old window rather than never becoming ready. Real time,
+// like listRetry: it paces the store, not clients.
+const prefillTimeout = time.Minute
 
 // prefilled is the result of prefill: the window to publish, the store
 // watch to follow (nil: start one from the list revision), and events after
@@ -67,6 +75,8 @@ func (c *Cache) prefill(ctx context.Context, st *state, listRev int64) (prefille
 	// least listRev) marks the end of the history we need.
 	sw.RequestProgress()
 	var hist, pending []storage.Event
+	timeout := time.NewTimer(prefillTimeout)
+	defer timeout.Stop()
 	for done := false; !done; {
 		select {
 		case ev, ok := <-sw.Events():
@@ -88,6 +98,9 @@ func (c *Cache) prefill(ctx context.Context, st *state, listRev int64) (prefille
 				// has been delivered.
 				pending, done = append(pending, ev), true
 			}
+		case <-timeout.C:
+			sw.Stop()
+			return c.noPrefill(ctx, none, fmt.Errorf("history up to revision %d not delivered within %v", listRev, prefillTimeout))
 		case <-ctx.Done():
 			sw.Stop()
 			return prefilled{}, ctx.Err()
