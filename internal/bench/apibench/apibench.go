@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/myriad-k8s/myriad/internal/controlplane"
@@ -128,7 +127,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("apibench: client: %w", err)
 	}
-	b := &bench{cfg: cfg, cs: cs, rest: restCfg, inProcess: res.InProcess, prefix: runPrefix()}
+	b := &bench{cfg: cfg, cs: cs, inProcess: res.InProcess, prefix: runPrefix()}
 
 	if !cfg.SkipCreate {
 		if err := b.profile("create", func() error { res.Create, err = b.creates(ctx); return err }); err != nil {
@@ -167,7 +166,6 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 type bench struct {
 	cfg       Config
 	cs        kubernetes.Interface
-	rest      *rest.Config
 	inProcess bool
 	prefix    string // pod name prefix, unique to this run
 	created   bool   // the create phase ran: pod names are known
