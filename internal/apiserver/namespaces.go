@@ -23,18 +23,8 @@ func (s *Server) namespaceHooks(h *resourceHandler) {
 }
 
 func (s *Server) finalizeNamespace(w http.ResponseWriter, r *http.Request, h *resourceHandler, info *request.RequestInfo) {
-	if info.Verb != request.VerbUpdate {
-		s.writeError(w, r, methodNotSupported(h, info.Verb))
-		return
-	}
-	data, err := readBody(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	obj, err := s.decodeObject(w, r, data, corev1.SchemeGroupVersion.WithKind("Namespace"), &corev1.Namespace{})
-	if err != nil {
-		s.writeError(w, r, err)
+	obj, ok := s.subresourceBody(w, r, h, info, request.VerbUpdate, corev1.SchemeGroupVersion.WithKind("Namespace"), &corev1.Namespace{})
+	if !ok {
 		return
 	}
 	finalizers := obj.(*corev1.Namespace).Spec.Finalizers

@@ -43,18 +43,8 @@ func podGracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
 }
 
 func (s *Server) bindPod(w http.ResponseWriter, r *http.Request, h *resourceHandler, info *request.RequestInfo) {
-	if info.Verb != request.VerbCreate {
-		s.writeError(w, r, methodNotSupported(h, info.Verb))
-		return
-	}
-	data, err := readBody(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	obj, err := s.decodeObject(w, r, data, corev1.SchemeGroupVersion.WithKind("Binding"), &corev1.Binding{})
-	if err != nil {
-		s.writeError(w, r, err)
+	obj, ok := s.subresourceBody(w, r, h, info, request.VerbCreate, corev1.SchemeGroupVersion.WithKind("Binding"), &corev1.Binding{})
+	if !ok {
 		return
 	}
 	binding := obj.(*corev1.Binding)
@@ -70,7 +60,7 @@ func (s *Server) bindPod(w http.ResponseWriter, r *http.Request, h *resourceHand
 		s.writeError(w, r, apierrors.NewBadRequest("a Binding must name a target node"))
 		return
 	}
-	_, err = h.systemUpdate(r.Context(), info.Namespace, info.Name, func(old runtime.Object) (runtime.Object, error) {
+	_, err := h.systemUpdate(r.Context(), info.Namespace, info.Name, func(old runtime.Object) (runtime.Object, error) {
 		pod := old.DeepCopyObject().(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(h.objects.gr, pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
@@ -123,18 +113,8 @@ func (s *Server) writeStatusSuccess(w http.ResponseWriter, r *http.Request, code
 // evictPod deletes a pod unless that would violate a PodDisruptionBudget
 // covering it, in which case the client gets 429 and retries later.
 func (s *Server) evictPod(w http.ResponseWriter, r *http.Request, h *resourceHandler, info *request.RequestInfo) {
-	if info.Verb != request.VerbCreate {
-		s.writeError(w, r, methodNotSupported(h, info.Verb))
-		return
-	}
-	data, err := readBody(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	obj, err := s.decodeObject(w, r, data, policyv1.SchemeGroupVersion.WithKind("Eviction"), &policyv1.Eviction{})
-	if err != nil {
-		s.writeError(w, r, err)
+	obj, ok := s.subresourceBody(w, r, h, info, request.VerbCreate, policyv1.SchemeGroupVersion.WithKind("Eviction"), &policyv1.Eviction{})
+	if !ok {
 		return
 	}
 	eviction := obj.(*policyv1.Eviction)

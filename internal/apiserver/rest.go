@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 	"github.com/myriad-k8s/myriad/internal/cache"
@@ -121,4 +122,24 @@ func (h *resourceHandler) respond(w http.ResponseWriter, r *http.Request, code i
 		return
 	}
 	h.s.writeObject(w, r, code, choice, out)
+}
+
+// subresourceBody checks the verb of a subresource request and decodes its
+// body as gvk into into; on failure it has already answered the client.
+func (s *Server) subresourceBody(w http.ResponseWriter, r *http.Request, h *resourceHandler, info *request.RequestInfo, verb string, gvk schema.GroupVersionKind, into runtime.Object) (runtime.Object, bool) {
+	if info.Verb != verb {
+		s.writeError(w, r, methodNotSupported(h, info.Verb))
+		return nil, false
+	}
+	data, err := readBody(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return nil, false
+	}
+	obj, err := s.decodeObject(w, r, data, gvk, into)
+	if err != nil {
+		s.writeError(w, r, err)
+		return nil, false
+	}
+	return obj, true
 }
