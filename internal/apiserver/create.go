@@ -14,6 +14,8 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/myriad-k8s/myriad/internal/cache"
 )
 
 // maxGenerateNameAttempts bounds retries when a generated name collides.
@@ -140,17 +142,23 @@ func (h *resourceHandler) checkNamespace(m metav1.Object, ns string) error {
 }
 
 // requireNamespace refuses creation in a namespace that does not exist or
-// is terminating, as upstream's NamespaceLifecycle admission does.
+// is terminating, as upstream's NamespaceLifecycle admission does. It asks
+// the namespaces cache as it stands (a store read per create cost a tenth
+// of the create path) and only reads the store when the cache has not seen
+// the namespace yet, so a namespace created a moment ago is found.
 func (s *Server) requireNamespace(ctx context.Context, ns string) error {
-	nsObj, _, err := s.namespaces.get(ctx, "", ns)
+	nsObj, err := s.namespaces.cache.Get(ctx, s.namespaces.objects.key("", ns), "0")
+	if cache.IsNotFound(err) {
+		nsObj, _, err = s.namespaces.objects.get(ctx, "", ns)
+	}
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return apierrors.NewNotFound(s.namespaces.gr, ns)
+		if cache.IsNotFound(err) || apierrors.IsNotFound(err) {
+			return apierrors.NewNotFound(s.namespaces.objects.gr, ns)
 		}
 		return err
 	}
 	if m, err := meta.Accessor(nsObj); err == nil && m.GetDeletionTimestamp() != nil {
-		return apierrors.NewForbidden(s.namespaces.gr, ns, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+		return apierrors.NewForbidden(s.namespaces.objects.gr, ns, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ type Server struct {
 	serverMetrics *serverMetrics
 
 	handlers   map[schema.GroupVersionResource]*resourceHandler
-	namespaces *objectStore
+	namespaces *resourceHandler
 	services   *serviceAllocator
 
 	mu struct {
@@ -144,7 +144,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	if h, ok := s.handlers[nsGVR]; ok {
-		s.namespaces = h.objects
+		s.namespaces = h
 	} else {
 		return nil, errors.New("apiserver: the registry does not serve namespaces")
 	}
