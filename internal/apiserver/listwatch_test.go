@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func createConfigMaps(t *testing.T, e *testEnv, ns string, n int) {
@@ -253,5 +254,47 @@ func TestWatchTimeoutSeconds(t *testing.T) {
 	}
 	if d := time.Since(start); d < 900*time.Millisecond {
 		t.Fatalf("watch ended after %v, before its timeout", d)
+	}
+}
+
+// TestWatchPeriodicBookmark: the cache's periodic bookmarks reach client-go
+// as decodable Bookmark events (they once lacked TypeMeta).
+func TestWatchPeriodicBookmark(t *testing.T) {
+	fc := testingclock.NewFakeClock(time.Now())
+	e := newEnv(t, withConfig(func(c *Config) { c.Clock = fc }))
+	ctx := context.Background()
+	list, err := e.cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.cs.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// Advance the revision past the watcher's without an event for it: a
+	// bookmark is what tells it about the new revision.
+	e.createNamespace("elsewhere")
+	deadline := time.After(20 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("watch closed")
+			}
+			if ev.Type != watch.Bookmark {
+				t.Fatalf("want a bookmark, got %s %#v", ev.Type, ev.Object)
+			}
+			if cm, ok := ev.Object.(*corev1.ConfigMap); !ok || cm.ResourceVersion == "" {
+				t.Fatalf("bad bookmark object %#v", ev.Object)
+			}
+			return
+		case <-tick.C:
+			fc.Step(30 * time.Second) // past the cache's bookmark interval
+		case <-deadline:
+			t.Fatal("no bookmark within 20s while the fake clock ran ahead")
+		}
 	}
 }
