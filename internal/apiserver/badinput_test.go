@@ -103,6 +103,7 @@ func TestBadInput(t *testing.T) {
 		{name: "binding missing pod", method: "POST", path: pods + "/missing/binding", body: []byte(`{"apiVersion":"v1","kind":"Binding","metadata":{"name":"missing"},"target":{"name":"n1"}}`), headers: []string{js}, code: 404, reason: metav1.StatusReasonNotFound},
 		{name: "binding without target", method: "POST", path: pods + "/missing/binding", body: []byte(`{"apiVersion":"v1","kind":"Binding","metadata":{"name":"missing"}}`), headers: []string{js}, code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "eviction malformed", method: "POST", path: pods + "/missing/eviction", body: []byte(`{`), headers: []string{js}, code: 400, reason: metav1.StatusReasonBadRequest},
+		{name: "eviction name mismatch", method: "POST", path: pods + "/missing/eviction", body: []byte(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"other"}}`), headers: []string{js}, code: 400, reason: metav1.StatusReasonBadRequest},
 		{name: "get on binding", method: "GET", path: pods + "/missing/binding", code: 405, reason: metav1.StatusReasonMethodNotAllowed},
 	}
 	for _, tc := range tests {

@@ -118,6 +118,10 @@ func (s *Server) evictPod(w http.ResponseWriter, r *http.Request, h *resourceHan
 		return
 	}
 	eviction := obj.(*policyv1.Eviction)
+	if eviction.Name != info.Name {
+		s.writeError(w, r, apierrors.NewBadRequest("name in URL does not match name in Eviction object"))
+		return
+	}
 	ctx := r.Context()
 	podObj, _, err := h.objects.get(ctx, info.Namespace, info.Name)
 	if err != nil {
