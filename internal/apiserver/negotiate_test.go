@@ -311,3 +311,26 @@ func TestWatchFraming(t *testing.T) {
 		}
 	})
 }
+
+// TestProtobufWrites: a protobuf client creates, updates, patches and
+// deletes (request bodies in protobuf, answers in protobuf).
+func TestProtobufWrites(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	cms := e.proto.CoreV1().ConfigMaps("default")
+	cm, err := cms.Create(ctx, testConfigMap("pb", map[string]string{"x": "1"}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["k"] = "changed"
+	if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil || cm.Data["k"] != "changed" {
+		t.Fatalf("protobuf update: %v %+v", err, cm)
+	}
+	l, err := cms.List(ctx, metav1.ListOptions{LabelSelector: "x=1"})
+	if err != nil || len(l.Items) != 1 || l.Items[0].Data["k"] != "changed" {
+		t.Fatalf("protobuf list: %v %+v", err, l)
+	}
+	if err := cms.Delete(ctx, "pb", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
