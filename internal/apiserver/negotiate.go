@@ -84,16 +84,19 @@ func (s *Server) negotiateOutput(r *http.Request, allowTransforms bool) (mediaCh
 			if !allowTransforms || c.params["g"] != "meta.k8s.io" || (c.params["v"] != "v1" && c.params["v"] != "v1beta1") {
 				continue
 			}
+			// As upstream's AllowsMediaTypeTransform: a Table only as JSON
+			// or YAML (metav1.Table has no protobuf encoding: the answer
+			// would be a 200 with an empty body), metadata in any format.
 			switch as {
 			case "Table":
+				if info.MediaType == runtime.ContentTypeProtobuf {
+					continue
+				}
 				choice.kind = outputTable
 				choice.includeObject = "Metadata"
 			case "PartialObjectMetadata", "PartialObjectMetadataList":
 				choice.kind = outputMetadata
 			default:
-				continue
-			}
-			if info.MediaType == runtime.ContentTypeYAML {
 				continue
 			}
 		}

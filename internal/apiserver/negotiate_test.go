@@ -85,6 +85,19 @@ func TestNegotiateGetAndList(t *testing.T) {
 		{"table list of pods (registry columns)", "/api/v1/namespaces", tableAccept, "application/json", func(t *testing.T, b []byte) {
 			checkTable(t, b, []string{"default"})
 		}},
+		{"table as yaml", "/api/v1/namespaces/default/configmaps", "application/yaml;as=Table;v=v1;g=meta.k8s.io", "application/yaml", func(t *testing.T, b []byte) {
+			j, err := yaml.YAMLToJSON(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTable(t, j, []string{"cm1"})
+		}},
+		{"partial metadata as yaml", "/api/v1/namespaces/default/configmaps/cm1", "application/yaml;as=PartialObjectMetadata;v=v1;g=meta.k8s.io", "application/yaml", func(t *testing.T, b []byte) {
+			var pm metav1.PartialObjectMetadata
+			if err := yaml.Unmarshal(b, &pm); err != nil || pm.Kind != "PartialObjectMetadata" || pm.Name != "cm1" {
+				t.Fatalf("bad YAML PartialObjectMetadata (%v): %s", err, b)
+			}
+		}},
 		{"partial metadata", "/api/v1/namespaces/default/configmaps/cm1", metadataAccept, "application/json", func(t *testing.T, b []byte) {
 			var pm metav1.PartialObjectMetadata
 			mustUnmarshal(t, b, &pm)
@@ -185,7 +198,8 @@ func TestNegotiateNotAcceptable(t *testing.T) {
 	for _, tc := range []struct{ name, method, path, accept string }{
 		{"get html", "GET", "/api/v1/namespaces/default", "text/html"},
 		{"list html", "GET", "/api/v1/namespaces", "text/html"},
-		{"table as yaml", "GET", "/api/v1/namespaces", "application/yaml;as=Table;v=v1;g=meta.k8s.io"},
+		{"table as protobuf", "GET", "/api/v1/namespaces", protoType + ";as=Table;v=v1;g=meta.k8s.io"},
+		{"table get as protobuf", "GET", "/api/v1/namespaces/default", protoType + ";as=Table;v=v1;g=meta.k8s.io"},
 		{"unknown as", "GET", "/api/v1/namespaces", "application/json;as=Nonsense;v=v1;g=meta.k8s.io"},
 		{"table of wrong group", "GET", "/api/v1/namespaces", "application/json;as=Table;v=v1;g=example.com"},
 		{"watch html", "GET", "/api/v1/namespaces?watch=true", "text/html"},
