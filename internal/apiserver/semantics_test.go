@@ -248,7 +248,7 @@ func TestFinalizers(t *testing.T) {
 		t.Fatal(err)
 	}
 	got.Finalizers = []string{"example.com/b"}
-	if got, err = cms.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+	if _, err := cms.Update(ctx, got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cms.Get(ctx, "fin", metav1.GetOptions{}); err != nil {

@@ -146,7 +146,7 @@ func TestServiceNodePorts(t *testing.T) {
 	// A failed (stale) update must not keep what it took either.
 	stale := plain.DeepCopy()
 	plain.Labels = map[string]string{"v": "2"}
-	if plain, err = svcs.Update(ctx, plain, metav1.UpdateOptions{}); err != nil {
+	if _, err := svcs.Update(ctx, plain, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	stale.Spec.Type = corev1.ServiceTypeNodePort
