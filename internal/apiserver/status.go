@@ -40,7 +40,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if st.Code == 0 {
 		st.Code = http.StatusInternalServerError
 	}
-	if st.Code >= 500 && st.Reason != metav1.StatusReasonTimeout {
+	// A request whose client has gone (its context is canceled) failing
+	// is not a server error worth an error log: nobody reads the answer.
+	if st.Code >= 500 && st.Reason != metav1.StatusReasonTimeout && r.Context().Err() == nil {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
