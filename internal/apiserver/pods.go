@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 )
@@ -53,7 +54,8 @@ func (s *Server) bindPod(w http.ResponseWriter, r *http.Request, h *resourceHand
 		return
 	}
 	if binding.Target.Kind != "" && binding.Target.Kind != "Node" {
-		s.writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, info.Name, nil))
+		s.writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, info.Name, field.ErrorList{
+			field.NotSupported(field.NewPath("target", "kind"), binding.Target.Kind, []string{"Node", "<empty>"})}))
 		return
 	}
 	if binding.Target.Name == "" {
