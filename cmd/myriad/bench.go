@@ -13,15 +13,17 @@ import (
 
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: myriad bench store|api [flags]")
+		return errors.New("usage: myriad bench store|api|restart [flags]")
 	}
 	switch args[0] {
 	case "store":
 		return runStoreBench(ctx, args[1:], stdout)
 	case "api":
 		return runAPIBench(ctx, args[1:], stdout)
+	case "restart":
+		return runRestartBench(ctx, args[1:], stdout)
 	}
-	return fmt.Errorf("unknown bench scenario %q (available: store, api)", args[0])
+	return fmt.Errorf("unknown bench scenario %q (available: store, api, restart)", args[0])
 }
 
 func runStoreBench(ctx context.Context, args []string, stdout io.Writer) error {

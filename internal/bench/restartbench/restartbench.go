@@ -1,0 +1,282 @@
+package restartbench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/myriad-k8s/myriad/internal/controlplane"
+	"github.com/myriad-k8s/myriad/internal/registry"
+	"github.com/myriad-k8s/myriad/internal/storage/embedded"
+)
+
+// Config says what to load and where.
+type Config struct {
+	// Dir is the control plane's data directory (required; the store goes
+	// to Dir/store as `myriad up` keeps it).
+	Dir string
+	// Pods written before the restart (default 1,000,000); 0 with
+	// SkipLoad reuses what Dir holds.
+	Pods     int
+	SkipLoad bool
+	// Namespaces and Nodes the pods spread over (defaults 1,000 and 10,000).
+	Namespaces, Nodes int
+	// Writers load the store concurrently (default 64).
+	Writers  int
+	Progress io.Writer
+}
+
+// Result is what one restart cost.
+type Result struct {
+	Pods         int
+	LoadTime     time.Duration
+	StoreBytes   int64
+	ReadyTime    time.Duration // start of controlplane.Run until serving
+	HeapAfterGC  uint64        // live heap once ready, after a GC
+	RSSWhenReady uint64        // process RSS once ready (this process: loader + server)
+	GoMaxProcs   int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Pods == 0 && !c.SkipLoad {
+		c.Pods = 1_000_000
+	}
+	if c.Namespaces == 0 {
+		c.Namespaces = 1000
+	}
+	if c.Nodes == 0 {
+		c.Nodes = 10000
+	}
+	if c.Writers == 0 {
+		c.Writers = 64
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return c
+}
+
+// Run loads the store (unless SkipLoad) and measures one start.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Dir == "" {
+		return Result{}, fmt.Errorf("restartbench: Config.Dir is required")
+	}
+	res := Result{Pods: cfg.Pods, GoMaxProcs: runtime.GOMAXPROCS(0)}
+	if !cfg.SkipLoad {
+		start := time.Now()
+		if err := load(ctx, cfg); err != nil {
+			return res, err
+		}
+		res.LoadTime = time.Since(start)
+	}
+	res.StoreBytes = dirSize(filepath.Join(cfg.Dir, "store"))
+	runtime.GC()
+
+	port, err := freePort()
+	if err != nil {
+		return res, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- controlplane.Run(runCtx, controlplane.Config{
+			DataDir: cfg.Dir, SecurePort: port,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		}, ready)
+	}()
+	select {
+	case <-ready:
+		res.ReadyTime = time.Since(start)
+	case err := <-done:
+		return res, fmt.Errorf("control plane exited before ready: %w", err)
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	res.RSSWhenReady = rss()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	res.HeapAfterGC = ms.HeapAlloc
+	stop()
+	if err := <-done; err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// load writes the pods with the API server's key layout and encoding.
+func load(ctx context.Context, cfg Config) error {
+	st, err := embedded.Open(ctx, embedded.Options{Dir: filepath.Join(cfg.Dir, "store")})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	scheme, err := registry.NewScheme()
+	if err != nil {
+		return err
+	}
+	codec := protobuf.NewSerializer(scheme, scheme)
+	var next, written atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, cfg.Writers)
+	for w := 0; w < cfg.Writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf bytes.Buffer
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= cfg.Pods || ctx.Err() != nil {
+					return
+				}
+				pod := benchPod(i, cfg)
+				buf.Reset()
+				if err := codec.Encode(pod, &buf); err != nil {
+					errs <- err
+					return
+				}
+				key := "/core/pods/" + pod.Namespace + "/" + pod.Name
+				if _, err := st.Create(ctx, key, append([]byte(nil), buf.Bytes()...)); err != nil {
+					errs <- fmt.Errorf("writing %s: %w", key, err)
+					return
+				}
+				if n := written.Add(1); n%100000 == 0 {
+					fmt.Fprintf(cfg.Progress, "loaded %d/%d pods\n", n, cfg.Pods)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	// Namespaces, so the pods are reachable as they would be.
+	for i := 0; i < cfg.Namespaces; i++ {
+		ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: nsName(i), UID: types.UID(fmt.Sprintf("ns-%d", i))},
+			Status:     corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+		buf := &bytes.Buffer{}
+		if err := codec.Encode(ns, buf); err != nil {
+			return err
+		}
+		if _, err := st.Create(ctx, "/core/namespaces/"+ns.Name, buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func nsName(i int) string { return "restart-" + strconv.Itoa(i) }
+
+// benchPod is a bound, running pod of about 1.5 KB stored, like those a
+// ReplicaSet, the scheduler and a kubelet leave behind.
+func benchPod(i int, cfg Config) *corev1.Pod {
+	app := "app-" + strconv.Itoa(i%200)
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("%s-%08d", app, i), Namespace: nsName(i % cfg.Namespaces),
+			UID:               types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)),
+			CreationTimestamp: metav1.NewTime(time.Unix(1_790_000_000, 0)),
+			Labels:            map[string]string{"app": app, "pod-template-hash": "5d4f8b9c7"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-5d4f8b9c7",
+				UID: types.UID("11111111-0000-0000-0000-000000000000"), Controller: ptr(true), BlockOwnerDeletion: ptr(true)}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: fmt.Sprintf("node-%05d", i%cfg.Nodes), RestartPolicy: corev1.RestartPolicyAlways,
+			DNSPolicy: corev1.DNSClusterFirst, SchedulerName: "default-scheduler", ServiceAccountName: "default",
+			TerminationGracePeriodSeconds: ptr(int64(30)),
+			Containers: []corev1.Container{{
+				Name: "main", Image: "registry.example.com/team/" + app + ":v1.2.3",
+				Args:  []string{"--port=8080", "--log-level=info"},
+				Env:   []corev1.EnvVar{{Name: "POD_NAME", Value: "x"}, {Name: "MODE", Value: "production"}},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+				Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+				},
+				TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+				ImagePullPolicy: corev1.PullIfNotPresent,
+			}},
+			Tolerations: []corev1.Toleration{
+				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(300))},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(300))},
+			},
+		},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.%d.%d.%d", (i>>16)&255, (i>>8)&255, i&255),
+			HostIP:     fmt.Sprintf("192.168.%d.%d", (i%cfg.Nodes)>>8&255, (i%cfg.Nodes)&255),
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Ready: true, RestartCount: 0,
+				Image: "registry.example.com/team/" + app + ":v1.2.3", ImageID: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+				ContainerID: fmt.Sprintf("containerd://%064d", i)}},
+		},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// rss is this process's resident set in bytes (Linux), 0 when unknown.
+func rss() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseUint(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			n += info.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+// Write prints r as a markdown table.
+func (r Result) Write(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "| pods | load | store on disk | start → serving (all caches synced) | RSS when ready | live heap after GC | GOMAXPROCS |\n|---:|---:|---:|---:|---:|---:|---:|\n| %d | %v | %.0f MiB | %v | %.0f MiB | %.0f MiB | %d |\n",
+		r.Pods, r.LoadTime.Round(time.Millisecond), float64(r.StoreBytes)/(1<<20), r.ReadyTime.Round(time.Millisecond),
+		float64(r.RSSWhenReady)/(1<<20), float64(r.HeapAfterGC)/(1<<20), r.GoMaxProcs)
+	return err
+}
