@@ -275,8 +275,12 @@ func dirSize(dir string) int64 {
 
 // Write prints r as a markdown table.
 func (r Result) Write(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "| pods | load | store on disk | start → serving (all caches synced) | RSS when ready | live heap after GC | GOMAXPROCS |\n|---:|---:|---:|---:|---:|---:|---:|\n| %d | %v | %.0f MiB | %v | %.0f MiB | %.0f MiB | %d |\n",
-		r.Pods, r.LoadTime.Round(time.Millisecond), float64(r.StoreBytes)/(1<<20), r.ReadyTime.Round(time.Millisecond),
+	pods := strconv.Itoa(r.Pods)
+	if r.Pods == 0 {
+		pods = "existing"
+	}
+	_, err := fmt.Fprintf(w, "| pods | load | store on disk | start → serving (all caches synced) | RSS when ready | live heap after GC | GOMAXPROCS |\n|---:|---:|---:|---:|---:|---:|---:|\n| %s | %v | %.0f MiB | %v | %.0f MiB | %.0f MiB | %d |\n",
+		pods, r.LoadTime.Round(time.Millisecond), float64(r.StoreBytes)/(1<<20), r.ReadyTime.Round(time.Millisecond),
 		float64(r.RSSWhenReady)/(1<<20), float64(r.HeapAfterGC)/(1<<20), r.GoMaxProcs)
 	return err
 }
