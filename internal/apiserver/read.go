@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/myriad-k8s/myriad/internal/cache"
 )
@@ -73,37 +75,50 @@ func (h *resourceHandler) listOptions(r *http.Request, ns string, watch bool) (m
 
 // validateRVMatch checks resourceVersion, resourceVersionMatch, continue
 // and sendInitialEvents together, as upstream's ValidateListOptions.
+// validateRVMatch checks the resourceVersion options of a list or watch as
+// upstream's ValidateListOptions does, answering 422 Invalid on ListOptions.
 func validateRVMatch(opts metav1.ListOptions, watch bool) error {
-	if opts.SendInitialEvents != nil {
-		// A watch-list (client-go's WatchListClient): resourceVersion may
-		// be empty, meaning "the latest state, then changes".
-		switch {
-		case !watch:
-			return apierrors.NewBadRequest("sendInitialEvents is forbidden for list")
-		case opts.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan:
-			return apierrors.NewBadRequest("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
-		case !opts.AllowWatchBookmarks:
-			return apierrors.NewBadRequest("sendInitialEvents requires setting allowWatchBookmarks to true")
+	var errs field.ErrorList
+	matchPath := field.NewPath("resourceVersionMatch")
+	match := opts.ResourceVersionMatch
+	switch {
+	case watch:
+		if opts.SendInitialEvents != nil {
+			// A watch-list (client-go's WatchListClient): resourceVersion
+			// may be empty, meaning "the latest state, then changes".
+			if match != metav1.ResourceVersionMatchNotOlderThan {
+				errs = append(errs, field.Forbidden(matchPath, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+			}
+			if !opts.AllowWatchBookmarks {
+				errs = append(errs, field.Forbidden(field.NewPath("allowWatchBookmarks"), "sendInitialEvents requires setting allowWatchBookmarks to true"))
+			}
+		} else if match != "" {
+			errs = append(errs, field.Forbidden(matchPath, "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
 		}
-		return nil
-	}
-	switch opts.ResourceVersionMatch {
-	case "":
-	case metav1.ResourceVersionMatchExact, metav1.ResourceVersionMatchNotOlderThan:
-		if watch {
-			return apierrors.NewBadRequest("resourceVersionMatch is forbidden for watch")
-		}
-		if opts.ResourceVersion == "" {
-			return apierrors.NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
-		}
-		if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact && opts.ResourceVersion == "0" {
-			return apierrors.NewBadRequest("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"")
-		}
-		if opts.Continue != "" {
-			return apierrors.NewBadRequest("resourceVersionMatch is forbidden when continue is provided")
+		if match != "" && match != metav1.ResourceVersionMatchNotOlderThan {
+			errs = append(errs, field.NotSupported(matchPath, match, []string{string(metav1.ResourceVersionMatchNotOlderThan)}))
 		}
 	default:
-		return apierrors.NewBadRequest("invalid resourceVersionMatch " + string(opts.ResourceVersionMatch))
+		if match != "" {
+			if opts.ResourceVersion == "" {
+				errs = append(errs, field.Forbidden(matchPath, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+			}
+			if opts.Continue != "" {
+				errs = append(errs, field.Forbidden(matchPath, "resourceVersionMatch is forbidden when continue is provided"))
+			}
+			if match != metav1.ResourceVersionMatchExact && match != metav1.ResourceVersionMatchNotOlderThan {
+				errs = append(errs, field.NotSupported(matchPath, match, []string{string(metav1.ResourceVersionMatchExact), string(metav1.ResourceVersionMatchNotOlderThan), ""}))
+			}
+			if match == metav1.ResourceVersionMatchExact && opts.ResourceVersion == "0" {
+				errs = append(errs, field.Forbidden(matchPath, "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""))
+			}
+		}
+		if opts.SendInitialEvents != nil {
+			errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
+		}
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
 	if opts.Continue != "" && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 		return apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
