@@ -3,14 +3,20 @@ package apiserver
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/myriad-k8s/myriad/internal/cache"
+	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
 // Large lists are written while the cache produces them: each item is
@@ -76,26 +82,51 @@ func (h *resourceHandler) streamJSONList(w http.ResponseWriter, r *http.Request,
 	return bw.Flush()
 }
 
+// pbItem is one list item as protobuf: its message bytes, and a suffix
+// that sets metadata.resourceVersion (empty when msg already carries it).
+type pbItem struct{ msg, suffix []byte }
+
+func (it pbItem) size() int { return len(it.msg) + len(it.suffix) }
+
 func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Request, opts cache.ListOptions) error {
-	type marshaler interface {
-		Size() int
-		MarshalToSizedBuffer([]byte) (int, error)
-	}
-	var items [][]byte
+	var items []pbItem
 	total := 0
-	res, err := h.cache.List(r.Context(), opts, func(obj runtime.Object) error {
-		m, ok := obj.(marshaler)
-		if !ok {
-			return fmt.Errorf("%T cannot be encoded as protobuf", obj)
+	var res cache.ListResult
+	var err error
+	if h.storedProtobuf {
+		// The stored bytes are already this resource's protobuf encoding
+		// without resourceVersion: pass them through and set the version by
+		// appending a second metadata field holding only it, which protobuf
+		// parsers merge into the first. No decode, no re-encode.
+		res, err = h.cache.ListStored(r.Context(), opts, func(kv storage.KeyValue) error {
+			msg, err := unknownRaw(kv.Value)
+			if err != nil {
+				return fmt.Errorf("stored %s at revision %d: %w", kv.Key, kv.ModRevision, err)
+			}
+			it := pbItem{msg: msg, suffix: resourceVersionSuffix(kv.ModRevision)}
+			items = append(items, it)
+			total += it.size()
+			return nil
+		})
+	} else {
+		type marshaler interface {
+			Size() int
+			MarshalToSizedBuffer([]byte) (int, error)
 		}
-		buf := make([]byte, m.Size())
-		if _, err := m.MarshalToSizedBuffer(buf); err != nil {
-			return err
-		}
-		items = append(items, buf)
-		total += len(buf)
-		return nil
-	})
+		res, err = h.cache.List(r.Context(), opts, func(obj runtime.Object) error {
+			m, ok := obj.(marshaler)
+			if !ok {
+				return fmt.Errorf("%T cannot be encoded as protobuf", obj)
+			}
+			buf := make([]byte, m.Size())
+			if _, err := m.MarshalToSizedBuffer(buf); err != nil {
+				return err
+			}
+			items = append(items, pbItem{msg: buf})
+			total += len(buf)
+			return nil
+		})
+	}
 	if err != nil {
 		return err
 	}
@@ -107,7 +138,7 @@ func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Requ
 	// The list message: field 1 ListMeta, field 2 repeated items.
 	listLen := 1 + varintLen(uint64(len(lmBytes))) + len(lmBytes)
 	for _, it := range items {
-		listLen += 1 + varintLen(uint64(len(it))) + len(it)
+		listLen += 1 + varintLen(uint64(it.size())) + it.size()
 	}
 	tm := runtime.TypeMeta{APIVersion: h.res.GroupVersion.String(), Kind: h.res.Kind + "List"}
 	tmBytes, err := tm.Marshal()
@@ -116,8 +147,8 @@ func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Requ
 	}
 	var head bytes.Buffer
 	head.Write(protobufMagic)
-	// runtime.Unknown: field 1 TypeMeta, field 2 Raw (the list), field 3
-	// ContentEncoding and field 4 ContentType, both empty.
+	// runtime.Unknown: field 1 TypeMeta, field 2 Raw (the list), then the
+	// empty ContentEncoding and ContentType the serializer writes.
 	writeField(&head, 1, tmBytes)
 	writeTag(&head, 2, uint64(listLen))
 	writeField(&head, 1, lmBytes)
@@ -128,16 +159,65 @@ func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Requ
 	var tag bytes.Buffer
 	for i, it := range items {
 		tag.Reset()
-		writeTag(&tag, 2, uint64(len(it)))
+		writeTag(&tag, 2, uint64(it.size()))
 		_, _ = bw.Write(tag.Bytes())
-		if _, err := bw.Write(it); err != nil {
+		_, _ = bw.Write(it.msg)
+		if _, err := bw.Write(it.suffix); err != nil {
 			return nil // client gone
 		}
-		items[i] = nil
+		items[i] = pbItem{}
 	}
-	// Empty ContentEncoding and ContentType, as the serializer writes them.
 	_, _ = bw.Write([]byte{0x1a, 0x00, 0x22, 0x00})
 	return bw.Flush()
+}
+
+// unknownRaw returns the object message inside a stored value: the
+// protobuf magic, then a runtime.Unknown whose field 2 holds it.
+func unknownRaw(stored []byte) ([]byte, error) {
+	if !bytes.HasPrefix(stored, protobufMagic) {
+		return nil, errors.New("not a protobuf envelope")
+	}
+	b := stored[len(protobufMagic):]
+	for len(b) > 0 {
+		key, n := binary.Uvarint(b)
+		if n <= 0 || key&7 != 2 {
+			return nil, errors.New("malformed envelope")
+		}
+		b = b[n:]
+		l, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < l {
+			return nil, errors.New("malformed envelope")
+		}
+		field := b[n : n+int(l)]
+		b = b[n+int(l):]
+		if key>>3 == 2 {
+			return field, nil
+		}
+	}
+	return nil, errors.New("envelope has no object")
+}
+
+// resourceVersionSuffix is field 1 (metadata) holding only field 6
+// (resourceVersion) = rev.
+func resourceVersionSuffix(rev int64) []byte {
+	rv := strconv.FormatInt(rev, 10)
+	var inner, out bytes.Buffer
+	writeField(&inner, 6, []byte(rv))
+	writeField(&out, 1, inner.Bytes())
+	return out.Bytes()
+}
+
+// metadataIsField1 reports whether obj's protobuf message carries its
+// ObjectMeta as field 1, which resourceVersionSuffix relies on. Every
+// built-in kind does; a kind that did not would simply not get the fast
+// path.
+func metadataIsField1(obj runtime.Object) bool {
+	t := reflect.TypeOf(obj)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	f, ok := t.Elem().FieldByName("ObjectMeta")
+	return ok && strings.HasPrefix(f.Tag.Get("protobuf"), "bytes,1,")
 }
 
 // protobufMagic prefixes every Kubernetes protobuf message.

@@ -9,16 +9,18 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"encoding/json"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 
 	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
 )
 
-// TestStreamedListsMatchSerializer checks that the streamed JSON and
-// protobuf lists decode to exactly what the non-streamed path serves, and
-// that the protobuf bytes equal the serializer's own encoding of the list.
+// TestStreamedListsMatchSerializer checks that the streamed JSON list, the
+// protobuf list built from stored bytes, and the non-streamed (pretty) path
+// all serve the same objects, pages and resourceVersions.
 func TestStreamedListsMatchSerializer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -42,6 +44,9 @@ func TestStreamedListsMatchSerializer(t *testing.T) {
 		req, _ := http.NewRequest(method, srv.URL+path, bytes.NewBufferString(body))
 		req.Header.Set("Accept", accept)
 		req.Header.Set("Content-Type", "application/json")
+		if method == http.MethodPatch {
+			req.Header.Set("Content-Type", "application/merge-patch+json")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -60,28 +65,50 @@ func TestStreamedListsMatchSerializer(t *testing.T) {
 	scheme, _ := registry.NewScheme()
 	pb := protobuf.NewSerializer(scheme, scheme)
 
-	raw := do("GET", "/api/v1/namespaces/ls/pods?limit=10", "application/vnd.kubernetes.protobuf", "")
-	var streamed corev1.PodList
-	if _, _, err := pb.Decode(raw, nil, &streamed); err != nil {
-		t.Fatalf("decoding streamed protobuf list: %v", err)
+	// Give some pods newer revisions, so items carry different versions.
+	for _, n := range []string{"p03", "p12", "p20"} {
+		do("PATCH", "/api/v1/namespaces/ls/pods/"+n, "", `{"metadata":{"labels":{"touched":"yes"}}}`)
 	}
-	if len(streamed.Items) != 10 || streamed.Continue == "" || streamed.ResourceVersion == "" {
-		t.Fatalf("protobuf page: %d items, continue %q, rv %q", len(streamed.Items), streamed.Continue, streamed.ResourceVersion)
+	decodePB := func(raw []byte) corev1.PodList {
+		t.Helper()
+		var l corev1.PodList
+		if _, _, err := pb.Decode(raw, nil, &l); err != nil {
+			t.Fatalf("decoding streamed protobuf list: %v", err)
+		}
+		return l
 	}
-	var want bytes.Buffer
-	streamed.Kind, streamed.APIVersion = "PodList", "v1"
-	if err := pb.Encode(&streamed, &want); err != nil {
-		t.Fatal(err)
+	decodeJSON := func(raw []byte) corev1.PodList {
+		t.Helper()
+		var l corev1.PodList
+		if _, _, err := s.codecs.json.Serializer.Decode(raw, nil, &l); err != nil {
+			t.Fatalf("decoding streamed JSON list: %v", err)
+		}
+		return l
 	}
-	if !bytes.Equal(raw, want.Bytes()) {
-		t.Fatalf("streamed protobuf differs from the serializer's encoding (%d vs %d bytes)", len(raw), want.Len())
+	// Whole list: protobuf (stored bytes passed through) equals JSON
+	// (decoded and re-encoded), resourceVersions included.
+	rv := decodeJSON(do("GET", "/api/v1/namespaces/ls/pods", "application/json", "")).ResourceVersion
+	fromPB := decodePB(do("GET", "/api/v1/namespaces/ls/pods?resourceVersion="+rv+"&resourceVersionMatch=Exact", "application/vnd.kubernetes.protobuf", ""))
+	fromJS := decodeJSON(do("GET", "/api/v1/namespaces/ls/pods?resourceVersion="+rv+"&resourceVersionMatch=Exact", "application/json", ""))
+	if len(fromPB.Items) != 25 || sameJSON(t, fromPB.Items) != sameJSON(t, fromJS.Items) {
+		t.Fatalf("protobuf and JSON lists differ:\n%s\n%s", sameJSON(t, fromPB.Items), sameJSON(t, fromJS.Items))
+	}
+	if fromPB.Items[3].ResourceVersion == fromPB.Items[4].ResourceVersion || fromPB.Items[3].Labels["touched"] != "yes" {
+		t.Fatalf("item versions not carried: %q %q", fromPB.Items[3].ResourceVersion, fromPB.Items[4].ResourceVersion)
+	}
+	// Pages: page 2 is served as of page 1's snapshot even after a write.
+	page1 := decodePB(do("GET", "/api/v1/namespaces/ls/pods?limit=10", "application/vnd.kubernetes.protobuf", ""))
+	if len(page1.Items) != 10 || page1.Continue == "" {
+		t.Fatalf("protobuf page 1: %d items, continue %q", len(page1.Items), page1.Continue)
+	}
+	do("PATCH", "/api/v1/namespaces/ls/pods/p15", "", `{"metadata":{"labels":{"late":"yes"}}}`)
+	page2 := decodePB(do("GET", "/api/v1/namespaces/ls/pods?limit=10&continue="+page1.Continue, "application/vnd.kubernetes.protobuf", ""))
+	page2JS := decodeJSON(do("GET", "/api/v1/namespaces/ls/pods?limit=10&continue="+page1.Continue, "application/json", ""))
+	if sameJSON(t, page2.Items) != sameJSON(t, page2JS.Items) || page2.Items[5].Name != "p15" || page2.Items[5].Labels["late"] != "" {
+		t.Fatalf("page 2 not served from page 1's snapshot, or formats differ")
 	}
 
-	js := do("GET", "/api/v1/namespaces/ls/pods", "application/json", "")
-	var fromJSON corev1.PodList
-	if _, _, err := s.codecs.json.Serializer.Decode(js, nil, &fromJSON); err != nil {
-		t.Fatalf("decoding streamed JSON list: %v\n%s", err, js)
-	}
+	fromJSON := decodeJSON(do("GET", "/api/v1/namespaces/ls/pods", "application/json", ""))
 	if len(fromJSON.Items) != 25 || fromJSON.Items[0].Name != "p00" || fromJSON.Items[24].ResourceVersion == "" {
 		t.Fatalf("JSON list: %d items", len(fromJSON.Items))
 	}
@@ -93,4 +120,37 @@ func TestStreamedListsMatchSerializer(t *testing.T) {
 	if len(pretty.Items) != 25 || pretty.ResourceVersion != fromJSON.ResourceVersion {
 		t.Fatalf("pretty list: %d items rv %s vs %s", len(pretty.Items), pretty.ResourceVersion, fromJSON.ResourceVersion)
 	}
+}
+
+func TestUnknownRawRejectsMalformed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []byte
+	}{
+		{"empty", nil},
+		{"no magic", []byte{1, 2, 3}},
+		{"magic only", protobufMagic},
+		{"truncated length", append(append([]byte{}, protobufMagic...), 0x12, 0x05, 1)},
+		{"varint field", append(append([]byte{}, protobufMagic...), 0x10, 0x01)},
+	} {
+		if _, err := unknownRaw(tc.in); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+}
+
+// sameJSON renders items as JSON: protobuf and JSON decoding differ in nil
+// versus empty collections, which say the same thing on the wire.
+// Item TypeMeta is dropped too: protobuf items have none.
+func sameJSON(t *testing.T, items []corev1.Pod) string {
+	t.Helper()
+	items = append([]corev1.Pod(nil), items...)
+	for i := range items {
+		items[i].TypeMeta = metav1.TypeMeta{}
+	}
+	data, err := json.Marshal(items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

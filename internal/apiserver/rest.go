@@ -22,6 +22,9 @@ type resourceHandler struct {
 	objects *objectStore
 	cache   *cache.Cache
 	hooks   resourceHooks
+	// storedProtobuf: protobuf lists pass the cache's stored bytes through
+	// (see streamProtobufList).
+	storedProtobuf bool
 }
 
 // resourceHooks are the few places where a resource needs behaviour beyond

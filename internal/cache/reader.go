@@ -2,11 +2,14 @@ package cache
 
 import (
 	"context"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
 // ListOptions mirror metav1.ListOptions for a list.
@@ -68,6 +71,34 @@ func (c *Cache) Get(ctx context.Context, key, rv string) (runtime.Object, error)
 // namespace, plus O(window events since the revision) for an older
 // revision (Exact, continue).
 func (c *Cache) List(ctx context.Context, opts ListOptions, emit func(runtime.Object) error) (ListResult, error) {
+	return c.list(ctx, opts, func(e *entry) error {
+		obj, err := c.object(e)
+		if err != nil {
+			return err
+		}
+		return emit(obj)
+	})
+}
+
+// KeepsStoredBytes reports whether ListStored is available: the cache keeps
+// each object's stored bytes (the default), not decoded objects.
+func (c *Cache) KeepsStoredBytes() bool { return !c.cfg.RetainObjects }
+
+// ListStored is List without decoding: emit gets each selected object's
+// stored bytes (shared and read-only: never modify them) with its
+// revisions, so a server can pass them to clients that speak the storage
+// encoding without a decode and re-encode per object. It fails when
+// KeepsStoredBytes is false.
+func (c *Cache) ListStored(ctx context.Context, opts ListOptions, emit func(storage.KeyValue) error) (ListResult, error) {
+	if c.cfg.RetainObjects {
+		return ListResult{}, internalError(fmt.Errorf("ListStored on a cache that retains decoded objects"))
+	}
+	return c.list(ctx, opts, func(e *entry) error {
+		return emit(storage.KeyValue{Key: e.key, Value: e.raw, ModRevision: e.rev, CreateRevision: e.createRev})
+	})
+}
+
+func (c *Cache) list(ctx context.Context, opts ListOptions, visit func(*entry) error) (ListResult, error) {
 	if err := c.waitReadyBounded(ctx); err != nil {
 		return ListResult{}, err
 	}
@@ -140,11 +171,7 @@ func (c *Cache) List(ctx context.Context, opts ListOptions, emit func(runtime.Ob
 			}
 			return countRest
 		}
-		obj, err := c.object(e)
-		if err == nil {
-			err = emit(obj)
-		}
-		if err != nil {
+		if err := visit(e); err != nil {
 			emitErr = err
 			return false
 		}
