@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 )
 
 // leaseNamespace holds node Leases, as upstream's kubelets keep them.
@@ -255,7 +257,7 @@ func (b *bench) leases(ctx context.Context) (*Stat, error) {
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopProgress := reportProgress(b.cfg.Progress, "lease updates", 0, &done)
+	stopProgress := benchutil.ReportProgress(b.cfg.Progress, "lease updates", 0, &done)
 	cpu0, cpuOK := b.serverCPU()
 	start := time.Now()
 	deadline := start.Add(b.cfg.LeaseDuration)

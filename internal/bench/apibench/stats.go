@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -14,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 )
 
 // runN performs op n times from w goroutines and returns the calls'
@@ -29,7 +29,7 @@ func runN(ctx context.Context, b *bench, name string, n, w int, op func(ctx cont
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopProgress := reportProgress(b.cfg.Progress, name, n, &done)
+	stopProgress := benchutil.ReportProgress(b.cfg.Progress, name, n, &done)
 	cpu0, cpuOK := b.serverCPU()
 	start := time.Now()
 	for range min(w, n) {
@@ -82,45 +82,9 @@ func newStat(name string, lat []time.Duration, elapsed time.Duration) *Stat {
 	st.PerSec = float64(len(lat)) / elapsed.Seconds()
 	s := slices.Clone(lat)
 	slices.Sort(s)
-	st.P50, st.P90, st.P99 = quantile(s, 0.50), quantile(s, 0.90), quantile(s, 0.99)
+	st.P50, st.P90, st.P99 = benchutil.Quantile(s, 0.50), benchutil.Quantile(s, 0.90), benchutil.Quantile(s, 0.99)
 	st.Max = s[len(s)-1]
 	return st
-}
-
-// quantile is the nearest-rank quantile of sorted: the smallest value with
-// at least q of the samples at or below it.
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	return sorted[max(0, int(math.Ceil(q*float64(len(sorted))))-1)]
-}
-
-// reportProgress prints progress every 5 s until the returned stop function
-// is called; total 0 means open-ended.
-func reportProgress(w io.Writer, phase string, total int, done *atomic.Int64) (stop func()) {
-	if w == nil {
-		return func() {}
-	}
-	quit := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		start := time.Now()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-				d := int(done.Load())
-				if total > 0 {
-					fmt.Fprintf(w, "%s: %d/%d (%.0f/s)\n", phase, min(d, total), total, float64(d)/time.Since(start).Seconds())
-				} else {
-					fmt.Fprintf(w, "%s: %d (%.0f/s)\n", phase, d, float64(d)/time.Since(start).Seconds())
-				}
-			}
-		}
-	}()
-	return func() { close(quit); <-finished }
 }
 
 // procStatus is the memory part of /proc/PID/status, in bytes.

@@ -25,6 +25,8 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controlplane"
 	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
+
+	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 )
 
 // Config says what to load and where.
@@ -87,7 +89,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		res.LoadTime = time.Since(start)
 	}
-	res.StoreBytes = dirSize(filepath.Join(cfg.Dir, "store"))
+	res.StoreBytes, _ = benchutil.DirSize(filepath.Join(cfg.Dir, "store"))
 	runtime.GC()
 
 	port, err := freePort()
@@ -260,17 +262,6 @@ func rss() uint64 {
 		}
 	}
 	return 0
-}
-
-func dirSize(dir string) int64 {
-	var n int64
-	_ = filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() {
-			n += info.Size()
-		}
-		return nil
-	})
-	return n
 }
 
 // Write prints r as a markdown table.

@@ -10,11 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,6 +19,8 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/storage"
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
+
+	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 )
 
 // Config says what to measure. Zero fields take the stated defaults.
@@ -148,7 +147,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, err
 		}
 	}
-	res.DiskBytes, err = dirSize(cfg.Dir)
+	res.DiskBytes, err = benchutil.DirSize(cfg.Dir)
 	return res, err
 }
 
@@ -224,7 +223,7 @@ func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, 
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stopProgress := reportProgress(progress, phase, n, &done)
+	stopProgress := benchutil.ReportProgress(progress, phase, n, &done)
 	defer stopProgress()
 	for range w {
 		wg.Add(1)
@@ -292,59 +291,13 @@ func readN(ctx context.Context, s storage.Store, n, w, objects int) ([]time.Dura
 	return lat, ctx.Err()
 }
 
-// reportProgress prints phase progress every 5 s until the returned stop
-// function is called.
-func reportProgress(w io.Writer, phase string, total int, done *atomic.Int64) (stop func()) {
-	if w == nil {
-		return func() {}
-	}
-	quit := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		start := time.Now()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-				d := min(int(done.Load()), total)
-				fmt.Fprintf(w, "%s: %d/%d (%.0f/s)\n", phase, d, total, float64(d)/time.Since(start).Seconds())
-			}
-		}
-	}()
-	return func() { close(quit); <-finished }
-}
-
 func percentiles(lat []time.Duration) (p50, p99, maxLat time.Duration) {
 	if len(lat) == 0 {
 		return 0, 0, 0
 	}
 	s := slices.Clone(lat)
 	slices.Sort(s)
-	// Nearest rank: the smallest value with at least q of the samples at or
-	// below it.
-	at := func(q float64) time.Duration {
-		return s[max(0, int(math.Ceil(q*float64(len(s))))-1)]
-	}
-	return at(0.50), at(0.99), s[len(s)-1]
-}
-
-func dirSize(dir string) (int64, error) {
-	var total int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err == nil {
-			total += info.Size()
-		}
-		return err
-	})
-	return total, err
+	return benchutil.Quantile(s, 0.50), benchutil.Quantile(s, 0.99), s[len(s)-1]
 }
 
 // valuePool hands out distinct, incompressible values without generating
