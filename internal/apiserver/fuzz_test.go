@@ -12,15 +12,12 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
 )
 
-// fuzzServer is a started Server over a fresh store with a "default"
+// fuzzServer is a started Server over a fresh store with its "default"
 // namespace; the fuzz targets drive the handlers' pieces directly.
 func fuzzServer(f *testing.F) (*Server, []*resourceHandler) {
 	f.Helper()
@@ -44,11 +41,7 @@ func fuzzServer(f *testing.F) (*Server, []*resourceHandler) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	nsh := s.handlers[schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}]
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	if _, err := nsh.createObject(context.Background(), ns, "", writeOptions{}); err != nil {
-		f.Fatal(err)
-	}
+	// The server creates "default" itself at start (bootstrap).
 	var hs []*resourceHandler
 	for _, h := range s.handlers {
 		hs = append(hs, h)

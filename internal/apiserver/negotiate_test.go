@@ -82,8 +82,8 @@ func TestNegotiateGetAndList(t *testing.T) {
 		{"table list", "/api/v1/namespaces/default/configmaps", tableAccept + ", application/json", "application/json", func(t *testing.T, b []byte) {
 			checkTable(t, b, []string{"cm1"})
 		}},
-		{"table list of pods (registry columns)", "/api/v1/namespaces", tableAccept, "application/json", func(t *testing.T, b []byte) {
-			checkTable(t, b, []string{"default"})
+		{"table list of namespaces (registry columns)", "/api/v1/namespaces", tableAccept, "application/json", func(t *testing.T, b []byte) {
+			checkTable(t, b, []string{"default", "kube-node-lease", "kube-public", "kube-system"})
 		}},
 		{"table as yaml", "/api/v1/namespaces/default/configmaps", "application/yaml;as=Table;v=v1;g=meta.k8s.io", "application/yaml", func(t *testing.T, b []byte) {
 			j, err := yaml.YAMLToJSON(b)

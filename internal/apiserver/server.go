@@ -207,6 +207,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.services.load(ctx, s.handlers[schema.GroupVersionResource{Version: "v1", Resource: "services"}]); err != nil {
 		return err
 	}
+	if err := s.bootstrap(ctx); err != nil {
+		return err
+	}
 	s.wg.Add(1)
 	go s.compactLoop()
 	return nil

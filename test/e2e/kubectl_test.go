@@ -31,6 +31,9 @@ spec:
 
 func TestKubectlWorkflow(t *testing.T) {
 	s := shared
+	// A fresh server has the namespaces every client assumes.
+	s.mustKubectl(t, "", "get", "namespace", "default", "kube-system", "kube-public", "kube-node-lease")
+	s.mustKubectl(t, "", "create", "configmap", "in-default", "--from-literal=k=v")
 	s.mustKubectl(t, "", "create", "namespace", "kubectl-e2e")
 
 	t.Run("apply twice", func(t *testing.T) {
