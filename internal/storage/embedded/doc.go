@@ -53,19 +53,28 @@
 // one, drains whatever else is waiting (bounded by Options.MaxBatchOps and
 // MaxBatchBytes), checks each op's precondition against an indexed batch (so
 // op 2 sees op 1 of the same batch), assigns consecutive revisions to the ops
-// that pass, commits the batch with one fsync (pebble.Sync) and only then
-// publishes the events and acknowledges every op. A failed precondition
-// consumes no revision. The fsync is shared by the whole batch, which is
-// what makes durable writes cheap under concurrency.
+// that pass, and applies the batch to Pebble with its WAL fsync requested but
+// not awaited (DB.ApplyNoSyncWait). A second goroutine, the syncer, waits for
+// each batch's fsync (Batch.SyncWait) in order and only then publishes its
+// events and acknowledges every op, so the writer prepares batch N+1 while
+// batch N's fsync is in flight; at most two batches are applied but not yet
+// acknowledged. Pebble syncs its WAL in order, so revisions are acknowledged
+// strictly increasing and without gaps. A failed precondition consumes no
+// revision. The fsync is shared by the whole batch, which is what makes
+// durable writes cheap under concurrency.
 //
 // Pebble makes a batch readable as soon as it is applied, before its WAL
 // fsync returns; Get and List that observe such a batch wait until it is
-// acknowledged (Store.awaitDurable), so no reader sees a write a crash could
-// still undo.
+// acknowledged (Store.awaitDurable), and watch replay reads only published
+// revisions, so no reader sees a write a crash could still undo. (Only the
+// writer itself, checking the next batch's preconditions, and Update's peek
+// for PrevValue read past the acknowledged revision.)
 //
 // If Pebble fails a commit (disk full, I/O error) the affected writes fail,
-// the store turns read-only (Health reports why) and keeps serving reads;
-// reopening recovers whatever the WAL holds.
+// and so do those of every later batch already applied (their revisions
+// follow a batch whose fate is unknown); the store turns read-only (Health
+// reports why) and keeps serving reads; reopening recovers whatever the WAL
+// holds.
 //
 // # Watches
 //

@@ -16,7 +16,8 @@ import (
 // Store is the embedded storage.Store. Create it with Open; it is safe for
 // concurrent use.
 //
-// Goroutines: one writer (writer.go) and one per running watch (watch.go).
+// Goroutines: the writer and its syncer (writer.go) and one per running
+// watch (watch.go).
 // Close stops and joins all of them before closing Pebble.
 type Store struct {
 	opts Options
@@ -36,9 +37,13 @@ type Store struct {
 	closeErr error
 	wg       sync.WaitGroup // writer and watch goroutines
 
-	// rev is the revision of the latest acknowledged write. Only the writer
-	// stores it, after the batch is durable and published to watchers.
+	// rev is the revision of the latest acknowledged write. Only the syncer
+	// (writer.go) stores it, after the batch is durable and published to
+	// watchers.
 	rev atomic.Int64
+	// staged is the revision of the latest write applied to Pebble, durable
+	// or not. Owned by the writer goroutine.
+	staged int64
 	// acked is closed and replaced (under ackMu) each time rev advances, to
 	// wake readers waiting in awaitDurable.
 	ackMu sync.Mutex
@@ -118,6 +123,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 				acked:   make(chan struct{}),
 			}
 			s.rev.Store(cur)
+			s.staged = cur
 			s.compacted.Store(comp)
 			s.hub = newHub(cur, opts.WatchRingEvents, opts.WatchRingBytes)
 			s.wg.Add(1)
@@ -190,7 +196,8 @@ func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
 // WAL fsync returns, so a read can observe the writer's in-flight batch. Such
 // a result is held back until the batch is durable: a reader never sees a
 // write that a crash could still undo. This costs a read that races a commit
-// at most one fsync. If the commit fails instead, the store is read-only and
+// at most two fsyncs (the writer may have applied the next batch while the
+// previous one syncs). If the commit fails instead, the store is read-only and
 // the failed batch's fate is unknown; the read then returns what it saw.
 func (s *Store) awaitDurable(ctx context.Context, rev int64) error {
 	for {
@@ -211,7 +218,7 @@ func (s *Store) awaitDurable(ctx context.Context, rev int64) error {
 }
 
 // advance records that every revision up to rev is acknowledged and wakes
-// readers waiting for it. Only the writer calls it.
+// readers waiting for it. Only the syncer (writer.go) calls it.
 func (s *Store) advance(rev int64) {
 	s.rev.Store(rev)
 	s.ackMu.Lock()

@@ -99,7 +99,7 @@ func TestBatchPreconditions(t *testing.T) {
 		mk(opDelete, "/b", base+3),  // base+4
 		{ctx: cancelled, kind: opCreate, key: "/c", done: make(chan writeResult, 1)},
 	}
-	s.commit(ops)
+	commitDirect(s, ops)
 	want := []struct {
 		rev int64
 		err error
@@ -112,6 +112,50 @@ func TestBatchPreconditions(t *testing.T) {
 	}
 	if rev, _ := s.CurrentRevision(ctx); rev != base+4 {
 		t.Fatalf("CurrentRevision %d, want %d", rev, base+4)
+	}
+}
+
+// commitDirect stages ops as one batch and finishes it, as the writer and
+// syncer goroutines would (both are idle while a test calls this).
+func commitDirect(s *Store, batches ...[]*writeOp) {
+	staged := make(chan *stagedBatch, len(batches))
+	for _, ops := range batches {
+		staged <- s.stage(ops)
+	}
+	close(staged)
+	done := make(chan struct{})
+	s.runSyncer(staged, done)
+	<-done
+}
+
+// TestPipelinedBatches stages a second batch before the first is finished,
+// as the writer does while the syncer waits for the first one's fsync: the
+// second sees the first's writes and continues its revisions.
+func TestPipelinedBatches(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := context.Background()
+	base, _ := s.CurrentRevision(ctx)
+	mk := func(kind opKind, key string, expected int64) *writeOp {
+		return &writeOp{ctx: ctx, kind: kind, key: key, value: []byte(key), expected: expected, done: make(chan writeResult, 1)}
+	}
+	first := []*writeOp{mk(opCreate, "/a", 0), mk(opCreate, "/b", 0)}
+	second := []*writeOp{mk(opCreate, "/a", 0), mk(opUpdate, "/b", base+2), mk(opCreate, "/c", 0)}
+	commitDirect(s, first, second)
+	want := []struct {
+		rev int64
+		err error
+	}{{base + 1, nil}, {base + 2, nil}, {0, storage.ErrExists}, {base + 3, nil}, {base + 4, nil}}
+	for i, op := range append(first, second...) {
+		r := <-op.done
+		if r.rev != want[i].rev || !errors.Is(r.err, want[i].err) || (want[i].err == nil) != (r.err == nil) {
+			t.Errorf("op %d: rev %d err %v, want rev %d err %v", i, r.rev, r.err, want[i].rev, want[i].err)
+		}
+	}
+	if rev, _ := s.CurrentRevision(ctx); rev != base+4 {
+		t.Fatalf("CurrentRevision %d, want %d", rev, base+4)
+	}
+	if kv, err := s.Get(ctx, "/b"); err != nil || kv.ModRevision != base+3 {
+		t.Fatalf("Get /b: %+v, %v; want ModRevision %d", kv, err, base+3)
 	}
 }
 

@@ -100,23 +100,42 @@ func (s *Store) submit(ctx context.Context, op *writeOp) writeResult {
 	return <-op.done
 }
 
-// runWriter is the single writer goroutine: group commit. It blocks for one
-// op, then drains whatever else is already queued (bounded by MaxBatchOps
-// and MaxBatchBytes), applies them in order to one indexed batch — so each
-// op's precondition sees the ops before it — and commits the batch with one
-// fsync. Only then are events published and ops acknowledged.
+// runWriter is the single writer goroutine: group commit, pipelined. It
+// blocks for one op, then drains whatever else is already queued (bounded by
+// MaxBatchOps and MaxBatchBytes), applies them in order to one indexed batch
+// — so each op's precondition sees the ops before it — and hands the batch
+// to Pebble with its WAL fsync requested but not awaited
+// (DB.ApplyNoSyncWait). A second goroutine, the syncer (runSyncer), waits for
+// each batch's fsync in order and only then publishes its events and
+// acknowledges its ops. So the writer prepares and applies batch N+1 while
+// batch N's fsync is in flight, and nothing is acknowledged, published or
+// (see Store.awaitDurable) readable before its batch is durable.
+//
+// At most two batches are applied but unacknowledged: the one the syncer
+// waits for and the one the writer has ready to hand over (the hand-off
+// channel is unbuffered). Pebble syncs its WAL in order, so the batches
+// become durable in revision order, and the syncer finishes them in that
+// order: revisions are acknowledged strictly increasing and without gaps.
 func (s *Store) runWriter() {
 	defer s.wg.Done()
-	batch := make([]*writeOp, 0, s.opts.MaxBatchOps)
+	staged := make(chan *stagedBatch)
+	syncerDone := make(chan struct{})
+	go s.runSyncer(staged, syncerDone)
+	defer func() {
+		// Batches already applied finish and are acknowledged.
+		close(staged)
+		<-syncerDone
+	}()
 	for {
-		batch = batch[:0]
+		var first *writeOp
 		select {
-		case op := <-s.ops:
-			batch = append(batch, op)
+		case first = <-s.ops:
 		case <-s.closing:
 			return
 		}
-		size := len(batch[0].value)
+		batch := make([]*writeOp, 1, min(s.opts.MaxBatchOps, 64))
+		batch[0] = first
+		size := len(first.value)
 	drain:
 		for len(batch) < s.opts.MaxBatchOps && size < s.opts.MaxBatchBytes {
 			select {
@@ -127,62 +146,115 @@ func (s *Store) runWriter() {
 				break drain
 			}
 		}
-		s.commit(batch)
+		staged <- s.stage(batch)
 	}
 }
 
-// commit applies ops as one durable batch and answers every op.
-func (s *Store) commit(ops []*writeOp) {
-	results := make([]writeResult, len(ops))
-	events := make([]storage.Event, 0, len(ops))
-	applied := make([]int, 0, len(ops)) // indexes into ops of applied writes
+// stagedBatch is a batch the writer has applied to Pebble (so it is visible
+// to Pebble readers) whose WAL fsync may still be running.
+type stagedBatch struct {
+	b        *pebble.Batch
+	ops      []*writeOp
+	results  []writeResult
+	events   []storage.Event
+	applied  []int // indexes into ops of applied writes
+	from, to int64 // revisions from..to, when applied is not empty
+	err      error // the apply failed: the fsync is not to be waited for
+}
+
+// stage checks and applies ops as one batch and hands it to Pebble without
+// waiting for its fsync. Only the writer calls it.
+func (s *Store) stage(ops []*writeOp) *stagedBatch {
+	sb := &stagedBatch{
+		ops:     ops,
+		results: make([]writeResult, len(ops)),
+		events:  make([]storage.Event, 0, len(ops)),
+		applied: make([]int, 0, len(ops)),
+	}
 	b := s.db.NewIndexedBatch()
-	defer b.Close()
-	base := s.rev.Load()
+	sb.b = b
+	base := s.staged
 	next := base
 	for i, op := range ops {
 		if p := s.writeErr.Load(); p != nil {
-			results[i].err = fmt.Errorf("embedded: write to %q refused, store is read-only after a failed write: %w", op.key, *p)
+			sb.results[i].err = fmt.Errorf("embedded: write to %q refused, store is read-only after a failed write: %w", op.key, *p)
 			continue
 		}
 		if err := op.ctx.Err(); err != nil {
-			results[i].err = err
+			sb.results[i].err = err
 			continue
 		}
 		ev, prev, err := s.apply(b, op, next+1)
 		if err != nil {
-			results[i].err = err
+			sb.results[i].err = err
 			continue
 		}
 		next++
-		results[i] = writeResult{rev: next, prev: prev}
-		events = append(events, ev)
-		applied = append(applied, i)
+		sb.results[i] = writeResult{rev: next, prev: prev}
+		sb.events = append(sb.events, ev)
+		sb.applied = append(sb.applied, i)
 	}
-	if len(applied) > 0 {
-		err := b.Set([]byte(metaCurrentKey), encodeMeta(metaCurrentKey, next), nil)
-		if err == nil {
-			err = commitBatch(b)
-		}
-		if err != nil {
-			// Pebble's WAL errors are sticky and whether the batch reached
-			// disk is unknown, so every later write is refused too: the store
-			// stays readable and the operator restarts it (reopen recovers
-			// exactly what the WAL holds).
-			err = fmt.Errorf("embedded: committing revisions %d..%d: %w", base+1, next, err)
-			s.writeErr.CompareAndSwap(nil, &err)
-			s.opts.Logger.Error("embedded store write failed; store is now read-only", "err", err)
-			for _, i := range applied {
-				results[i] = writeResult{err: err}
+	if len(sb.applied) == 0 {
+		return sb
+	}
+	sb.from, sb.to = base+1, next
+	s.staged = next
+	err := b.Set([]byte(metaCurrentKey), encodeMeta(metaCurrentKey, next), nil)
+	if err == nil {
+		err = s.applyNoSyncWait(b)
+	}
+	if err != nil {
+		// The pipeline is unusable (see applyNoSyncWait): refuse further
+		// writes now, before staging another batch on it.
+		sb.err = s.commitFailed(sb, err)
+	}
+	return sb
+}
+
+// runSyncer finishes the writer's batches in order until staged is closed.
+func (s *Store) runSyncer(staged <-chan *stagedBatch, done chan<- struct{}) {
+	defer close(done)
+	var failed error // once a batch fails, every later one fails too
+	for sb := range staged {
+		if len(sb.applied) > 0 {
+			err := sb.err
+			if err == nil {
+				if err = sb.b.SyncWait(); err != nil {
+					err = s.commitFailed(sb, err)
+				}
 			}
-		} else {
-			s.hub.publish(events)
-			s.advance(next)
+			if err == nil && failed != nil {
+				// Its revisions follow a batch whose fate is unknown.
+				err = failed
+			}
+			if err != nil {
+				failed = err
+				for _, i := range sb.applied {
+					sb.results[i] = writeResult{err: err}
+				}
+			} else {
+				s.hub.publish(sb.events)
+				s.advance(sb.to)
+			}
+		}
+		_ = sb.b.Close()
+		for i, op := range sb.ops {
+			op.done <- sb.results[i]
 		}
 	}
-	for i, op := range ops {
-		op.done <- results[i]
+}
+
+// commitFailed turns the store read-only after Pebble failed to commit sb
+// and returns the error its writes get. Pebble's WAL errors are sticky and
+// whether the batch reached disk is unknown, so every later write is refused
+// too: the store stays readable and the operator restarts it (reopen
+// recovers exactly what the WAL holds).
+func (s *Store) commitFailed(sb *stagedBatch, err error) error {
+	err = fmt.Errorf("embedded: committing revisions %d..%d: %w", sb.from, sb.to, err)
+	if s.writeErr.CompareAndSwap(nil, &err) {
+		s.opts.Logger.Error("embedded store write failed; store is now read-only", "err", err)
 	}
+	return err
 }
 
 // apply checks op's precondition against b (which sees the batch's earlier
@@ -312,12 +384,14 @@ func getLatest(r pebble.Reader, key string, dbKey []byte) (storage.KeyValue, boo
 	return kv, err == nil, err
 }
 
-// commitBatch commits b with fsync. Pebble treats a WAL write or sync error
-// as fatal and calls Logger.Fatalf from inside Commit; pebbleLogger panics
-// with pebbleFatal and this turns it back into an error. Pebble has already
-// released its commit pipeline by then (the failed batch is applied but may
-// not be durable), so reads keep working; the writer refuses further writes.
-func commitBatch(b *pebble.Batch) (err error) {
+// applyNoSyncWait applies b to Pebble (it is then visible to Pebble readers)
+// and requests its WAL fsync without waiting for it; b.SyncWait waits and
+// reports a failed write or sync. Pebble treats an error before that (writing
+// the WAL or applying the memtable) as fatal and calls Logger.Fatalf from
+// inside the apply; pebbleLogger panics with pebbleFatal and this turns it
+// back into an error. Pebble has already released its commit pipeline's
+// locks by then, so reads keep working; the writer refuses further writes.
+func (s *Store) applyNoSyncWait(b *pebble.Batch) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			f, ok := r.(pebbleFatal)
@@ -327,5 +401,5 @@ func commitBatch(b *pebble.Batch) (err error) {
 			err = f
 		}
 	}()
-	return b.Commit(pebble.Sync)
+	return s.db.ApplyNoSyncWait(b, pebble.Sync)
 }
