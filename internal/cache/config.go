@@ -38,9 +38,11 @@ type Config struct {
 	// Decode turns a stored value into an object and must set its
 	// metadata.resourceVersion to kv.ModRevision. Required.
 	Decode func(kv storage.KeyValue) (runtime.Object, error)
-	// Attrs returns the labels and the selectable fields of obj; the field
-	// set must include metadata.name and metadata.namespace. Default: the
-	// object's labels and those two fields.
+	// Attrs returns the labels and the selectable fields of obj. The cache
+	// keeps them compactly (attrs.go): it answers metadata.name and
+	// metadata.namespace from the object's key, and reads a field that is
+	// "" as absent, as field selectors do. Default: the object's labels
+	// and those two fields.
 	Attrs func(obj runtime.Object) (labels.Set, fields.Set)
 	// IndexedFields are field-selector keys indexed for lists and watch
 	// dispatch, e.g. "spec.nodeName". Default: none.

@@ -117,7 +117,7 @@ func errorEvent(err error) *Event {
 // dispatchKeys appends the registry buckets an entry concerns.
 func (c *Cache) dispatchKeys(dst []indexKey, e *entry) []indexKey {
 	n := len(dst)
-	dst = append(dst, indexKey{"ns", e.ns}, indexKey{"name", e.name})
+	dst = append(dst, indexKey{"ns", e.ns()}, indexKey{"name", e.name()})
 	dst = appendIndexKeys(dst, c.cfg.IndexedFields, c.cfg.IndexedLabels, e)
 	// Deduplicate against what was there (cur and prev often agree).
 	out := dst[:n]

@@ -40,8 +40,9 @@
 // window's newer events; there are no per-revision snapshots.
 //
 // Memory: by default the cache keeps each object's stored bytes (plus its
-// labels and selectable fields) and decodes what it serves — about 1.9 KB
-// per running pod instead of 6 KB — so a million objects fit the design's
+// labels and selectable fields, as one slice of interned strings rather
+// than two maps: attrs.go) and decodes what it serves — about 1.3 KB per
+// running pod instead of 6 KB — so a million objects fit the design's
 // memory budget. Config.RetainObjects keeps decoded objects instead, for
 // types where read CPU matters more. Objects handed out by Get, List and
 // watch events must be treated as read-only either way: watch events are

@@ -12,18 +12,44 @@ import (
 // entry is one version of one object. Entries are immutable once built and
 // shared by the state, the indexes and the window.
 type entry struct {
-	key  string // full storage key
-	ns   string // namespace ("" for cluster-scoped keys)
-	name string
+	key string // full storage key
 	// obj is the decoded object when Config.RetainObjects is set;
 	// otherwise raw holds the stored bytes and reads decode them.
 	obj       runtime.Object
 	raw       []byte
 	rev       int64 // ModRevision
 	createRev int64
-	labels    labels.Set
-	fields    fields.Set
+	// attrs are the labels and selectable fields (attrs.go).
+	attrs   []string
+	nlabels int32
+	// The namespace and name are key[nsOff:nameOff-1] and key[nameOff:];
+	// nsOff == nameOff for a cluster-scoped key (setKey). Offsets rather
+	// than strings keep the entry in a smaller size class.
+	nsOff, nameOff int32
 }
+
+// setKey sets e's key, below prefix.
+func (e *entry) setKey(prefix, key string) {
+	e.key = key
+	rest := strings.TrimPrefix(key, prefix)
+	base := len(key) - len(rest)
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		e.nsOff, e.nameOff = int32(base), int32(base+i+1)
+	} else {
+		e.nsOff, e.nameOff = int32(base), int32(base)
+	}
+}
+
+// ns is e's namespace ("" for cluster-scoped keys).
+func (e *entry) ns() string {
+	if e.nsOff == e.nameOff {
+		return ""
+	}
+	return e.key[e.nsOff : e.nameOff-1]
+}
+
+// name is e's name.
+func (e *entry) name() string { return e.key[e.nameOff:] }
 
 func lessEntry(a, b *entry) bool { return a.key < b.key }
 
@@ -70,10 +96,10 @@ func (s *state) indexKeysFor(dst []indexKey, e *entry) []indexKey {
 
 func appendIndexKeys(dst []indexKey, indexedFields, indexedLabels []string, e *entry) []indexKey {
 	for _, f := range indexedFields {
-		dst = append(dst, indexKey{"f:" + f, e.fields[f]})
+		dst = append(dst, indexKey{"f:" + f, e.field(f)})
 	}
 	for _, l := range indexedLabels {
-		if v, ok := e.labels[l]; ok {
+		if v, ok := e.label(l); ok {
 			dst = append(dst, indexKey{"l:" + l, v})
 		}
 	}
@@ -131,16 +157,6 @@ func (s *state) get(key string) *entry {
 	return e
 }
 
-// splitKey returns the namespace ("" for cluster-scoped keys) and name
-// parts of a key below prefix.
-func splitKey(prefix, key string) (ns, name string) {
-	rest := strings.TrimPrefix(key, prefix)
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		return rest[:i], rest[i+1:]
-	}
-	return "", rest
-}
-
 // predicate is a list or watch filter.
 type predicate struct {
 	namespace string
@@ -165,13 +181,13 @@ func newPredicate(ns string, l labels.Selector, f fields.Selector) predicate {
 }
 
 func (p *predicate) matches(e *entry) bool {
-	if p.namespace != "" && e.ns != p.namespace {
+	if p.namespace != "" && e.ns() != p.namespace {
 		return false
 	}
-	if p.label != nil && !p.label.Matches(e.labels) {
+	if p.label != nil && !p.label.Matches((*entryLabels)(e)) {
 		return false
 	}
-	if p.field != nil && !p.field.Matches(e.fields) {
+	if p.field != nil && !p.field.Matches((*entryFields)(e)) {
 		return false
 	}
 	return true

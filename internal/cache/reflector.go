@@ -242,16 +242,9 @@ func (c *Cache) newEntry(kv storage.KeyValue) (*entry, error) {
 		return nil, err
 	}
 	l, f := c.cfg.Attrs(obj)
-	ns, name := splitKey(c.cfg.Prefix, kv.Key)
-	e := &entry{
-		key:       kv.Key,
-		ns:        ns,
-		name:      name,
-		rev:       kv.ModRevision,
-		createRev: kv.CreateRevision,
-		labels:    l,
-		fields:    f,
-	}
+	e := &entry{rev: kv.ModRevision, createRev: kv.CreateRevision}
+	e.setKey(c.cfg.Prefix, kv.Key)
+	e.setAttrs(strs, l, f)
 	if c.cfg.RetainObjects {
 		e.obj = obj
 	} else {
