@@ -2,28 +2,44 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/myriad-k8s/myriad/internal/bench/storebench"
 )
 
+// benchScenario is one `myriad bench` scenario.
+type benchScenario struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout io.Writer) error
+}
+
+// benchScenarios lists the scenarios; each lives in its own bench_*.go file.
+func benchScenarios() []benchScenario {
+	return []benchScenario{
+		{"store", "storage engine write/read latency and capacity", runStoreBench},
+		{"api", "API server create/get/list/lease throughput and latency", runAPIBench},
+		{"restart", "API server restart time on a large store", runRestartBench},
+	}
+}
+
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
+	scenarios := benchScenarios()
+	var names []string
+	for _, s := range scenarios {
+		if len(args) > 0 && s.name == args[0] {
+			return s.run(ctx, args[1:], stdout)
+		}
+		names = append(names, s.name)
+	}
+	list := strings.Join(names, ", ")
 	if len(args) == 0 {
-		return errors.New("usage: myriad bench store|api|restart [flags]")
+		return fmt.Errorf("usage: myriad bench SCENARIO [flags] (scenarios: %s)", list)
 	}
-	switch args[0] {
-	case "store":
-		return runStoreBench(ctx, args[1:], stdout)
-	case "api":
-		return runAPIBench(ctx, args[1:], stdout)
-	case "restart":
-		return runRestartBench(ctx, args[1:], stdout)
-	}
-	return fmt.Errorf("unknown bench scenario %q (available: store, api, restart)", args[0])
+	return fmt.Errorf("unknown bench scenario %q (available: %s)", args[0], list)
 }
 
 func runStoreBench(ctx context.Context, args []string, stdout io.Writer) error {

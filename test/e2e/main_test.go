@@ -86,9 +86,24 @@ func startServer(dataDir string) (*server, error) {
 }
 
 func startServerOnPort(dataDir string, port int) (*server, error) {
+	return startCommand("up", dataDir, port)
+}
+
+// startAPIServer starts `myriad apiserver` (the API alone: no scheduler, no
+// controllers) on dataDir and a free port, for tests that run their own
+// components against it.
+func startAPIServer(dataDir string) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	return startCommand("apiserver", dataDir, port)
+}
+
+func startCommand(command, dataDir string, port int) (*server, error) {
 	s := &server{dataDir: dataDir, kubeconfig: filepath.Join(dataDir, "kubeconfig"), port: port, log: &safeBuffer{}, done: make(chan error, 1)}
 	_ = os.Remove(s.kubeconfig)
-	s.cmd = exec.Command(binary, "up", "--data-dir", dataDir, "--secure-port", strconv.Itoa(port))
+	s.cmd = exec.Command(binary, command, "--data-dir", dataDir, "--secure-port", strconv.Itoa(port))
 	s.cmd.Stdout = s.log
 	s.cmd.Stderr = s.log
 	if err := s.cmd.Start(); err != nil {
