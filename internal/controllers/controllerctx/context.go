@@ -1,6 +1,8 @@
 package controllerctx
 
 import (
+	"context"
+
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,4 +38,23 @@ type Context struct {
 
 	Logger  *slog.Logger
 	Metrics prometheus.Registerer
+}
+
+// Controller is what the manager runs once it leads: Run waits for its
+// informers' caches, starts workers goroutines and returns when ctx is done.
+type Controller interface {
+	Run(ctx context.Context, workers int)
+}
+
+// Descriptor names a controller and how to build it.
+type Descriptor struct {
+	// Name is the kube-controller-manager name where one exists
+	// ("replicaset", "deployment", "nodelifecycle", ...), used by
+	// --controllers and in logs.
+	Name string
+	// Workers is the default number of worker goroutines.
+	Workers int
+	// New registers event handlers on the shared informers and returns
+	// the controller; it must not call the API.
+	New func(c *Context) (Controller, error)
 }
