@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -32,6 +33,12 @@ type Config struct {
 	IndexedLabels []string
 	// ExtraSANs are more names/IPs for the serving certificate.
 	ExtraSANs []string
+	// Components run in-process once the server is ready (the scheduler
+	// and controllers of `myriad up`); they stop before the server does.
+	Components []Component
+	// Metrics is the registry /metrics serves; components register on it
+	// too. Default: a new registry.
+	Metrics *prometheus.Registry
 	// ShutdownTimeout bounds graceful shutdown (default 10 s).
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
@@ -69,6 +76,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 10 * time.Second
+	}
+	if c.Metrics == nil {
+		c.Metrics = prometheus.NewRegistry()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/version"
@@ -48,7 +47,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	}
 	defer store.Close()
 
-	metrics := prometheus.NewRegistry()
+	metrics := cfg.Metrics
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	scheme, err := registry.NewScheme()
 	if err != nil {
@@ -116,25 +115,32 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		return err
 	}
 	log.Info("serving", "address", url, "kubeconfig", cfg.KubeconfigPath(), "startup", time.Since(start).Round(time.Millisecond))
+	components := startComponents(cfg.Components, loopbackConfig(url, creds), metrics, log)
 	if ready != nil {
 		close(ready)
 	}
 
+	var runErr error
 	select {
 	case <-ctx.Done():
 	case err := <-serveErr:
 		if !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serving: %w", err)
+			runErr = fmt.Errorf("serving: %w", err)
 		}
+	case err := <-components.errs:
+		runErr = err
 	}
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
+	// Components go first, while the server still answers, so they can
+	// release their leases and a standby elsewhere takes over at once.
+	components.stop(shutdownCtx)
 	cancelRequests()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		_ = srv.Close()
 	}
-	return nil
+	return runErr
 }
 
 // waitReady waits until every cache is synced.

@@ -1,0 +1,80 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestComponentsUseLoopbackAndStopFirst checks that an in-process component
+// reaches the API through the loopback config and that, at shutdown, it is
+// stopped while the server still answers (so it can release its lease).
+func TestComponentsUseLoopbackAndStopFirst(t *testing.T) {
+	started := make(chan error, 1)
+	finalCall := make(chan error, 1)
+	comp := Component{Name: "probe", Run: func(ctx context.Context, loopback *rest.Config, _ prometheus.Registerer) error {
+		c, err := kubernetes.NewForConfig(loopback)
+		if err != nil {
+			return err
+		}
+		_, err = c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		started <- err
+		<-ctx.Done()
+		// The "release the lease" call a leader makes on its way out.
+		callCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err = c.CoreV1().Namespaces().Get(callCtx, "kube-system", metav1.GetOptions{})
+		finalCall <- err
+		return nil
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{DataDir: t.TempDir(), SecurePort: freePort(t), Components: []Component{comp}}, nil)
+	}()
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatalf("component's first call: %v", err)
+		}
+	case err := <-done:
+		t.Fatalf("Run ended early: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("component did not start")
+	}
+	cancel()
+	if err := <-finalCall; err != nil {
+		t.Errorf("call made while stopping failed, the server went first: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}
+
+// TestComponentFailureEndsRun: a failing component ends the process with
+// its error, as a crashed scheduler process would.
+func TestComponentFailureEndsRun(t *testing.T) {
+	boom := errors.New("boom")
+	comp := Component{Name: "crasher", Run: func(context.Context, *rest.Config, prometheus.Registerer) error { return boom }}
+	err := Run(context.Background(), Config{DataDir: t.TempDir(), SecurePort: freePort(t), Components: []Component{comp}}, nil)
+	if !errors.Is(err, boom) {
+		t.Fatalf("Run = %v, want the component's error", err)
+	}
+}
