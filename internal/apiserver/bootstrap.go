@@ -24,5 +24,5 @@ func (s *Server) bootstrap(ctx context.Context) error {
 			return fmt.Errorf("creating namespace %s: %w", name, err)
 		}
 	}
-	return nil
+	return s.bootstrapPriorityClasses(ctx)
 }

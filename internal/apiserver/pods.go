@@ -17,9 +17,10 @@ import (
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 )
 
-// podHooks: graceful deletion, and the binding and eviction subresources.
+// podHooks: priority admission, graceful deletion, and the binding and eviction subresources.
 func (s *Server) podHooks(h *resourceHandler) {
 	h.hooks.gracePeriod = podGracePeriod
+	h.hooks.beforeCreate = s.admitPodPriority
 	h.hooks.subresources = map[string]subresourceHandler{
 		"binding":  (*Server).bindPod,
 		"eviction": (*Server).evictPod,

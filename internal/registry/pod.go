@@ -78,13 +78,10 @@ func defaultPod(p *corev1.Pod) {
 // the two system classes have fixed values.
 func defaultPriority(s *corev1.PodSpec) {
 	if s.Priority == nil {
-		switch s.PriorityClassName {
-		case "":
+		if s.PriorityClassName == "" {
 			s.Priority = ptrTo(int32(0))
-		case "system-node-critical":
-			s.Priority = ptrTo(int32(2000001000))
-		case "system-cluster-critical":
-			s.Priority = ptrTo(int32(2000000000))
+		} else if v, ok := SystemPriorityClasses()[s.PriorityClassName]; ok {
+			s.Priority = ptrTo(v)
 		}
 	}
 	if s.Priority != nil && s.PreemptionPolicy == nil {

@@ -19,8 +19,9 @@ const (
 	systemPriorityClassPrefix    = "system-"
 )
 
-// systemPriorityClasses are the only "system-" classes upstream accepts.
-func systemPriorityClasses() map[string]int32 {
+// SystemPriorityClasses are the only "system-" classes upstream accepts,
+// with their values; every cluster has them.
+func SystemPriorityClasses() map[string]int32 {
 	return map[string]int32{"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
 }
 
@@ -76,7 +77,7 @@ func priorityClassResource(c clock) *Resource {
 func validatePriorityClass(pc *schedulingv1.PriorityClass) field.ErrorList {
 	var errs field.ErrorList
 	if strings.HasPrefix(pc.Name, systemPriorityClassPrefix) {
-		want, known := systemPriorityClasses()[pc.Name]
+		want, known := SystemPriorityClasses()[pc.Name]
 		var reason string
 		switch {
 		case !known:
