@@ -24,5 +24,8 @@ func (s *Server) bootstrap(ctx context.Context) error {
 			return fmt.Errorf("creating namespace %s: %w", name, err)
 		}
 	}
-	return s.bootstrapPriorityClasses(ctx)
+	if err := s.bootstrapPriorityClasses(ctx); err != nil {
+		return err
+	}
+	return s.bootstrapKubernetesService(ctx)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,11 @@ type Config struct {
 	ServiceClusterIPRange string
 	// ServiceNodePortRange is "low-high" (default 30000-32767).
 	ServiceNodePortRange string
+	// PublicAddress and PublicPort are where clients reach this server;
+	// the "kubernetes" Service's endpoints point there. Unset: no
+	// kubernetes Service.
+	PublicAddress netip.Addr
+	PublicPort    int32
 	// IndexedLabels are label keys the caches index besides "app".
 	IndexedLabels []string
 	// CompactionInterval is how often history older than one interval is

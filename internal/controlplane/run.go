@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -61,7 +62,8 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		Store: store, Registry: reg, Scheme: scheme,
 		ServiceClusterIPRange: cfg.ServiceClusterIPRange, ServiceNodePortRange: cfg.ServiceNodePortRange,
 		IndexedLabels: cfg.IndexedLabels, Logger: log.With("component", "apiserver"), Metrics: metrics,
-		Version: versionInfo(),
+		Version:       versionInfo(),
+		PublicAddress: publicAddress(cfg.BindAddress), PublicPort: int32(cfg.SecurePort),
 	})
 	if err != nil {
 		return err
@@ -164,4 +166,14 @@ const gitVersion = "v1.34.0-myriad.0"
 func versionInfo() version.Info {
 	return version.Info{Major: "1", Minor: "34", GitVersion: gitVersion, Compiler: runtime.Compiler,
 		Platform: runtime.GOOS + "/" + runtime.GOARCH, GoVersion: runtime.Version()}
+}
+
+// publicAddress is the address the kubernetes Service's endpoints name:
+// the bind address, or loopback when bound to every interface.
+func publicAddress(bind string) netip.Addr {
+	a, err := netip.ParseAddr(bind)
+	if err != nil || a.IsUnspecified() {
+		return netip.MustParseAddr("127.0.0.1")
+	}
+	return a
 }
