@@ -1,0 +1,19 @@
+// Package plugins implements kube-scheduler's default-profile filters and
+// scores over the framework's PodInfo and NodeInfo:
+//
+//	filters: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity,
+//	         NodePorts, NodeResourcesFit, PodTopologySpread (DoNotSchedule),
+//	         InterPodAffinity (required)
+//	scores:  NodeResourcesFit/LeastAllocated (weight 1),
+//	         NodeResourcesBalancedAllocation (1), NodeAffinity preferred (2),
+//	         TaintToleration PreferNoSchedule (3), InterPodAffinity
+//	         preferred (2), PodTopologySpread ScheduleAnyway (2)
+//
+// PreFilter computes, once per pod (or per equivalence class), everything a
+// filter needs from the whole cluster (topology counts); Filter then looks
+// at one node and is safe to call from several goroutines at once.
+// Reasons are upstream's strings. Known gaps: no system-default topology
+// spreading (pods without constraints are not spread by owner), and pod
+// affinity terms with a non-empty namespaceSelector only see the namespaces
+// they list.
+package plugins

@@ -1,0 +1,230 @@
+package plugins
+
+import (
+	"fmt"
+
+	"github.com/go-logr/logr"
+	v1 "k8s.io/api/core/v1"
+	v1helper "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/myriad-k8s/myriad/internal/scheduler/framework"
+)
+
+// Score weights of upstream's default profile.
+const (
+	WeightLeastAllocated     = 1
+	WeightBalanced           = 1
+	WeightNodeAffinity       = 2
+	WeightTaintToleration    = 3
+	WeightInterPodAffinity   = 2
+	WeightPodTopologySpread  = 2
+	MaxNodeScore             = 100
+	unschedulableTaintKey    = v1.TaintNodeUnschedulable
+	enableComparisonOperator = false
+)
+
+// State is what PreFilter computed for one pod; Filter and the scores read
+// it. It is immutable after PreFilter, so filters may run in parallel.
+type State struct {
+	Pod *framework.PodInfo
+
+	nodeAffinity nodeaffinity.RequiredNodeAffinity
+	preferred    *nodeaffinity.PreferredSchedulingTerms
+
+	affinity *affinityState
+	spread   *spreadState
+	// softSpread holds ScheduleAnyway constraints' counts, for scoring.
+	softSpread *spreadState
+
+	// Nominated holds, per node, the requests of pods nominated there
+	// (by preemption) with priority at least the pod's; they count as
+	// if placed, as upstream's nominated-pod pass does for resources.
+	Nominated map[string]*framework.Resource
+}
+
+// Cluster is what PreFilter reads beyond the pod: every node, and whether
+// any pod has pod (anti-)affinity (to skip that work when none does).
+type Cluster interface {
+	Nodes() []*framework.NodeInfo
+	HavePodsWithAffinity() bool
+}
+
+// PreFilter prepares pod's State. A non-nil status means the pod cannot be
+// scheduled anywhere (for instance, an invalid selector).
+func PreFilter(pod *framework.PodInfo, cluster Cluster) (*State, *framework.Status) {
+	if pod.ParseError != nil {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, pod.ParseError.Error())
+	}
+	s := &State{Pod: pod, nodeAffinity: nodeaffinity.GetRequiredNodeAffinity(pod.Pod)}
+	if a := pod.Pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+		p, err := nodeaffinity.NewPreferredSchedulingTerms(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+		if err != nil {
+			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("preferred node affinity: %v", err))
+		}
+		s.preferred = p
+	}
+	nodes := cluster.Nodes()
+	if pod.HasAffinity() || cluster.HavePodsWithAffinity() {
+		s.affinity = newAffinityState(pod, nodes)
+	}
+	var err error
+	if s.spread, err = newSpreadState(s, v1.DoNotSchedule, nodes); err != nil {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
+	}
+	if s.softSpread, err = newSpreadState(s, v1.ScheduleAnyway, nodes); err != nil {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
+	}
+	return s, nil
+}
+
+// DependsOnOtherPods reports whether where this pod fits or scores depends
+// on pods other than through node resources and ports: pod (anti-)affinity
+// of its own or of existing pods, or topology spreading. Such pods are not
+// placed as an equivalence-class batch, since each placement changes other
+// nodes' verdicts.
+func (s *State) DependsOnOtherPods() bool {
+	return s.affinity != nil || s.spread != nil || s.softSpread != nil
+}
+
+// Filter runs the filters on node in upstream's order and returns the first
+// failure, or nil.
+func (s *State) Filter(n *framework.NodeInfo) *framework.Status {
+	if n.Node == nil {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, framework.ReasonNodeNotReady)
+	}
+	if st := s.filterUnschedulable(n); st != nil {
+		return st
+	}
+	if name := s.Pod.Pod.Spec.NodeName; name != "" && name != n.Name {
+		return statusNodeName
+	}
+	if st := s.filterTaints(n); st != nil {
+		return st
+	}
+	if ok, _ := s.nodeAffinity.Match(n.Node); !ok {
+		return statusNodeAffinity
+	}
+	for _, p := range s.Pod.HostPorts {
+		if n.UsedPorts.Conflicts(p) {
+			return statusNodePorts
+		}
+	}
+	if st := s.FilterResources(n); st != nil {
+		return st
+	}
+	if s.spread != nil {
+		if st := s.spread.filter(n); st != nil {
+			return st
+		}
+	}
+	if s.affinity != nil {
+		if st := s.affinity.filter(s.Pod, n); st != nil {
+			return st
+		}
+	}
+	return nil
+}
+
+// Immutable sentinel statuses for the common single-reason failures, so
+// filtering thousands of nodes does not allocate one per node.
+var (
+	statusNodeName      = framework.NewStatus(framework.UnschedulableAndUnresolvable, framework.ReasonNodeName)
+	statusUnschedulable = framework.NewStatus(framework.UnschedulableAndUnresolvable, framework.ReasonNodeUnschedulable)
+	statusNodeAffinity  = framework.NewStatus(framework.UnschedulableAndUnresolvable, framework.ReasonNodeAffinity)
+	statusNodePorts     = framework.NewStatus(framework.Unschedulable, framework.ReasonNodePorts)
+	statusTooManyPods   = framework.NewStatus(framework.Unschedulable, framework.ReasonTooManyPods)
+	statusCPU           = framework.NewStatus(framework.Unschedulable, "Insufficient cpu")
+	statusMemory        = framework.NewStatus(framework.Unschedulable, "Insufficient memory")
+)
+
+func (s *State) filterUnschedulable(n *framework.NodeInfo) *framework.Status {
+	if !n.Node.Spec.Unschedulable {
+		return nil
+	}
+	taint := v1.Taint{Key: unschedulableTaintKey, Effect: v1.TaintEffectNoSchedule}
+	if v1helper.TolerationsTolerateTaint(logr.Discard(), s.Pod.Pod.Spec.Tolerations, &taint, enableComparisonOperator) {
+		return nil
+	}
+	return statusUnschedulable
+}
+
+func (s *State) filterTaints(n *framework.NodeInfo) *framework.Status {
+	if len(n.Node.Spec.Taints) == 0 {
+		return nil
+	}
+	taint, found := v1helper.FindMatchingUntoleratedTaint(logr.Discard(), n.Node.Spec.Taints, s.Pod.Pod.Spec.Tolerations, func(t *v1.Taint) bool {
+		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+	}, enableComparisonOperator)
+	if !found {
+		return nil
+	}
+	return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value))
+}
+
+// FilterResources is NodeResourcesFit: the pod count, then every resource
+// the pod requests against allocatable minus what is requested (plus
+// nominated pods). All insufficient resources are reported, as upstream.
+func (s *State) FilterResources(n *framework.NodeInfo) *framework.Status {
+	req := &s.Pod.Requests
+	used := &n.Requested
+	podCount := int64(len(n.Pods))
+	var nom *framework.Resource
+	if s.Nominated != nil {
+		if r, ok := s.Nominated[n.Name]; ok {
+			nom = r
+			podCount += r.AllowedPodNumber
+		}
+	}
+	var reasons []string
+	if podCount+1 > n.Allocatable.AllowedPodNumber {
+		reasons = append(reasons, framework.ReasonTooManyPods)
+	}
+	if req.MilliCPU == 0 && req.Memory == 0 && req.EphemeralStorage == 0 && len(req.Scalar) == 0 {
+		return reasonsStatus(reasons)
+	}
+	extra := func(get func(*framework.Resource) int64) int64 {
+		if nom == nil {
+			return 0
+		}
+		return get(nom)
+	}
+	if req.MilliCPU > 0 && req.MilliCPU > n.Allocatable.MilliCPU-used.MilliCPU-extra(func(r *framework.Resource) int64 { return r.MilliCPU }) {
+		reasons = append(reasons, "Insufficient cpu")
+	}
+	if req.Memory > 0 && req.Memory > n.Allocatable.Memory-used.Memory-extra(func(r *framework.Resource) int64 { return r.Memory }) {
+		reasons = append(reasons, "Insufficient memory")
+	}
+	if req.EphemeralStorage > 0 && req.EphemeralStorage > n.Allocatable.EphemeralStorage-used.EphemeralStorage-extra(func(r *framework.Resource) int64 { return r.EphemeralStorage }) {
+		reasons = append(reasons, "Insufficient ephemeral-storage")
+	}
+	for name, q := range req.Scalar {
+		if q == 0 {
+			continue
+		}
+		var e int64
+		if nom != nil {
+			e = nom.Scalar[name]
+		}
+		if q > n.Allocatable.Scalar[name]-used.Scalar[name]-e {
+			reasons = append(reasons, fmt.Sprintf("Insufficient %s", name))
+		}
+	}
+	return reasonsStatus(reasons)
+}
+
+func reasonsStatus(reasons []string) *framework.Status {
+	switch {
+	case len(reasons) == 0:
+		return nil
+	case len(reasons) == 1 && reasons[0] == framework.ReasonTooManyPods:
+		return statusTooManyPods
+	case len(reasons) == 1 && reasons[0] == "Insufficient cpu":
+		return statusCPU
+	case len(reasons) == 1 && reasons[0] == "Insufficient memory":
+		return statusMemory
+	}
+	return framework.NewStatus(framework.Unschedulable, reasons...)
+}
+
+func discardLogger() logr.Logger { return logr.Discard() }
