@@ -24,6 +24,7 @@ func commands() []command {
 	return []command{
 		{"up", "run the all-in-one control plane on the embedded store", runUp},
 		{"apiserver", "run the API server", runAPIServer},
+		{"controllers", "run the controller manager against an API server", runControllers},
 		{"bench", "run a benchmark scenario (store, api, restart)", runBench},
 		{"version", "print the version", runVersion},
 	}

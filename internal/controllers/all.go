@@ -1,8 +1,15 @@
 package controllers
 
-import "github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+import (
+	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
+	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
+)
 
 // All lists every controller the manager can run, in start order.
 func All() []controllerctx.Descriptor {
-	return []controllerctx.Descriptor{}
+	return []controllerctx.Descriptor{
+		serviceaccount.Descriptor(),
+		rootcacert.Descriptor(),
+	}
 }

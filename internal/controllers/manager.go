@@ -1,0 +1,192 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
+)
+
+// Warmer is implemented by controllers that keep caches outside the shared
+// factories (the garbage collector's graph over discovered resources, the
+// root CA publisher's filtered ConfigMap informer). The manager calls Warm
+// right after starting the factories, before it leads, so a standby's
+// caches are as warm as its factories'. Warm starts goroutines that stop
+// when ctx is done and must not block.
+type Warmer interface {
+	Warm(ctx context.Context)
+}
+
+type built struct {
+	name    string
+	workers int
+	c       controllerctx.Controller
+}
+
+// Run builds the shared context and every enabled controller, starts the
+// informers at once (hot standby), and runs the controllers — immediately
+// without leader election, else while holding the leader Lease. It returns
+// nil when ctx is done (after releasing the Lease), or an error if the
+// Lease is lost, so the process restarts clean as kube-controller-manager
+// does.
+func Run(ctx context.Context, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	log := cfg.Logger.With("component", "controller-manager")
+	cc, err := newContext(cfg)
+	if err != nil {
+		return err
+	}
+	ctrls, err := build(cc, cfg)
+	if err != nil {
+		return err
+	}
+
+	// Informers run for the whole life of the process, leader or not.
+	infCtx, stopInformers := context.WithCancel(context.Background())
+	defer func() {
+		stopInformers()
+		cc.Informers.Shutdown()
+		cc.MetadataInformers.Shutdown()
+	}()
+	cc.Informers.Start(infCtx.Done())
+	cc.MetadataInformers.Start(infCtx.Done())
+	for _, b := range ctrls {
+		if w, ok := b.c.(Warmer); ok {
+			w.Warm(infCtx)
+		}
+	}
+	cc.Events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cc.Client.CoreV1().Events("")})
+	defer cc.Events.Shutdown()
+
+	names := make([]string, len(ctrls))
+	for i, b := range ctrls {
+		names[i] = b.name
+	}
+	log.Info("controllers built, informers started", "controllers", names, "leaderElect", cfg.LeaderElect, "identity", cfg.Identity)
+
+	runAll := func(ctx context.Context) {
+		// Informers a controller asked for after the first Start.
+		cc.Informers.Start(infCtx.Done())
+		cc.MetadataInformers.Start(infCtx.Done())
+		var wg sync.WaitGroup
+		for _, b := range ctrls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b.c.Run(ctx, b.workers)
+			}()
+		}
+		wg.Wait()
+	}
+	if !cfg.LeaderElect {
+		runAll(ctx)
+		return nil
+	}
+	electClient, err := electionClient(cfg)
+	if err != nil {
+		return err
+	}
+	e := &elector{cfg: cfg, client: electClient, log: log, run: runAll, metrics: newLeaderMetric(cfg.Metrics, cfg.LeaseName)}
+	return e.loop(ctx)
+}
+
+// newContext builds the clients and factories every controller shares.
+func newContext(cfg Config) (*controllerctx.Context, error) {
+	rc := rest.CopyConfig(cfg.RESTConfig)
+	if rc.QPS == 0 {
+		rc.QPS, rc.Burst = 500, 1000
+	}
+	if rc.UserAgent == "" {
+		rc.UserAgent = "myriad-controller-manager"
+	}
+	proto := rest.CopyConfig(rc)
+	proto.ContentType = runtime.ContentTypeProtobuf
+	proto.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	client, err := kubernetes.NewForConfig(proto)
+	if err != nil {
+		return nil, fmt.Errorf("controllers: client: %w", err)
+	}
+	md, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("controllers: metadata client: %w", err)
+	}
+	return &controllerctx.Context{
+		Client:            client,
+		Metadata:          md,
+		Informers:         informers.NewSharedInformerFactory(client, 0),
+		MetadataInformers: metadatainformer.NewSharedInformerFactory(md, 0),
+		Events:            record.NewBroadcaster(),
+		Clock:             cfg.Clock,
+		Logger:            cfg.Logger,
+		Metrics:           cfg.Metrics,
+	}, nil
+}
+
+// electionClient is a client of its own, so renewals never queue behind
+// the controllers' requests in a shared rate limiter, with a timeout below
+// the renew deadline.
+func electionClient(cfg Config) (kubernetes.Interface, error) {
+	rc := rest.CopyConfig(cfg.RESTConfig)
+	rc.QPS, rc.Burst = 50, 100
+	rc.Timeout = cfg.RenewDeadline / 2
+	if rc.UserAgent == "" {
+		rc.UserAgent = "myriad-controller-manager/leader-election"
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("controllers: election client: %w", err)
+	}
+	return c, nil
+}
+
+// build calls New for every enabled controller, in All's order.
+func build(cc *controllerctx.Context, cfg Config) ([]built, error) {
+	var out []built
+	for _, d := range descriptors(cfg) {
+		if !enabled(cfg.Controllers, d.Name) {
+			continue
+		}
+		if d.Name == rootcacert.Name && len(cfg.RootCA) == 0 {
+			cfg.Logger.Warn("no CA in the client configuration; not publishing kube-root-ca.crt")
+			continue
+		}
+		c, err := d.New(cc)
+		if err != nil {
+			return nil, fmt.Errorf("controllers: building %s: %w", d.Name, err)
+		}
+		w := d.Workers
+		if w < 1 {
+			w = 1
+		}
+		out = append(out, built{name: d.Name, workers: w, c: c})
+	}
+	return out, nil
+}
+
+// descriptors is All with the controllers that take process configuration
+// rebuilt from cfg (controllerctx.Context carries no per-controller knobs).
+func descriptors(cfg Config) []controllerctx.Descriptor {
+	ds := All()
+	for i := range ds {
+		switch ds[i].Name {
+		case rootcacert.Name:
+			ca := cfg.RootCA
+			ds[i].New = func(c *controllerctx.Context) (controllerctx.Controller, error) { return rootcacert.New(c, ca) }
+		}
+	}
+	return ds
+}

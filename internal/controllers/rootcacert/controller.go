@@ -1,0 +1,186 @@
+package rootcacert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+)
+
+// Name is the controller's name in --controllers (upstream's).
+const Name = "root-ca-cert-publisher"
+
+const (
+	// ConfigMapName is the ConfigMap published in every namespace.
+	ConfigMapName = "kube-root-ca.crt"
+	// DataKey holds the PEM bundle.
+	DataKey = "ca.crt"
+
+	descriptionAnnotation = "kubernetes.io/description"
+	description           = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."
+)
+
+// Descriptor registers the controller with the manager. The manager
+// rebuilds New with the CA of its client configuration.
+func Descriptor() controllerctx.Descriptor {
+	return controllerctx.Descriptor{Name: Name, Workers: 1, New: func(c *controllerctx.Context) (controllerctx.Controller, error) { return New(c, nil) }}
+}
+
+// Controller publishes the root CA ConfigMap.
+type Controller struct {
+	client     kubernetes.Interface
+	ca         string
+	namespaces corelisters.NamespaceLister
+	// configMaps holds only ConfigMaps named kube-root-ca.crt: a field
+	// selected informer of its own, not the shared one over all ConfigMaps.
+	configMaps cache.SharedIndexInformer
+	cmLister   corelisters.ConfigMapLister
+	synced     []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[string]
+	log        *slog.Logger
+}
+
+// New registers handlers; ca is the PEM bundle to publish.
+func New(c *controllerctx.Context, ca []byte) (*Controller, error) {
+	if len(ca) == 0 {
+		return nil, errors.New("rootcacert: no CA bundle to publish")
+	}
+	nsInf := c.Informers.Core().V1().Namespaces()
+	lw := cache.NewFilteredListWatchFromClient(c.Client.CoreV1().RESTClient(), "configmaps", metav1.NamespaceAll,
+		func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ConfigMapName).String()
+		})
+	cmInf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	return newWith(c, ca, nsInf.Informer(), nsInf.Lister(), cmInf)
+}
+
+func newWith(c *controllerctx.Context, ca []byte, nsInf cache.SharedIndexInformer, nsLister corelisters.NamespaceLister, cmInf cache.SharedIndexInformer) (*Controller, error) {
+	ctrl := &Controller{
+		client:     c.Client,
+		ca:         string(ca),
+		namespaces: nsLister,
+		configMaps: cmInf,
+		cmLister:   corelisters.NewConfigMapLister(cmInf.GetIndexer()),
+		synced:     []cache.InformerSynced{nsInf.HasSynced, cmInf.HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock}),
+		log: c.Logger.With("controller", Name),
+	}
+	if _, err := nsInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { ctrl.enqueue(obj) },
+		UpdateFunc: func(_, obj any) { ctrl.enqueue(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	if _, err := cmInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { ctrl.enqueue(obj) },
+		DeleteFunc: func(obj any) { ctrl.enqueue(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return ctrl, nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		c.queue.Add(o.Name)
+	case *corev1.ConfigMap:
+		c.queue.Add(o.Namespace)
+	}
+}
+
+// Warm starts the controller's own ConfigMap informer (see controllers.Warmer).
+func (c *Controller) Warm(ctx context.Context) {
+	go c.configMaps.RunWithContext(ctx)
+}
+
+// Run works until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.next(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil {
+		c.log.Debug("sync failed; retrying", "namespace", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+func (c *Controller) sync(ctx context.Context, ns string) error {
+	n, err := c.namespaces.Get(ns)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if n.Status.Phase != corev1.NamespaceActive || n.DeletionTimestamp != nil {
+		return nil
+	}
+	cm, err := c.cmLister.ConfigMaps(ns).Get(ConfigMapName)
+	if apierrors.IsNotFound(err) {
+		_, err = c.client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Annotations: map[string]string{descriptionAnnotation: description}},
+			Data:       map[string]string{DataKey: c.ca},
+		}, metav1.CreateOptions{})
+		if err == nil || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil
+		}
+		return fmt.Errorf("creating %s/%s: %w", ns, ConfigMapName, err)
+	}
+	if err != nil {
+		return err
+	}
+	if cm.Data[DataKey] == c.ca && len(cm.Data) == 1 && cm.Annotations[descriptionAnnotation] == description {
+		return nil
+	}
+	cm = cm.DeepCopy()
+	cm.Data = map[string]string{DataKey: c.ca}
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[descriptionAnnotation] = description
+	if _, err := c.client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("updating %s/%s: %w", ns, ConfigMapName, err)
+	}
+	return nil
+}
