@@ -144,7 +144,9 @@ func (e *elector) round(ctx context.Context, lock resourcelock.Interface) (led b
 // the Lease shows no holder.
 func (e *elector) watchReleases(ctx context.Context) {
 	lw := cache.NewFilteredListWatchFromClient(e.client.CoordinationV1().RESTClient(), "leases", e.cfg.LeaseNamespace,
-		func(o *metav1.ListOptions) { o.FieldSelector = fields.OneTermEqualSelector("metadata.name", e.cfg.LeaseName).String() })
+		func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", e.cfg.LeaseName).String()
+		})
 	inf := cache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, cache.Indexers{})
 	onChange := func(obj any) {
 		l, ok := obj.(*coordinationv1.Lease)
