@@ -1,0 +1,69 @@
+// Package podcontroltest builds the fake clientsets and contexts the
+// workload controllers' unit tests run against. The fake clientset does not
+// implement generateName or assign UIDs; NewClientset adds both, as the
+// API server would.
+package podcontroltest
+
+import (
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+)
+
+// NewClientset returns a fake clientset holding objs that fills in
+// generateName, UIDs and creation timestamps (from clk) on create.
+func NewClientset(clk *clocktesting.FakeClock, objs ...runtime.Object) *fake.Clientset {
+	c := fake.NewClientset(objs...)
+	var n atomic.Int64
+	c.PrependReactor("create", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		ca, ok := action.(k8stesting.CreateAction)
+		if !ok {
+			return false, nil, nil
+		}
+		m, err := meta.Accessor(ca.GetObject())
+		if err != nil {
+			return false, nil, nil
+		}
+		i := n.Add(1)
+		if m.GetName() == "" && m.GetGenerateName() != "" {
+			m.SetName(fmt.Sprintf("%s%05d", m.GetGenerateName(), i))
+		}
+		if m.GetUID() == "" {
+			m.SetUID(types.UID(fmt.Sprintf("uid-%d", i)))
+		}
+		if ts := m.GetCreationTimestamp(); ts.IsZero() {
+			m.SetCreationTimestamp(metaNow(clk))
+		}
+		return false, nil, nil // fall through to the tracker
+	})
+	return c
+}
+
+// NewContext returns a controller context on client with a fake clock.
+func NewContext(client *fake.Clientset, clk *clocktesting.FakeClock) *controllerctx.Context {
+	return &controllerctx.Context{
+		Client:    client,
+		Informers: informers.NewSharedInformerFactory(client, 0),
+		Clock:     clk,
+		Logger:    slog.New(slog.DiscardHandler),
+	}
+}
+
+// NewClock returns a fake clock at a fixed instant.
+func NewClock() *clocktesting.FakeClock {
+	return clocktesting.NewFakeClock(time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC))
+}
+
+func metaNow(clk *clocktesting.FakeClock) metav1.Time { return metav1.Time{Time: clk.Now()} }

@@ -1,0 +1,223 @@
+package replicaset
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+)
+
+// Name is the controller's name, as kube-controller-manager's.
+const Name = "replicaset"
+
+// BurstReplicas caps the creations or deletions of one sync (upstream's
+// BurstReplicas), so one huge ReplicaSet does not starve the others.
+const BurstReplicas = 500
+
+var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+
+// Controller is the ReplicaSet controller.
+type Controller struct {
+	client   kubernetes.Interface
+	rsLister appslisters.ReplicaSetLister
+	pods     corelisters.PodLister
+	synced   []cache.InformerSynced
+	exp      *podcontrol.Expectations
+	queue    podcontrol.Queue
+	loop     *podcontrol.Loop
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+	log      *slog.Logger
+	burst    int
+}
+
+// New registers the controller's handlers on the ReplicaSet and Pod informers.
+func New(c *controllerctx.Context) (controllerctx.Controller, error) {
+	return newController(c)
+}
+
+func newController(c *controllerctx.Context) (*Controller, error) {
+	rsInf := c.Informers.Apps().V1().ReplicaSets()
+	podInf := c.Informers.Core().V1().Pods()
+	rc := &Controller{
+		client:   c.Client,
+		rsLister: rsInf.Lister(),
+		pods:     podInf.Lister(),
+		synced:   []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
+		exp:      podcontrol.NewExpectations(c.Clock),
+		queue:    podcontrol.NewQueue(Name),
+		recorder: podcontrol.Recorder(c, "replicaset-controller"),
+		clock:    c.Clock,
+		log:      c.Logger,
+		burst:    BurstReplicas,
+	}
+	rc.loop = podcontrol.NewLoop(Name, rc.queue, rc.sync, c.Logger, c.Metrics)
+	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    rc.enqueue,
+		UpdateFunc: func(_, cur any) { rc.enqueue(cur) },
+		DeleteFunc: rc.deleteRS,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    rc.addPod,
+		UpdateFunc: rc.updatePod,
+		DeleteFunc: rc.deletePod,
+	}); err != nil {
+		return nil, err
+	}
+	return rc, nil
+}
+
+// Run implements controllerctx.Controller.
+func (rc *Controller) Run(ctx context.Context, workers int) {
+	rc.loop.Run(ctx, workers, rc.synced...)
+}
+
+func (rc *Controller) enqueue(obj any) {
+	if key, ok := podcontrol.Key(obj); ok {
+		rc.queue.Add(key)
+	}
+}
+
+func (rc *Controller) deleteRS(obj any) {
+	key, ok := podcontrol.Key(obj)
+	if !ok {
+		return
+	}
+	rc.exp.Delete(key)
+	rc.queue.Add(key)
+}
+
+// resolveRef returns the ReplicaSet ref names, if it is one we know with
+// the same UID.
+func (rc *Controller) resolveRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
+	if ref.Kind != controllerKind.Kind {
+		return nil
+	}
+	rs, err := rc.rsLister.ReplicaSets(namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return nil
+	}
+	return rs
+}
+
+// selectingReplicaSets returns the ReplicaSets whose selector matches pod,
+// which may want to adopt it.
+func (rc *Controller) selectingReplicaSets(pod *corev1.Pod) []*appsv1.ReplicaSet {
+	all, err := rc.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []*appsv1.ReplicaSet
+	for _, rs := range all {
+		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		out = append(out, rs)
+	}
+	return out
+}
+
+func (rc *Controller) addPod(obj any) {
+	pod := obj.(*corev1.Pod)
+	if pod.DeletionTimestamp != nil {
+		// Restarted controller seeing a pod already being deleted.
+		rc.deletePod(pod)
+		return
+	}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		rs := rc.resolveRef(pod.Namespace, ref)
+		if rs == nil {
+			return
+		}
+		key, _ := podcontrol.Key(rs)
+		rc.exp.CreationObserved(key)
+		rc.queue.Add(key)
+		return
+	}
+	for _, rs := range rc.selectingReplicaSets(pod) {
+		rc.enqueue(rs)
+	}
+}
+
+func (rc *Controller) updatePod(old, cur any) {
+	oldPod, curPod := old.(*corev1.Pod), cur.(*corev1.Pod)
+	if oldPod.ResourceVersion == curPod.ResourceVersion {
+		return // periodic resync
+	}
+	labelsChanged := !labels.Equals(oldPod.Labels, curPod.Labels)
+	if curPod.DeletionTimestamp != nil {
+		// Counts as deleted now: a graceful deletion can take long and
+		// the replacement should not wait for it.
+		rc.deletePod(curPod)
+		if labelsChanged {
+			rc.deletePod(oldPod)
+		}
+		return
+	}
+	curRef, oldRef := metav1.GetControllerOfNoCopy(curPod), metav1.GetControllerOfNoCopy(oldPod)
+	if oldRef != nil && (curRef == nil || curRef.UID != oldRef.UID) {
+		if rs := rc.resolveRef(oldPod.Namespace, oldRef); rs != nil {
+			rc.enqueue(rs)
+		}
+	}
+	if curRef != nil {
+		rs := rc.resolveRef(curPod.Namespace, curRef)
+		if rs == nil {
+			return
+		}
+		rc.enqueue(rs)
+		// A pod that just became ready becomes available minReadySeconds
+		// later; nothing else would wake us then.
+		if !podcontrol.IsPodReady(oldPod) && podcontrol.IsPodReady(curPod) && rs.Spec.MinReadySeconds > 0 {
+			key, _ := podcontrol.Key(rs)
+			rc.queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
+		}
+		return
+	}
+	if labelsChanged || oldRef != nil {
+		for _, rs := range rc.selectingReplicaSets(curPod) {
+			rc.enqueue(rs)
+		}
+	}
+}
+
+func (rc *Controller) deletePod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
+			return
+		}
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil {
+		return
+	}
+	rs := rc.resolveRef(pod.Namespace, ref)
+	if rs == nil {
+		return
+	}
+	key, _ := podcontrol.Key(rs)
+	podKey, _ := podcontrol.Key(pod)
+	rc.exp.DeletionObserved(key, podKey)
+	rc.queue.Add(key)
+}
