@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
 )
@@ -11,5 +12,6 @@ func All() []controllerctx.Descriptor {
 	return []controllerctx.Descriptor{
 		serviceaccount.Descriptor(),
 		rootcacert.Descriptor(),
+		replicaset.Descriptor(),
 	}
 }

@@ -221,3 +221,9 @@ func (rc *Controller) deletePod(obj any) {
 	rc.exp.DeletionObserved(key, podKey)
 	rc.queue.Add(key)
 }
+
+// Descriptor is the replicaset entry of the manager's list (5 workers, as
+// upstream's --concurrent-replicaset-syncs).
+func Descriptor() controllerctx.Descriptor {
+	return controllerctx.Descriptor{Name: Name, Workers: 5, New: New}
+}
