@@ -255,3 +255,25 @@ func (c *Cache) removePodLocked(uid types.UID, ps *podState) {
 	delete(c.mu.pods, uid)
 	c.mu.generation++
 }
+
+// AssumeIf assumes pi on node if check, run on the node under the write
+// lock, accepts it: the re-check and the assumption are atomic with respect
+// to informer updates, so a decision made on a read view never
+// over-commits a node that changed meanwhile.
+func (c *Cache) AssumeIf(pi *framework.PodInfo, node string, check func(*framework.NodeInfo) bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.mu.nodes[node]
+	if !ok || n.Node == nil {
+		return false
+	}
+	if _, ok := c.mu.pods[pi.Pod.UID]; ok {
+		return false
+	}
+	if !check(n) {
+		return false
+	}
+	c.addPodLocked(pi, node)
+	c.mu.pods[pi.Pod.UID].assumed = true
+	return true
+}

@@ -45,7 +45,9 @@ func withLabels(kv ...string) nodeOpt {
 }
 
 func withTaint(key, value string, effect v1.TaintEffect) nodeOpt {
-	return func(n *v1.Node) { n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: key, Value: value, Effect: effect}) }
+	return func(n *v1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, v1.Taint{Key: key, Value: value, Effect: effect})
+	}
 }
 
 func withAlloc(name v1.ResourceName, q string) nodeOpt {
@@ -144,7 +146,9 @@ func TestFilter(t *testing.T) {
 				NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{Key: "zone", Operator: v1.NodeSelectorOpIn, Values: []string{"a", "b"}}}}}}}}
 		}), node: info(mkNode("z", "4", "8Gi", withLabels("zone", "c"))), want: framework.ReasonNodeAffinity},
 		{name: "host port conflict", pod: mkPod("p", "", "", func(p *v1.Pod) { p.Spec.Containers[0].Ports = []v1.ContainerPort{{HostPort: 80, ContainerPort: 80}} }),
-			node: info(big, mkPod("a", "", "", func(p *v1.Pod) { p.Spec.Containers[0].Ports = []v1.ContainerPort{{HostPort: 80, ContainerPort: 8080, HostIP: "10.0.0.1"}} })), want: framework.ReasonNodePorts},
+			node: info(big, mkPod("a", "", "", func(p *v1.Pod) {
+				p.Spec.Containers[0].Ports = []v1.ContainerPort{{HostPort: 80, ContainerPort: 8080, HostIP: "10.0.0.1"}}
+			})), want: framework.ReasonNodePorts},
 		{name: "host port other protocol", pod: mkPod("p", "", "", func(p *v1.Pod) {
 			p.Spec.Containers[0].Ports = []v1.ContainerPort{{HostPort: 80, ContainerPort: 80, Protocol: v1.ProtocolUDP}}
 		}), node: info(big, mkPod("a", "", "", func(p *v1.Pod) { p.Spec.Containers[0].Ports = []v1.ContainerPort{{HostPort: 80, ContainerPort: 80}} }))},
