@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/namespace"
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
@@ -12,6 +13,7 @@ func All() []controllerctx.Descriptor {
 	return []controllerctx.Descriptor{
 		serviceaccount.Descriptor(),
 		rootcacert.Descriptor(),
+		namespace.Descriptor(),
 		replicaset.Descriptor(),
 	}
 }

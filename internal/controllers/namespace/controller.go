@@ -1,0 +1,299 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/resources"
+)
+
+// Name is the controller's name in --controllers.
+const Name = "namespace"
+
+// Descriptor registers the controller with the manager.
+func Descriptor() controllerctx.Descriptor {
+	return controllerctx.Descriptor{Name: Name, Workers: 5, New: func(c *controllerctx.Context) (controllerctx.Controller, error) { return New(c) }}
+}
+
+// Controller empties and finalizes terminating namespaces.
+type Controller struct {
+	client   kubernetes.Interface
+	metadata metadata.Interface
+	synced   cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	clock    clock.Clock
+	log      *slog.Logger
+}
+
+// New registers a handler on the namespace informer.
+func New(c *controllerctx.Context) (*Controller, error) {
+	inf := c.Informers.Core().V1().Namespaces().Informer()
+	ctrl := &Controller{
+		client:   c.Client,
+		metadata: c.Metadata,
+		synced:   inf.HasSynced,
+		// Retries back off from 100 ms to a minute: a namespace waiting on
+		// pods' grace periods needs no faster polling.
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock}),
+		clock: c.Clock,
+		log:   c.Logger.With("controller", Name),
+	}
+	enqueue := func(obj any) {
+		if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {
+			ctrl.queue.Add(ns.Name)
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	return ctrl, nil
+}
+
+// Run works until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+		return
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.next(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+// errRemaining says content is left (pods in their grace period, objects
+// with finalizers): retry later, it is not a failure.
+var errRemaining = errors.New("content remaining")
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	err := c.sync(ctx, key)
+	switch {
+	case err == nil:
+		c.queue.Forget(key)
+	case errors.Is(err, errRemaining):
+		c.queue.AddRateLimited(key)
+	default:
+		c.log.Info("namespace deletion failed; retrying", "namespace", key, "err", err)
+		c.queue.AddRateLimited(key)
+	}
+	return true
+}
+
+// sync deletes the content of one terminating namespace and finalizes it.
+// It reads the namespace from the API, not the cache, so it never acts on
+// a stale view of the finalizers.
+func (c *Controller) sync(ctx context.Context, name string) error {
+	ns, err := c.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("getting namespace %s: %w", name, err)
+	}
+	if ns.DeletionTimestamp == nil || !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
+		return nil
+	}
+	res, discoveryErr := resources.Discover(c.client.Discovery(), "list", "delete")
+	st := c.deleteContent(ctx, name, res)
+	conds := st.conditions(discoveryErr, c.clock.Now())
+	if err := c.updateConditions(ctx, ns, conds); err != nil {
+		return err
+	}
+	if discoveryErr != nil || len(st.failures) > 0 {
+		return fmt.Errorf("namespace %s: %v", name, errors.Join(append([]error{discoveryErr}, st.failures...)...))
+	}
+	if st.remaining > 0 {
+		return fmt.Errorf("namespace %s: %d objects left: %w", name, st.remaining, errRemaining)
+	}
+	return c.finalize(ctx, ns)
+}
+
+// progress is what one pass over a namespace's resources found.
+type progress struct {
+	failures        []error
+	remaining       int
+	remainingByGR   map[string]int
+	finalizersByKey map[string]int
+}
+
+func (c *Controller) deleteContent(ctx context.Context, ns string, res []resources.Resource) progress {
+	p := progress{remainingByGR: map[string]int{}, finalizersByKey: map[string]int{}}
+	bg := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
+	for _, r := range res {
+		if !r.Namespaced {
+			continue
+		}
+		client := c.metadata.Resource(r.GVR).Namespace(ns)
+		list, err := client.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
+				continue
+			}
+			p.failures = append(p.failures, fmt.Errorf("listing %s: %w", r.GVR.GroupResource(), err))
+			continue
+		}
+		if len(list.Items) == 0 {
+			continue
+		}
+		// One deletecollection where supported, else one delete per object;
+		// objects already terminating are not asked again.
+		if r.Has("deletecollection") {
+			err = client.DeleteCollection(ctx, opts, metav1.ListOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				p.failures = append(p.failures, fmt.Errorf("deleting %s: %w", r.GVR.GroupResource(), err))
+			}
+		} else {
+			for _, item := range list.Items {
+				if item.DeletionTimestamp != nil {
+					continue
+				}
+				if err := client.Delete(ctx, item.Name, opts); err != nil && !apierrors.IsNotFound(err) {
+					p.failures = append(p.failures, fmt.Errorf("deleting %s %s: %w", r.GVR.GroupResource(), item.Name, err))
+				}
+			}
+		}
+		after, err := client.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			p.failures = append(p.failures, fmt.Errorf("listing %s: %w", r.GVR.GroupResource(), err))
+			continue
+		}
+		if n := len(after.Items); n > 0 {
+			p.remaining += n
+			p.remainingByGR[r.GVR.GroupResource().String()] += n
+			for _, item := range after.Items {
+				for _, f := range item.Finalizers {
+					p.finalizersByKey[f]++
+				}
+			}
+		}
+	}
+	return p
+}
+
+// conditions are upstream's namespace deletion conditions for this pass.
+func (p progress) conditions(discoveryErr error, now time.Time) []corev1.NamespaceCondition {
+	t := metav1.NewTime(now)
+	cond := func(typ corev1.NamespaceConditionType, bad bool, badReason, okReason, msg string) corev1.NamespaceCondition {
+		if bad {
+			return corev1.NamespaceCondition{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: t, Reason: badReason, Message: msg}
+		}
+		return corev1.NamespaceCondition{Type: typ, Status: corev1.ConditionFalse, LastTransitionTime: t, Reason: okReason}
+	}
+	var failMsgs []string
+	for _, e := range p.failures {
+		failMsgs = append(failMsgs, e.Error())
+	}
+	discoveryMsg := ""
+	if discoveryErr != nil {
+		discoveryMsg = "Discovery failed for some groups: " + discoveryErr.Error()
+	}
+	return []corev1.NamespaceCondition{
+		cond(corev1.NamespaceDeletionDiscoveryFailure, discoveryErr != nil, "DiscoveryFailed", "ResourcesDiscovered", discoveryMsg),
+		cond(corev1.NamespaceDeletionGVParsingFailure, false, "GroupVersionParsingFailed", "ParsedGroupVersions", ""),
+		cond(corev1.NamespaceDeletionContentFailure, len(failMsgs) > 0, "ContentDeletionFailed", "ContentDeleted",
+			"Failed to delete all resource types, "+fmt.Sprint(len(failMsgs))+" remaining: "+strings.Join(failMsgs, ", ")),
+		cond(corev1.NamespaceContentRemaining, p.remaining > 0, "SomeResourcesRemain", "ContentRemoved",
+			"Some resources are remaining: "+joinCounts(p.remainingByGR, "instances")),
+		cond(corev1.NamespaceFinalizersRemaining, len(p.finalizersByKey) > 0, "SomeFinalizersRemain", "ContentHasNoFinalizers",
+			"Some content in the namespace has finalizers remaining: "+joinCounts(p.finalizersByKey, "resource instances")),
+	}
+}
+
+func joinCounts(m map[string]int, unit string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s has %d %s", k, m[k], unit)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// updateConditions writes the conditions when their status or reason
+// changed, keeping transition times of the unchanged ones.
+func (c *Controller) updateConditions(ctx context.Context, ns *corev1.Namespace, conds []corev1.NamespaceCondition) error {
+	changed := false
+	next := ns.DeepCopy()
+	for _, want := range conds {
+		i := slices.IndexFunc(next.Status.Conditions, func(x corev1.NamespaceCondition) bool { return x.Type == want.Type })
+		if i < 0 {
+			next.Status.Conditions = append(next.Status.Conditions, want)
+			changed = true
+			continue
+		}
+		have := next.Status.Conditions[i]
+		if have.Status != want.Status || have.Reason != want.Reason || (want.Status == corev1.ConditionTrue && have.Message != want.Message) {
+			if have.Status == want.Status {
+				want.LastTransitionTime = have.LastTransitionTime
+			}
+			next.Status.Conditions[i] = want
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if _, err := c.client.CoreV1().Namespaces().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("updating namespace %s status: %w", ns.Name, err)
+	}
+	return nil
+}
+
+// finalize removes the kubernetes finalizer; the API then deletes the
+// namespace if no other finalizers remain.
+func (c *Controller) finalize(ctx context.Context, ns *corev1.Namespace) error {
+	// Re-read: the status update above changed the resourceVersion.
+	cur, err := c.client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("getting namespace %s: %w", ns.Name, err)
+	}
+	next := cur.DeepCopy()
+	next.Spec.Finalizers = slices.DeleteFunc(next.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
+	if _, err := c.client.CoreV1().Namespaces().Finalize(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("finalizing namespace %s: %w", ns.Name, err)
+	}
+	c.log.Info("namespace emptied and finalized", "namespace", ns.Name)
+	return nil
+}
