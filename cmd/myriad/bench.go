@@ -23,6 +23,8 @@ func benchScenarios() []benchScenario {
 		{"store", "storage engine write/read latency and capacity", runStoreBench},
 		{"api", "API server create/get/list/lease throughput and latency", runAPIBench},
 		{"restart", "API server restart time on a large store", runRestartBench},
+		{"api-latency", "SLO: mixed API calls, p50/p90/p99 per verb/resource/scope vs upstream SLOs", runAPILatencyBench},
+		{"compare", "side-by-side key figures of two results.json: compare A B", runBenchCompare},
 	}
 }
 

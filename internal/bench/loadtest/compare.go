@@ -52,7 +52,11 @@ func compareRows(a, b *Result) []compareRow {
 			add("f:"+f.Key, f.Label, f.Unit, f.Value, n == 0)
 		}
 		for _, l := range r.Latencies {
-			add("l:"+l.Key.String(), l.Key.String()+" p99", "s", l.P99.D().Seconds(), n == 0)
+			name := l.Key.String()
+			if l.Phase != "" {
+				name = l.Phase + ": " + name
+			}
+			add("l:"+name, name+" p99", "s", l.P99.D().Seconds(), n == 0)
 		}
 	}
 	return rows

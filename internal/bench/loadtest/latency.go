@@ -58,6 +58,9 @@ func SLOFor(k Key) time.Duration {
 // that succeeded; failed calls count in Errors (by HTTP code in Codes).
 type LatencyStat struct {
 	Key
+	// Phase names the part of the run the calls were made in, for
+	// scenarios with phases (e.g. baseline and greedy); "" otherwise.
+	Phase  string         `json:"phase,omitempty"`
 	Count  int            `json:"count"`
 	Errors int            `json:"errors"`
 	Codes  map[string]int `json:"errorCodes,omitempty"`

@@ -247,7 +247,7 @@ func TestWriteReport(t *testing.T) {
 	for _, want := range []string{
 		"# myriad bench density: PASS", "`myriad bench density --nodes 2`", "2026-11-22T08:00:00Z", "2 CPUs, 24.00 GiB",
 		"| pods running per second | 118 pods/s |", "| pod startup p99 | 1.50 s |",
-		"| POST | pods | resource | 10 | 0 | 1.0 ms | 2.0 ms | 3.0 ms | 4.0 ms | ≤ 1s | PASS |",
+		"| – | POST | pods | resource | 10 | 0 | 1.0 ms | 2.0 ms | 3.0 ms | 4.0 ms | ≤ 1s | PASS |",
 		"![CPU](cpu.svg)", "PID 42",
 	} {
 		if !strings.Contains(string(md), want) {

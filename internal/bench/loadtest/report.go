@@ -99,8 +99,8 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 		}
 	}
 	if len(r.Latencies) > 0 {
-		p("\n## Call latency\n\n| verb | resource | scope | calls | errors | p50 | p90 | p99 | max | SLO (p99) | verdict |\n")
-		p("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		p("\n## Call latency\n\n| phase | verb | resource | scope | calls | errors | p50 | p90 | p99 | max | SLO (p99) | verdict |\n")
+		p("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, l := range r.Latencies {
 			slo, v := "–", ""
 			if l.SLO > 0 {
@@ -109,7 +109,11 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 			if l.Pass != nil {
 				v = passFail(*l.Pass)
 			}
-			p("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", l.Verb, l.Resource, l.Scope, l.Count,
+			phase := l.Phase
+			if phase == "" {
+				phase = "–"
+			}
+			p("| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", phase, l.Verb, l.Resource, l.Scope, l.Count,
 				errorsCell(l), msCell(l.P50), msCell(l.P90), msCell(l.P99), msCell(l.Max), slo, v)
 		}
 	}

@@ -61,9 +61,12 @@ type Env struct {
 	Monitor  *Monitor
 	Progress *Progress
 	// Latency records the scenario's calls; its stats become the report's
-	// latency table (with SLO verdicts when SLOs is set).
-	Latency *Recorder
-	SLOs    bool
+	// latency table (with SLO verdicts when SLOs is set) unless the
+	// scenario fills Result.Latencies itself (OwnLatencyTable), e.g. per
+	// phase. Its samples always make the latency-over-time plot.
+	Latency         *Recorder
+	SLOs            bool
+	OwnLatencyTable bool
 	Result  *Result
 	Log     *slog.Logger
 	// Plots the scenario wants besides the standard CPU, memory and
@@ -175,7 +178,9 @@ func finish(env *Env, out string, runErr error) error {
 		r.Notes = append(r.Notes, "the run failed: "+runErr.Error())
 		r.AddVerdict("run completed", "no error", runErr.Error(), false)
 	}
-	r.Latencies = env.Latency.Stats(env.SLOs)
+	if !env.OwnLatencyTable {
+		r.Latencies = append(env.Latency.Stats(env.SLOs), r.Latencies...)
+	}
 	r.Series = append(r.Series, env.Monitor.Series()...)
 	r.Series = append(r.Series, env.Latency.PercentileSeries(latencyWindow(r.Duration.D()), "call latency")...)
 	if n := env.Monitor.ScrapeErrors(); n > 0 {

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
+	"github.com/myriad-k8s/myriad/internal/bench/scenarios"
+)
+
+// loadtestFlags registers the flags every SLO scenario shares.
+func loadtestFlags(fs *flag.FlagSet) *loadtest.Options {
+	o := &loadtest.Options{}
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the server to measure (default: start `myriad up` on a temporary data dir as a subprocess)")
+	fs.StringVar(&o.DataDir, "data-dir", "", "data directory of the server the bench starts (default: a temporary directory, removed afterwards)")
+	fs.IntVar(&o.ServerPID, "server-pid", 0, "PID of a local server given by --kubeconfig, to read its CPU and RSS from /proc (default: from its process_* metrics)")
+	fs.StringVar(&o.Out, "out", "", "report directory: report.md, results.json, plots (required)")
+	fs.DurationVar(&o.SampleInterval, "sample-interval", time.Second, "how often /metrics and the server process are sampled")
+	return o
+}
+
+// runLoadtest parses args and runs scenario under the harness, printing
+// report.md to stdout.
+func runLoadtest(ctx context.Context, name string, o *loadtest.Options, args []string, stdout io.Writer,
+	restartCommand string, scenario loadtest.Scenario) error {
+	if o.Out == "" {
+		return errors.New("--out DIR is required")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the myriad binary: %w", err)
+	}
+	o.Binary = exe
+	o.Command = loadtest.CommandLine(append([]string{"myriad", "bench", name}, args...))
+	o.Progress = os.Stderr
+	log, err := newLogger("warn")
+	if err != nil {
+		return err
+	}
+	o.Logger = log
+	res, runErr := loadtest.Run(ctx, name, *o, restartCommand, scenario)
+	if res != nil {
+		if err := loadtest.WriteMarkdown(stdout, res); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(o.Out, "report.md"))
+	}
+	return runErr
+}
+
+func runAPILatencyBench(ctx context.Context, args []string, stdout io.Writer) error {
+	const name = "api-latency"
+	fs := flag.NewFlagSet("myriad bench "+name, flag.ContinueOnError)
+	o := loadtestFlags(fs)
+	var c scenarios.APILatency
+	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "measured duration")
+	fs.Float64Var(&c.Rate, "rate", 100, "calls per second")
+	fs.IntVar(&c.Workers, "workers", 16, "concurrent callers")
+	fs.Int64Var(&c.MaxCalls, "max-calls", 0, "stop after this many calls (default rate × duration)")
+	fs.IntVar(&c.Namespaces, "namespaces", 4, "namespaces the objects are spread over")
+	fs.IntVar(&c.Prefill, "prefill", 50, "config maps and pods per namespace created before measuring")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
+}
+
+func runBenchCompare(_ context.Context, args []string, stdout io.Writer) error {
+	if len(args) != 2 {
+		return errors.New("usage: myriad bench compare A/results.json B/results.json")
+	}
+	a, err := loadtest.ReadResult(args[0])
+	if err != nil {
+		return err
+	}
+	b, err := loadtest.ReadResult(args[1])
+	if err != nil {
+		return err
+	}
+	return loadtest.Compare(stdout, a, b, args[0], args[1])
+}
