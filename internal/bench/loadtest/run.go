@@ -67,8 +67,8 @@ type Env struct {
 	Latency         *Recorder
 	SLOs            bool
 	OwnLatencyTable bool
-	Result  *Result
-	Log     *slog.Logger
+	Result          *Result
+	Log             *slog.Logger
 	// Plots the scenario wants besides the standard CPU, memory and
 	// latency ones.
 	Plots []PlotSpec
