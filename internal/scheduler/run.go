@@ -1,0 +1,165 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	schedcache "github.com/myriad-k8s/myriad/internal/scheduler/cache"
+	"github.com/myriad-k8s/myriad/internal/scheduler/core"
+	"github.com/myriad-k8s/myriad/internal/scheduler/metrics"
+	"github.com/myriad-k8s/myriad/internal/scheduler/queue"
+)
+
+// ErrLeadershipLost is returned by Run when another replica took the Lease
+// while this one was leading; like kube-scheduler, the caller should exit
+// (its cache may hold assumptions the new leader does not know of).
+var ErrLeadershipLost = errors.New("scheduler: leader election lost")
+
+// Run schedules pods until ctx is done. With LeaderElect it first waits to
+// acquire the Lease (informers already running, so a standby takes over
+// warm) and releases it on shutdown.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.setDefaults(); err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg.RESTConfig)
+	if err != nil {
+		return fmt.Errorf("scheduler client: %w", err)
+	}
+	m, err := metrics.New(cfg.Metrics)
+	if err != nil {
+		return err
+	}
+	log := cfg.Logger.With("component", "scheduler")
+
+	c := schedcache.New(0)
+	q := queue.New(queue.Config{OnChange: func(l queue.Lengths) { m.SetPending(l.Active, l.Backoff, l.Unschedulable) }})
+
+	broadcaster := events.NewEventBroadcasterAdapterWithContext(ctx, client)
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(cfg.SchedulerName)
+
+	factory := informers.NewSharedInformerFactory(client, 0)
+	pdbs := factory.Policy().V1().PodDisruptionBudgets()
+	sched, err := core.New(core.Config{
+		Profile:                  cfg.SchedulerName,
+		EquivalenceClasses:       !cfg.DisableEquivalenceClasses,
+		BatchSize:                cfg.BatchSize,
+		PercentageOfNodesToScore: cfg.PercentageOfNodesToScore,
+		Parallelism:              cfg.Parallelism,
+		DisablePreemption:        cfg.DisablePreemption,
+		Logger:                   log,
+		Metrics:                  m,
+		Binder:                   apiBinder{client: client},
+		Reporter:                 apiReporter{client: client, recorder: recorder},
+		PDBs:                     pdbLister{lister: pdbs.Lister()},
+	}, c, q)
+	if err != nil {
+		return err
+	}
+	h := &handlers{name: cfg.SchedulerName, cache: c, queue: q, sched: sched, equivalence: !cfg.DisableEquivalenceClasses}
+	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(h.nodeHandler()); err != nil {
+		return fmt.Errorf("node handler: %w", err)
+	}
+	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(h.podHandler()); err != nil {
+		return fmt.Errorf("pod handler: %w", err)
+	}
+	_ = pdbs.Informer()
+
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+		factory.Shutdown()
+	}()
+	factory.Start(ctx.Done())
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("scheduler: %v informer did not sync", typ)
+		}
+	}
+	log.Info("caches synced", "nodes", c.NodeCount(), "pods", c.PodCount(), "pending", q.Lengths().Active)
+
+	wg.Add(2)
+	go func() { defer wg.Done(); q.Run(ctx) }()
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				if n := c.Cleanup(now); n > 0 {
+					log.Info("expired assumed pods without confirmation", "count", n)
+					q.MoveAllToActiveOrBackoff()
+				}
+			}
+		}
+	}()
+	broadcaster.StartRecordingToSink(ctx.Done())
+
+	if !cfg.LeaderElect {
+		sched.Run(ctx)
+		return nil
+	}
+	lost := false
+	var leading sync.WaitGroup
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-scheduler"},
+			Client:     client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+		},
+		LeaseDuration:   cfg.LeaseDuration,
+		RenewDeadline:   cfg.RenewDeadline,
+		RetryPeriod:     cfg.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            "kube-scheduler",
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) {
+				leading.Add(1)
+				defer leading.Done()
+				log.Info("became leader", "identity", cfg.Identity)
+				sched.Run(lctx)
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					lost = true
+				}
+				log.Info("stopped leading", "identity", cfg.Identity)
+			},
+			OnNewLeader: func(id string) {
+				if id != cfg.Identity {
+					log.Info("standby; leader is another replica", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	le.Run(ctx)
+	// le.Run cancels the leading context on return; wait for the loop and
+	// its bindings to finish.
+	leading.Wait()
+	if lost {
+		return ErrLeadershipLost
+	}
+	return nil
+}
