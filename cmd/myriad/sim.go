@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/myriad-k8s/myriad/internal/sim"
+)
+
+func runSim(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("myriad sim", flag.ContinueOnError)
+	var cfg sim.Config
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the API server (required)")
+	fs.IntVar(&cfg.Nodes, "nodes", 100, "hollow nodes to run")
+	fs.StringVar(&cfg.NamePrefix, "name-prefix", "hollow-node-", "node name prefix; nodes are <prefix><index>")
+	fs.IntVar(&cfg.FirstIndex, "first-index", 0, "index of the first node (to run several simulators side by side)")
+	cpu := fs.String("cpu", "32", "CPU capacity of each node")
+	mem := fs.String("memory", "256Gi", "memory capacity of each node")
+	fs.IntVar(&cfg.Pods, "pods", 110, "pod capacity of each node")
+	labels := fs.String("labels", "", "extra node labels, k=v,k=v")
+	taints := fs.String("taints", "", "node taints, key[=value]:Effect,...")
+	zones := fs.String("zones", "", "zones spread over the nodes, comma-separated (default sim-zone-a,b,c)")
+	fs.StringVar(&cfg.InstanceType, "instance-type", "", "node.kubernetes.io/instance-type (default hollow.32xlarge)")
+	fs.IntVar(&cfg.StatusImages, "status-images", 0, "images listed in each Node status (default 0; 50, about 15 KB, with --full-status-heartbeat)")
+	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", 40*time.Second, "Lease leaseDurationSeconds")
+	fs.DurationVar(&cfg.RenewInterval, "renew-interval", 10*time.Second, "Lease renewal (heartbeat) period")
+	fs.DurationVar(&cfg.NodeStatusInterval, "node-status-interval", 60*time.Second, "Node status write period when nothing changed")
+	fs.BoolVar(&cfg.FullStatusHeartbeat, "full-status-heartbeat", false, "heartbeat with the full Node status every --renew-interval instead of Leases (pre-KEP-0009)")
+	podWatch := fs.String("pod-watch", string(sim.PodWatchPerNode), "per-node (one watch per node, as kubelets) or shared (one watch for all)")
+	fs.DurationVar(&cfg.PodStartupDelay, "pod-startup-delay", time.Second, "admission to Running")
+	fs.DurationVar(&cfg.PodStartupJitter, "pod-startup-jitter", 0, "± uniform jitter on the startup delay")
+	fs.DurationVar(&cfg.TerminationDelay, "termination-delay", time.Second, "containers terminated to grace-0 delete, at most the grace period")
+	fs.DurationVar(&cfg.JobRunTime, "job-run-time", 5*time.Second, "how long Job pods run (unless annotated "+sim.AnnotationRunSeconds+")")
+	fs.DurationVar(&cfg.GreedyListInterval, "greedy-list-interval", 0, "if > 0, every node lists all Services this often (the Civis greedy DaemonSet)")
+	fs.IntVar(&cfg.HeartbeatWorkers, "heartbeat-workers", 64, "workers for Lease renewals and Node status")
+	fs.IntVar(&cfg.PodWorkers, "pod-workers", 128, "workers for pod status writes and deletes")
+	fs.IntVar(&cfg.GreedyWorkers, "greedy-workers", 16, "workers for greedy lists")
+	var qps float64
+	fs.Float64Var(&qps, "qps", 0, "client-side QPS limit for all nodes together (0: none)")
+	fs.IntVar(&cfg.Burst, "burst", 0, "client-side burst with --qps")
+	metricsAddr := fs.String("metrics-address", "", "serve Prometheus /metrics here, e.g. 127.0.0.1:0 (default: off)")
+	statusEvery := fs.Duration("status-interval", 10*time.Second, "print a status line this often (0: never)")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *kubeconfig == "" {
+		return errors.New("--kubeconfig is required")
+	}
+	log, err := newLogger(*level)
+	if err != nil {
+		return err
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", *kubeconfig, err)
+	}
+	cfg.RESTConfig, cfg.Logger, cfg.QPS = rc, log, float32(qps)
+	cfg.PodWatch = sim.PodWatch(*podWatch)
+	if cfg.CPU, err = resource.ParseQuantity(*cpu); err != nil {
+		return fmt.Errorf("--cpu: %w", err)
+	}
+	if cfg.Memory, err = resource.ParseQuantity(*mem); err != nil {
+		return fmt.Errorf("--memory: %w", err)
+	}
+	if cfg.Labels, err = parseLabels(*labels); err != nil {
+		return err
+	}
+	if cfg.Taints, err = parseTaints(*taints); err != nil {
+		return err
+	}
+	cfg.Zones = splitList(*zones)
+
+	if *metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector())
+		cfg.Metrics = reg
+		l, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-address: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(l) }()
+		defer srv.Close()
+		fmt.Fprintf(os.Stderr, "serving metrics on http://%s/metrics\n", l.Addr())
+	}
+
+	s, err := sim.New(cfg)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	fmt.Fprintf(stdout, "registering %d hollow nodes...\n", cfg.Nodes)
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d hollow nodes registered in %s; running until interrupted\n", cfg.Nodes, time.Since(start).Round(time.Millisecond))
+	defer s.Stop()
+	if *statusEvery <= 0 {
+		<-ctx.Done()
+		return nil
+	}
+	t := time.NewTicker(*statusEvery)
+	defer t.Stop()
+	prev, prevAt := s.Stats(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			st := s.Stats()
+			fmt.Fprintf(stdout, "stopped after %s: %d renewals (%d errors), lateness p50 %s p99 %s max %s, max renew gap %s\n",
+				time.Since(start).Round(time.Second), st.Renewals, st.RenewalErrors, st.LatenessP50, st.LatenessP99, st.LatenessMax, st.MaxRenewGap.Round(time.Millisecond))
+			return nil
+		case now := <-t.C:
+			st := s.Stats()
+			fmt.Fprintln(stdout, statusLine(st, prev, now.Sub(prevAt)))
+			prev, prevAt = st, now
+		}
+	}
+}
+
+// statusLine summarizes the interval between two Stats snapshots.
+func statusLine(st, prev sim.Stats, d time.Duration) string {
+	secs := d.Seconds()
+	recent := st.Lateness.Sub(prev.Lateness)
+	return fmt.Sprintf("nodes %d/%d (%d failed) | pods running %d starting %d succeeded %d rejected %d | renewals %.1f/s (%d errors) lateness p50 %s p99 %s, max gap %s | cpu %.3f cores rss %d MiB",
+		st.Registered, st.Nodes, st.Failed,
+		st.PodsRunning, st.PodsStarting, st.PodsSucceeded, st.PodsRejected,
+		float64(st.Renewals-prev.Renewals)/secs, st.RenewalErrors,
+		recent.Quantile(0.5).Round(10*time.Microsecond), recent.Quantile(0.99).Round(10*time.Microsecond), st.MaxRenewGap.Round(time.Millisecond),
+		(st.CPUSeconds-prev.CPUSeconds)/secs, st.RSSBytes>>20)
+}
+
+func parseLabels(v string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range splitList(v) {
+		k, val, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--labels: %q is not key=value", kv)
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+func parseTaints(v string) ([]corev1.Taint, error) {
+	var out []corev1.Taint
+	for _, s := range splitList(v) {
+		kv, effect, ok := strings.Cut(s, ":")
+		if !ok {
+			return nil, fmt.Errorf("--taints: %q is not key[=value]:Effect", s)
+		}
+		k, val, _ := strings.Cut(kv, "=")
+		e := corev1.TaintEffect(effect)
+		switch e {
+		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		default:
+			return nil, fmt.Errorf("--taints: unknown effect %q in %q", effect, s)
+		}
+		out = append(out, corev1.Taint{Key: k, Value: val, Effect: e})
+	}
+	return out, nil
+}

@@ -1,0 +1,224 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+)
+
+// PodWatch says how hollow nodes learn about their pods.
+type PodWatch string
+
+const (
+	// PodWatchPerNode is one list+watch per node with
+	// fieldSelector=spec.nodeName=<node>, exactly as a kubelet does.
+	PodWatchPerNode PodWatch = "per-node"
+	// PodWatchShared is one list+watch of all bound pods for the whole
+	// process, dispatched to nodes by spec.nodeName: far fewer watches, to
+	// compare what per-node watches cost the server.
+	PodWatchShared PodWatch = "shared"
+)
+
+// AnnotationRunSeconds on a pod makes its hollow node run it to Succeeded
+// that many seconds (a decimal, e.g. "2.5") after it started. Pods owned by a
+// Job without the annotation run for Config.JobRunTime.
+const AnnotationRunSeconds = "sim.myriad.io/run-seconds"
+
+// LabelHollowNode is set to "true" on every hollow Node, so tools can select
+// (and clean up) simulated nodes.
+const LabelHollowNode = "sim.myriad.io/hollow-node"
+
+// Config says how many hollow nodes to run and how they behave. Zero values
+// take the default given in each field's comment; New fills them in.
+type Config struct {
+	// RESTConfig reaches the API server. Required. It is copied: the
+	// simulator sets protobuf content types and its own rate limits.
+	RESTConfig *rest.Config
+	// QPS and Burst limit the shared client; 0 means no client-side limit
+	// (a real cluster's 10,000 kubelets each have their own budget).
+	QPS   float32
+	Burst int
+
+	// Nodes is how many hollow nodes to run. Required (> 0).
+	Nodes int
+	// NamePrefix names the nodes <NamePrefix><index>; default "hollow-node-".
+	NamePrefix string
+	// FirstIndex is the index of the first node (default 0), so several
+	// simulators can run side by side without overlapping names or IPs.
+	FirstIndex int
+
+	// Node shape. Defaults: 32 CPUs, 256Gi memory, 110 pods, 100Gi
+	// ephemeral storage; allocatable equals capacity.
+	CPU              resource.Quantity
+	Memory           resource.Quantity
+	Pods             int
+	EphemeralStorage resource.Quantity
+	// Labels are added to every node, on top of the well-known ones
+	// (kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch,
+	// node.kubernetes.io/instance-type, topology.kubernetes.io/zone and
+	// region, and LabelHollowNode).
+	Labels map[string]string
+	// Taints are set on every node at registration.
+	Taints []corev1.Taint
+	// Zones are spread over the nodes round-robin; default
+	// sim-zone-a, sim-zone-b, sim-zone-c.
+	Zones []string
+	// InstanceType is node.kubernetes.io/instance-type; default "hollow.32xlarge".
+	InstanceType string
+	// StatusImages is how many container images each Node status lists
+	// (about 300 bytes each). Default 0, or 50 with FullStatusHeartbeat
+	// (about 15 KB, what a production node reports).
+	StatusImages int
+
+	// LeaseDuration is the Lease's leaseDurationSeconds; default 40s.
+	LeaseDuration time.Duration
+	// RenewInterval is how often each node renews its Lease; default 10s.
+	RenewInterval time.Duration
+	// NodeStatusInterval is how often Node status is written when nothing
+	// changed; default 60s (the kubelet's nodeStatusReportFrequency).
+	NodeStatusInterval time.Duration
+	// FullStatusHeartbeat writes the whole Node status every RenewInterval
+	// and no Lease: the heartbeat before KEP-0009, to show what Leases save.
+	FullStatusHeartbeat bool
+
+	// PodWatch chooses per-node watches (default) or one shared watch.
+	PodWatch PodWatch
+	// PodStartupDelay is how long after admission a pod turns Running;
+	// default 1s. PodStartupJitter spreads it uniformly by ± that much
+	// (default 0; negative values are an error).
+	PodStartupDelay  time.Duration
+	PodStartupJitter time.Duration
+	// TerminationDelay is how long after containers are reported terminated
+	// (on graceful deletion) the node confirms with a grace-0 delete, at most
+	// the pod's grace period; default 1s.
+	TerminationDelay time.Duration
+	// JobRunTime is how long a Job's pod runs before it Succeeds, unless
+	// AnnotationRunSeconds says otherwise; default 5s.
+	JobRunTime time.Duration
+
+	// GreedyListInterval > 0 makes every node list all Services (cluster
+	// scope, a consistent read) every interval, spread evenly like renewals:
+	// the Civis "greedy DaemonSet".
+	GreedyListInterval time.Duration
+
+	// Worker pools, one per class of work so none waits behind another.
+	// Defaults: 64 heartbeat workers, 128 pod workers, 16 greedy workers,
+	// 64 registration workers.
+	HeartbeatWorkers    int
+	PodWorkers          int
+	GreedyWorkers       int
+	RegistrationWorkers int
+
+	// Logger receives the simulator's logs; default discards them.
+	Logger *slog.Logger
+	// Metrics, if set, receives the simulator's metrics (prefix myriad_sim_)
+	// and a process collector (CPU, RSS) unless one is registered already.
+	Metrics prometheus.Registerer
+	// Clock drives every timer; default the real clock. Tests inject a fake.
+	Clock clock.Clock
+}
+
+const (
+	defaultPrefix = "hollow-node-"
+)
+
+// withDefaults returns cfg with every zero field set to its default, or an
+// error if cfg cannot work.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.RESTConfig == nil {
+		return cfg, errors.New("sim: RESTConfig is required")
+	}
+	if cfg.Nodes <= 0 {
+		return cfg, fmt.Errorf("sim: Nodes must be positive, got %d", cfg.Nodes)
+	}
+	if cfg.FirstIndex < 0 {
+		return cfg, fmt.Errorf("sim: FirstIndex must not be negative, got %d", cfg.FirstIndex)
+	}
+	if cfg.NamePrefix == "" {
+		cfg.NamePrefix = defaultPrefix
+	}
+	if cfg.CPU.IsZero() {
+		cfg.CPU = resource.MustParse("32")
+	}
+	if cfg.Memory.IsZero() {
+		cfg.Memory = resource.MustParse("256Gi")
+	}
+	if cfg.Pods == 0 {
+		cfg.Pods = 110
+	}
+	if cfg.Pods < 0 || cfg.Pods > maxPodsPerNode {
+		return cfg, fmt.Errorf("sim: Pods must be in 1..%d, got %d", maxPodsPerNode, cfg.Pods)
+	}
+	if cfg.FirstIndex+cfg.Nodes > maxNodes(cfg.Pods) {
+		return cfg, fmt.Errorf("sim: at most %d nodes with %d pods each fit the 10.0.0.0/8 pod network", maxNodes(cfg.Pods), cfg.Pods)
+	}
+	if cfg.EphemeralStorage.IsZero() {
+		cfg.EphemeralStorage = resource.MustParse("100Gi")
+	}
+	if len(cfg.Zones) == 0 {
+		cfg.Zones = []string{"sim-zone-a", "sim-zone-b", "sim-zone-c"}
+	}
+	if cfg.InstanceType == "" {
+		cfg.InstanceType = "hollow.32xlarge"
+	}
+	if cfg.StatusImages == 0 && cfg.FullStatusHeartbeat {
+		cfg.StatusImages = 50
+	}
+	if cfg.StatusImages < 0 {
+		return cfg, fmt.Errorf("sim: StatusImages must not be negative, got %d", cfg.StatusImages)
+	}
+	setDur := func(d *time.Duration, def time.Duration) {
+		if *d == 0 {
+			*d = def
+		}
+	}
+	setDur(&cfg.LeaseDuration, 40*time.Second)
+	setDur(&cfg.RenewInterval, 10*time.Second)
+	setDur(&cfg.NodeStatusInterval, 60*time.Second)
+	setDur(&cfg.PodStartupDelay, time.Second)
+	setDur(&cfg.TerminationDelay, time.Second)
+	setDur(&cfg.JobRunTime, 5*time.Second)
+	for name, d := range map[string]time.Duration{
+		"LeaseDuration": cfg.LeaseDuration, "RenewInterval": cfg.RenewInterval,
+		"NodeStatusInterval": cfg.NodeStatusInterval, "PodStartupDelay": cfg.PodStartupDelay,
+		"PodStartupJitter": cfg.PodStartupJitter, "TerminationDelay": cfg.TerminationDelay,
+		"JobRunTime": cfg.JobRunTime, "GreedyListInterval": cfg.GreedyListInterval,
+	} {
+		if d < 0 {
+			return cfg, fmt.Errorf("sim: %s must not be negative, got %v", name, d)
+		}
+	}
+	if cfg.LeaseDuration < time.Second {
+		return cfg, fmt.Errorf("sim: LeaseDuration must be at least 1s, got %v", cfg.LeaseDuration)
+	}
+	switch cfg.PodWatch {
+	case "":
+		cfg.PodWatch = PodWatchPerNode
+	case PodWatchPerNode, PodWatchShared:
+	default:
+		return cfg, fmt.Errorf("sim: unknown PodWatch %q (want %q or %q)", cfg.PodWatch, PodWatchPerNode, PodWatchShared)
+	}
+	setInt := func(n *int, def int) {
+		if *n <= 0 {
+			*n = def
+		}
+	}
+	setInt(&cfg.HeartbeatWorkers, 64)
+	setInt(&cfg.PodWorkers, 128)
+	setInt(&cfg.GreedyWorkers, 16)
+	setInt(&cfg.RegistrationWorkers, 64)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return cfg, nil
+}

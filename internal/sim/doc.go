@@ -1,0 +1,54 @@
+// Package sim runs hollow nodes: thousands of simulated kubelets in one
+// process that the control plane cannot tell from real ones. It is the
+// instrument the load tests (internal/bench) measure a large cluster with.
+//
+// Each hollow node, as the API server sees it:
+//
+//   - registers its Node (capacity, allocatable, the well-known labels,
+//     conditions, addresses, nodeInfo, taints) or reuses the one a previous run
+//     left behind;
+//   - renews its Lease in kube-node-lease every RenewInterval (KEP-0009) and
+//     writes Node status only when something changed or every
+//     NodeStatusInterval — or, with FullStatusHeartbeat, the whole Node status
+//     every RenewInterval, the pre-Lease heartbeat;
+//   - watches the pods bound to it (one watch per node with
+//     fieldSelector=spec.nodeName=<node>, as a kubelet does, or one shared
+//     watch for all nodes with PodWatch=PodWatchShared), admits them against
+//     its allocatable like a kubelet (rejecting with OutOfcpu, OutOfmemory,
+//     OutOfpods), runs them (status Running with IPs, container statuses and
+//     conditions after PodStartupDelay ± PodStartupJitter), runs Job pods and
+//     pods annotated with AnnotationRunSeconds to Succeeded, and honours
+//     graceful deletion (containers terminated, then a grace-0 delete with a
+//     UID precondition);
+//   - optionally lists all Services every GreedyListInterval (the Civis
+//     "greedy DaemonSet").
+//
+// # API
+//
+//	s, err := sim.New(cfg)   // validates cfg, fills defaults
+//	err = s.Start(ctx)       // registers every node, starts them; returns once all are registered
+//	s.Fail("hollow-node-3")  // node stops heartbeating and reacting to pods
+//	s.Recover("hollow-node-3")
+//	st := s.Stats()          // counts, lease-renewal lateness p50/p99, CPU, RSS
+//	s.Stop()                 // stops every node and waits; idempotent
+//
+// sim.Run(ctx, cfg) is New+Start, then waits for ctx and Stops.
+//
+// # Timing
+//
+// Punctuality at 10,000 nodes is the point: node i renews at offset
+// i*RenewInterval/Nodes of every period, so renewals are spread evenly, and
+// one scheduler goroutine (a min-heap of due times) per work class hands due
+// work to a bounded worker pool. There are three classes, each with its own
+// scheduler and pool, so that a backlog of pod work or slow greedy lists can
+// never delay a Lease renewal: heartbeats (Leases and Node status), pods, and
+// greedy lists. Lateness is the time a renewal was acknowledged by the server
+// minus the time it was scheduled for; it is a Prometheus histogram and its
+// p50/p99/max are in Stats. Stats.MaxRenewGap is the longest time any node
+// went between two acknowledged renewals — it must stay under
+// LeaseDuration (40 s) or the node lifecycle controller marks the node
+// NotReady.
+//
+// All nodes share one client (one HTTP/2 connection pool) speaking protobuf,
+// without client-side rate limiting unless Config.QPS is set.
+package sim
