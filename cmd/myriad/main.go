@@ -26,6 +26,7 @@ func commands() []command {
 		{"apiserver", "run the API server", runAPIServer},
 		{"scheduler", "run the scheduler against an API server (--kubeconfig)", runScheduler},
 		{"controllers", "run the controller manager against an API server", runControllers},
+		{"sim", "run hollow nodes (simulated kubelets) against an API server", runSim},
 		{"bench", "run a benchmark scenario (store, api, restart)", runBench},
 		{"version", "print the version", runVersion},
 	}
