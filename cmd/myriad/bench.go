@@ -24,6 +24,8 @@ func benchScenarios() []benchScenario {
 		{"api", "API server create/get/list/lease throughput and latency", runAPIBench},
 		{"restart", "API server restart time on a large store", runRestartBench},
 		{"api-latency", "SLO: mixed API calls, p50/p90/p99 per verb/resource/scope vs upstream SLOs", runAPILatencyBench},
+		{"watch-latency", "SLO: write acknowledged → each watcher sees it, p50/p99", runWatchLatencyBench},
+		{"greedy-clients", "SLO: per-node agents listing all Services/Pods vs everyone else's latency", runGreedyClientsBench},
 		{"compare", "side-by-side key figures of two results.json: compare A B", runBenchCompare},
 	}
 }

@@ -85,3 +85,36 @@ func runBenchCompare(_ context.Context, args []string, stdout io.Writer) error {
 	}
 	return loadtest.Compare(stdout, a, b, args[0], args[1])
 }
+
+func runWatchLatencyBench(ctx context.Context, args []string, stdout io.Writer) error {
+	const name = "watch-latency"
+	fs := flag.NewFlagSet("myriad bench "+name, flag.ContinueOnError)
+	o := loadtestFlags(fs)
+	var c scenarios.WatchLatency
+	fs.IntVar(&c.Watchers, "watchers", 10, "concurrent watches")
+	fs.Float64Var(&c.Rate, "rate", 20, "writes per second")
+	fs.DurationVar(&c.Duration, "duration", 20*time.Second, "writing duration")
+	fs.Int64Var(&c.MaxWrites, "max-writes", 0, "stop after this many writes (default rate × duration)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
+}
+
+func runGreedyClientsBench(ctx context.Context, args []string, stdout io.Writer) error {
+	const name = "greedy-clients"
+	fs := flag.NewFlagSet("myriad bench "+name, flag.ContinueOnError)
+	o := loadtestFlags(fs)
+	var c scenarios.GreedyClients
+	fs.IntVar(&c.Agents, "agents", 50, "greedy per-node agents listing all Services and Pods")
+	fs.DurationVar(&c.AgentInterval, "agent-interval", 5*time.Second, "each agent's list interval")
+	fs.DurationVar(&c.PhaseDuration, "phase-duration", 15*time.Second, "length of the baseline and of the greedy phase")
+	fs.Float64Var(&c.ProbeRate, "probe-rate", 20, "probe calls per second")
+	fs.IntVar(&c.Pods, "pods", 1000, "pods created before measuring")
+	fs.IntVar(&c.Services, "services", 200, "services created before measuring")
+	fs.IntVar(&c.Namespaces, "namespaces", 5, "namespaces the objects are spread over")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
+}

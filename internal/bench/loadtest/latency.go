@@ -139,6 +139,15 @@ func (r *Recorder) Observe(k Key, d time.Duration, err error) {
 	r.mu.samples[k] = append(r.mu.samples[k], sample{at: at, d: d})
 }
 
+// ObserveAt records a latency d that ended at time at, for latencies
+// computed after the fact (e.g. a watch event seen before the write's
+// answer arrived).
+func (r *Recorder) ObserveAt(k Key, at time.Time, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.samples[k] = append(r.mu.samples[k], sample{at: at.Sub(r.start), d: d})
+}
+
 // Time runs call, records its latency under k and returns its error.
 func (r *Recorder) Time(k Key, call func() error) error {
 	t := time.Now()

@@ -114,7 +114,7 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 				phase = "–"
 			}
 			p("| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", phase, l.Verb, l.Resource, l.Scope, l.Count,
-				errorsCell(l), msCell(l.P50), msCell(l.P90), msCell(l.P99), msCell(l.Max), slo, v)
+				errorsCell(l), msCell(l, l.P50), msCell(l, l.P90), msCell(l, l.P99), msCell(l, l.Max), slo, v)
 		}
 	}
 	if len(r.Plots) > 0 {
@@ -151,8 +151,8 @@ func errorsCell(l LatencyStat) string {
 	return fmt.Sprintf("%d (%s)", l.Errors, strings.Join(parts, ", "))
 }
 
-func msCell(d Duration) string {
-	if d == 0 {
+func msCell(l LatencyStat, d Duration) string {
+	if l.Count == 0 {
 		return "–"
 	}
 	return FormatValue(d.D().Seconds(), "s")

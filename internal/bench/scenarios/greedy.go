@@ -1,0 +1,254 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
+)
+
+// GreedyClients is the `greedy-clients` scenario (the Civis seed's greedy
+// DaemonSet): Agents per-node agents each list every Service and every Pod
+// in the cluster every AgentInterval, while a probe measures the latency
+// everyone else sees. A baseline phase of the same length without the
+// agents comes first.
+type GreedyClients struct {
+	// Agents is the number of greedy agents (one per node). Default 50.
+	Agents int
+	// AgentInterval between one agent's list rounds. Default 5 s.
+	AgentInterval time.Duration
+	// PhaseDuration is the length of the baseline and of the greedy
+	// phase. Default 15 s.
+	PhaseDuration time.Duration
+	// ProbeRate is the probe's calls per second. Default 20.
+	ProbeRate float64
+	// Pods and Services created before measuring, so the agents' lists
+	// carry weight. Defaults 1,000 and 200.
+	Pods, Services int
+	// Namespaces the objects are spread over. Default 5.
+	Namespaces int
+}
+
+func (c *GreedyClients) defaults() {
+	if c.Agents <= 0 {
+		c.Agents = 50
+	}
+	if c.AgentInterval <= 0 {
+		c.AgentInterval = 5 * time.Second
+	}
+	if c.PhaseDuration <= 0 {
+		c.PhaseDuration = 15 * time.Second
+	}
+	if c.ProbeRate <= 0 {
+		c.ProbeRate = 20
+	}
+	if c.Pods <= 0 {
+		c.Pods = 1000
+	}
+	if c.Services <= 0 {
+		c.Services = 200
+	}
+	if c.Namespaces <= 0 {
+		c.Namespaces = 5
+	}
+}
+
+// probeMix is what "everyone else" does: object reads and writes and
+// namespace lists.
+var probeMix = []loadtest.Key{
+	key("GET", "pods", "resource"),
+	key("LIST", "pods", "namespace"),
+	key("POST", "configmaps", "resource"),
+	key("DELETE", "configmaps", "resource"),
+}
+
+// Run implements loadtest.Scenario.
+func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
+	c.defaults()
+	r := env.Result
+	r.Params["agents"] = itoa(c.Agents)
+	r.Params["agent-interval"] = c.AgentInterval.String()
+	r.Params["phase-duration"] = c.PhaseDuration.String()
+	r.Params["probe-rate"] = ftoa(c.ProbeRate)
+	r.Params["pods"] = itoa(c.Pods)
+	r.Params["services"] = itoa(c.Services)
+	r.Params["namespaces"] = itoa(c.Namespaces)
+	env.OwnLatencyTable = true
+
+	prefix := "bench-greedy-" + runID()
+	namespaces, err := createNamespaces(ctx, env.Client, prefix, c.Namespaces)
+	if err != nil {
+		return err
+	}
+	defer cleanupNamespaces(ctx, env, namespaces)
+	env.Progress.Phase("prefill", int64(c.Pods+c.Services), time.Time{}, nil)
+	podNames := make([][]string, len(namespaces))
+	for i := range c.Pods {
+		ns := i % len(namespaces)
+		name := fmt.Sprintf("p-%d", i)
+		if _, err := env.Client.CoreV1().Pods(namespaces[ns]).Create(ctx, pod(name, ""), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("prefill: %w", err)
+		}
+		podNames[ns] = append(podNames[ns], name)
+		env.Progress.Add(1)
+	}
+	for i := range c.Services {
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%d", i)},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "myriad-bench"},
+				Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+		}
+		if _, err := env.Client.CoreV1().Services(namespaces[i%len(namespaces)]).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("prefill: %w", err)
+		}
+		env.Progress.Add(1)
+	}
+
+	var phaseRec atomic.Pointer[loadtest.Recorder]
+	observe := func(k loadtest.Key, call func() error) {
+		t := time.Now()
+		err := call()
+		d := time.Since(t)
+		env.Latency.Observe(k, d, err)
+		phaseRec.Load().Observe(k, d, err)
+	}
+	var seq atomic.Int64
+	probe := func(ctx context.Context, w int, i int64) {
+		k := probeMix[int(i)%len(probeMix)]
+		ns := int(i) % len(namespaces)
+		cms := env.Client.CoreV1().ConfigMaps(namespaces[ns])
+		switch k {
+		case probeMix[0]:
+			names := podNames[ns]
+			n := names[rand.IntN(len(names))]
+			observe(k, func() error { _, err := env.Client.CoreV1().Pods(namespaces[ns]).Get(ctx, n, metav1.GetOptions{}); return err })
+		case probeMix[1]:
+			observe(k, func() error { _, err := env.Client.CoreV1().Pods(namespaces[ns]).List(ctx, metav1.ListOptions{}); return err })
+		case probeMix[2], probeMix[3]:
+			// A create and, as its own measured call, the delete of it.
+			name := fmt.Sprintf("probe-%d", seq.Add(1))
+			var created bool
+			observe(probeMix[2], func() error {
+				_, err := cms.Create(ctx, configMap(name), metav1.CreateOptions{})
+				created = err == nil
+				return err
+			})
+			if created {
+				observe(probeMix[3], func() error { return cms.Delete(ctx, name, metav1.DeleteOptions{}) })
+			}
+		}
+		env.Progress.Add(1)
+	}
+
+	var stats []loadtest.LatencyStat
+	phase := func(name string, agents int) (loadtest.Totals, error) {
+		rec := loadtest.NewRecorder(env.Start)
+		phaseRec.Store(rec)
+		before, err := env.Monitor.Mark(ctx)
+		if err != nil {
+			return loadtest.Totals{}, fmt.Errorf("reading /metrics: %w", err)
+		}
+		deadline := time.Now().Add(c.PhaseDuration)
+		var agentLists atomic.Int64
+		env.Progress.Phase(name, int64(c.ProbeRate*c.PhaseDuration.Seconds()), deadline, func() string {
+			if agents == 0 {
+				return ""
+			}
+			return fmt.Sprintf("agent lists %d", agentLists.Load())
+		})
+		agentCtx, stopAgents := context.WithDeadline(ctx, deadline)
+		var wg sync.WaitGroup
+		for range agents {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runAgent(agentCtx, ctx, env, observe, c.AgentInterval, &agentLists)
+			}()
+		}
+		pace(ctx, c.ProbeRate, 4, deadline, 0, probe)
+		wg.Wait()
+		stopAgents()
+		time.Sleep(200 * time.Millisecond)
+		after, err := env.Monitor.Mark(ctx)
+		if err != nil {
+			return loadtest.Totals{}, fmt.Errorf("reading /metrics: %w", err)
+		}
+		for _, st := range rec.Stats(true) {
+			st.Phase = name
+			stats = append(stats, st)
+		}
+		return after.Since(before), nil
+	}
+	base, err := phase("baseline", 0)
+	if err != nil {
+		return err
+	}
+	greedy, err := phase("greedy", c.Agents)
+	if err != nil {
+		return err
+	}
+	r.Latencies = stats
+
+	probeP99 := func(ph string) float64 {
+		var worst time.Duration
+		for _, st := range stats {
+			if st.Phase == ph && st.Resource != "services" && !(st.Verb == "LIST" && st.Scope == "cluster") {
+				worst = max(worst, st.P99.D())
+			}
+		}
+		return worst.Seconds()
+	}
+	secs := c.PhaseDuration.Seconds()
+	isAgentList := func(k loadtest.RequestKey) bool { return k.Verb == "LIST" && k.Scope == "cluster" }
+	r.AddFigure("baseline_probe_p99", "baseline: worst probe p99", probeP99("baseline"), "s")
+	r.AddFigure("greedy_probe_p99", "greedy: worst probe p99", probeP99("greedy"), "s")
+	r.AddFigure("baseline_cpu", "baseline: server CPU", base.CPUSeconds/secs, "cores")
+	r.AddFigure("greedy_cpu", "greedy: server CPU", greedy.CPUSeconds/secs, "cores")
+	r.AddFigure("greedy_cluster_lists", "greedy: cluster-wide lists the server counted", greedy.Sum(isAgentList), "")
+	r.AddFigure("greedy_cluster_lists_per_second", "greedy: cluster-wide lists per second", greedy.Sum(isAgentList)/secs, "lists/s")
+	var agentCalls int
+	for _, st := range stats {
+		if st.Phase == "greedy" && isAgentList(loadtest.RequestKey{Verb: st.Verb, Scope: st.Scope}) {
+			agentCalls += st.Count + st.Errors
+		}
+	}
+	r.AddFigure("greedy_agent_lists", "greedy: cluster-wide lists the agents made", float64(agentCalls), "")
+	r.AddVerdict("server counted the agents' lists", fmt.Sprint(agentCalls), fmt.Sprint(greedy.Sum(isAgentList)),
+		float64(agentCalls) == greedy.Sum(isAgentList))
+	return nil
+}
+
+// runAgent is one greedy agent: from a random offset within the interval,
+// list every Service and every Pod each interval until agentCtx ends. A
+// round in flight finishes under callCtx.
+func runAgent(agentCtx, callCtx context.Context, env *loadtest.Env, observe func(loadtest.Key, func() error),
+	interval time.Duration, lists *atomic.Int64) {
+	offset := time.Duration(rand.Int64N(int64(interval)))
+	t := time.NewTimer(offset)
+	defer t.Stop()
+	for {
+		select {
+		case <-agentCtx.Done():
+			return
+		case <-t.C:
+		}
+		observe(key("LIST", "services", "cluster"), func() error {
+			_, err := env.Client.CoreV1().Services("").List(callCtx, metav1.ListOptions{})
+			return err
+		})
+		observe(key("LIST", "pods", "cluster"), func() error {
+			_, err := env.Client.CoreV1().Pods("").List(callCtx, metav1.ListOptions{})
+			return err
+		})
+		lists.Add(2)
+		t.Reset(interval)
+	}
+}
