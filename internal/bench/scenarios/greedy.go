@@ -129,9 +129,15 @@ func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
 		case probeMix[0]:
 			names := podNames[ns]
 			n := names[rand.IntN(len(names))]
-			observe(k, func() error { _, err := env.Client.CoreV1().Pods(namespaces[ns]).Get(ctx, n, metav1.GetOptions{}); return err })
+			observe(k, func() error {
+				_, err := env.Client.CoreV1().Pods(namespaces[ns]).Get(ctx, n, metav1.GetOptions{})
+				return err
+			})
 		case probeMix[1]:
-			observe(k, func() error { _, err := env.Client.CoreV1().Pods(namespaces[ns]).List(ctx, metav1.ListOptions{}); return err })
+			observe(k, func() error {
+				_, err := env.Client.CoreV1().Pods(namespaces[ns]).List(ctx, metav1.ListOptions{})
+				return err
+			})
 		case probeMix[2], probeMix[3]:
 			// A create and, as its own measured call, the delete of it.
 			name := fmt.Sprintf("probe-%d", seq.Add(1))
