@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/garbagecollector"
 	"github.com/myriad-k8s/myriad/internal/controllers/namespace"
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
@@ -14,6 +15,7 @@ func All() []controllerctx.Descriptor {
 		serviceaccount.Descriptor(),
 		rootcacert.Descriptor(),
 		namespace.Descriptor(),
+		garbagecollector.Descriptor(),
 		replicaset.Descriptor(),
 	}
 }

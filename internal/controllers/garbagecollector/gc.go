@@ -1,0 +1,260 @@
+package garbagecollector
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+)
+
+// Name is the controller's name in --controllers.
+const Name = "garbagecollector"
+
+// Descriptor registers the controller with the manager (upstream's
+// --concurrent-gc-syncs default of 20 workers).
+func Descriptor() controllerctx.Descriptor {
+	return controllerctx.Descriptor{Name: Name, Workers: 20, New: func(c *controllerctx.Context) (controllerctx.Controller, error) { return New(c) }}
+}
+
+// rediscoverEvery is how often new resources (CRDs, aggregated APIs) are
+// picked up.
+const rediscoverEvery = 30 * time.Second
+
+// item identifies one object; the UID guards against acting on a newer
+// object of the same name.
+type item struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+	name      string
+	uid       types.UID
+}
+
+func itemFor(gvr schema.GroupVersionResource, m *metav1.PartialObjectMetadata) item {
+	return item{gvr: gvr, namespace: m.Namespace, name: m.Name, uid: m.UID}
+}
+
+// Controller is the garbage collector.
+type Controller struct {
+	client            kubernetes.Interface
+	metadata          metadata.Interface
+	metadataInformers metadatainformer.SharedInformerFactory
+	monitors          *monitors
+	clock             clock.WithTicker
+	log               *slog.Logger
+
+	// attemptToDelete holds objects whose owners may be gone and owners
+	// deleting their dependents in the foreground; attemptToOrphan holds
+	// owners with the orphan finalizer.
+	attemptToDelete workqueue.TypedRateLimitingInterface[item]
+	attemptToOrphan workqueue.TypedRateLimitingInterface[item]
+
+	warmOnce sync.Once
+	// warmed is closed once the first discovery has set up the monitors.
+	warmed chan struct{}
+}
+
+// New builds the collector; its informers are set up by Warm, which needs
+// discovery.
+func New(c *controllerctx.Context) (*Controller, error) {
+	q := func(name string) workqueue.TypedRateLimitingInterface[item] {
+		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[item](),
+			workqueue.TypedRateLimitingQueueConfig[item]{Name: name, Clock: c.Clock})
+	}
+	return &Controller{
+		client:            c.Client,
+		metadata:          c.Metadata,
+		metadataInformers: c.MetadataInformers,
+		monitors:          newMonitors(),
+		clock:             c.Clock,
+		log:               c.Logger.With("controller", Name),
+		attemptToDelete:   q("garbage_collector_attempt_to_delete"),
+		attemptToOrphan:   q("garbage_collector_attempt_to_orphan"),
+		warmed:            make(chan struct{}),
+	}, nil
+}
+
+// Warm discovers the resources and starts their metadata informers, then
+// rediscovers periodically until ctx is done (see controllers.Warmer).
+func (gc *Controller) Warm(ctx context.Context) {
+	gc.warmOnce.Do(func() {
+		go func() {
+			for {
+				err := gc.syncMonitors(ctx)
+				if len(gc.monitors.all()) > 0 {
+					break
+				}
+				gc.log.Info("discovery failed; retrying", "err", err)
+				select {
+				case <-ctx.Done():
+					return
+				case <-gc.clock.After(time.Second):
+				}
+			}
+			close(gc.warmed)
+			t := gc.clock.NewTicker(rediscoverEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C():
+					if err := gc.syncMonitors(ctx); err != nil {
+						gc.log.Debug("rediscovery", "err", err)
+					}
+				}
+			}
+		}()
+	})
+}
+
+// Run waits for the monitors to sync and works until ctx is done.
+func (gc *Controller) Run(ctx context.Context, workers int) {
+	defer gc.attemptToDelete.ShutDown()
+	defer gc.attemptToOrphan.ShutDown()
+	gc.Warm(ctx) // no-op when the manager warmed us as a standby
+	select {
+	case <-ctx.Done():
+		return
+	case <-gc.warmed:
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), gc.monitors.synced) {
+		return
+	}
+	gc.log.Info("garbage collector synced", "resources", len(gc.monitors.all()))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for gc.next(ctx, gc.attemptToDelete, gc.processDelete) {
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for gc.next(ctx, gc.attemptToOrphan, gc.processOrphan) {
+		}
+	}()
+	<-ctx.Done()
+	gc.attemptToDelete.ShutDown()
+	gc.attemptToOrphan.ShutDown()
+	wg.Wait()
+}
+
+// errRetryLater asks for a rate-limited retry without logging a failure.
+type retryLater struct{ after time.Duration }
+
+func (r retryLater) Error() string { return "retry later" }
+
+func (gc *Controller) next(ctx context.Context, q workqueue.TypedRateLimitingInterface[item], process func(context.Context, item) error) bool {
+	it, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(it)
+	err := process(ctx, it)
+	switch e := err.(type) {
+	case nil:
+		q.Forget(it)
+	case retryLater:
+		q.Forget(it)
+		q.AddAfter(it, e.after)
+	default:
+		gc.log.Debug("garbage collection failed; retrying", "resource", it.gvr.String(), "namespace", it.namespace, "name", it.name, "err", err)
+		q.AddRateLimited(it)
+	}
+	return true
+}
+
+// handlers turn one monitor's events into work.
+func (gc *Controller) handlers(mon *monitor) cache.ResourceEventHandler {
+	gvr := mon.res.GVR
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			m, ok := obj.(*metav1.PartialObjectMetadata)
+			if !ok {
+				return
+			}
+			if len(m.OwnerReferences) > 0 {
+				gc.attemptToDelete.Add(itemFor(gvr, m))
+			}
+			gc.ownerChanged(gvr, m)
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*metav1.PartialObjectMetadata)
+			m, ok2 := newObj.(*metav1.PartialObjectMetadata)
+			if !ok1 || !ok2 {
+				return
+			}
+			if len(m.OwnerReferences) > 0 && !slices.EqualFunc(o.OwnerReferences, m.OwnerReferences, sameRef) {
+				gc.attemptToDelete.Add(itemFor(gvr, m))
+			}
+			if (o.DeletionTimestamp == nil) != (m.DeletionTimestamp == nil) || !slices.Equal(o.Finalizers, m.Finalizers) {
+				gc.ownerChanged(gvr, m)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			m, ok := obj.(*metav1.PartialObjectMetadata)
+			if !ok {
+				return
+			}
+			// Its dependents may now be garbage; its owners may be
+			// waiting for it (foreground deletion).
+			for _, d := range gc.dependents(string(m.UID)) {
+				gc.attemptToDelete.Add(d)
+			}
+			for _, ref := range m.OwnerReferences {
+				if mon := gc.monitors.forKind(refGroupKind(ref)); mon != nil {
+					ns := ""
+					if mon.res.Namespaced {
+						ns = m.Namespace
+					}
+					gc.attemptToDelete.Add(item{gvr: mon.res.GVR, namespace: ns, name: ref.Name, uid: ref.UID})
+				}
+			}
+		},
+	}
+}
+
+// ownerChanged queues an object being deleted with a propagation finalizer.
+func (gc *Controller) ownerChanged(gvr schema.GroupVersionResource, m *metav1.PartialObjectMetadata) {
+	if m.DeletionTimestamp == nil {
+		return
+	}
+	if slices.Contains(m.Finalizers, metav1.FinalizerDeleteDependents) {
+		gc.attemptToDelete.Add(itemFor(gvr, m))
+	}
+	if slices.Contains(m.Finalizers, metav1.FinalizerOrphanDependents) {
+		gc.attemptToOrphan.Add(itemFor(gvr, m))
+	}
+}
+
+func sameRef(a, b metav1.OwnerReference) bool {
+	return a.UID == b.UID && ptrEq(a.BlockOwnerDeletion, b.BlockOwnerDeletion)
+}
+
+func ptrEq(a, b *bool) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+func refGroupKind(ref metav1.OwnerReference) schema.GroupKind {
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	return schema.GroupKind{Group: gv.Group, Kind: ref.Kind}
+}

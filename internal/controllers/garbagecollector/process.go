@@ -1,0 +1,246 @@
+package garbagecollector
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// waitForDependents is how often an owner deleting its dependents in the
+// foreground is re-checked besides the dependents' delete events.
+const waitForDependents = 15 * time.Second
+
+// ownerState is what a dependent's reference finds.
+type ownerState int
+
+const (
+	ownerPresent ownerState = iota
+	ownerAbsent
+	// ownerWaiting: being deleted in the foreground, waiting for its
+	// dependents to go.
+	ownerWaiting
+)
+
+// live reads the object from the API, not the cache: nothing is deleted
+// or released on a cached view alone.
+func (gc *Controller) live(ctx context.Context, it item) (*metav1.PartialObjectMetadata, error) {
+	m, err := gc.metadata.Resource(it.gvr).Namespace(it.namespace).Get(ctx, it.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getting %s %s/%s: %w", it.gvr.Resource, it.namespace, it.name, err)
+	}
+	if m.UID != it.uid {
+		return nil, nil
+	}
+	return m, nil
+}
+
+// owner classifies one owner reference of an object in namespace ns.
+func (gc *Controller) owner(ctx context.Context, ns string, ref metav1.OwnerReference) (ownerState, error) {
+	mon := gc.monitors.forKind(refGroupKind(ref))
+	if mon == nil {
+		// An owner kind we do not know (or cannot list) is never judged
+		// absent: deleting on ignorance is the one mistake to avoid.
+		return ownerPresent, nil
+	}
+	if !mon.res.Namespaced {
+		ns = ""
+	}
+	key := ref.Name
+	if ns != "" {
+		key = ns + "/" + ref.Name
+	}
+	var m *metav1.PartialObjectMetadata
+	if obj, ok, _ := mon.informer.GetIndexer().GetByKey(key); ok && obj.(*metav1.PartialObjectMetadata).UID == ref.UID {
+		m = obj.(*metav1.PartialObjectMetadata)
+	} else {
+		// Not cached (or a different UID): the cache may lag; ask the API.
+		live, err := gc.live(ctx, item{gvr: mon.res.GVR, namespace: ns, name: ref.Name, uid: ref.UID})
+		if err != nil {
+			return ownerPresent, err
+		}
+		if live == nil {
+			return ownerAbsent, nil
+		}
+		m = live
+	}
+	if m.DeletionTimestamp != nil && slices.Contains(m.Finalizers, metav1.FinalizerDeleteDependents) {
+		return ownerWaiting, nil
+	}
+	return ownerPresent, nil
+}
+
+// processDelete handles one attemptToDelete item: an owner deleting its
+// dependents in the foreground, or a dependent whose owners may be gone.
+func (gc *Controller) processDelete(ctx context.Context, it item) error {
+	m, err := gc.live(ctx, it)
+	if err != nil || m == nil {
+		return err
+	}
+	if m.DeletionTimestamp != nil {
+		if slices.Contains(m.Finalizers, metav1.FinalizerDeleteDependents) {
+			return gc.processDeletingDependents(ctx, it, m)
+		}
+		return nil
+	}
+	if len(m.OwnerReferences) == 0 {
+		return nil
+	}
+	var solid, dangling, waiting []metav1.OwnerReference
+	for _, ref := range m.OwnerReferences {
+		st, err := gc.owner(ctx, m.Namespace, ref)
+		if err != nil {
+			return err
+		}
+		switch st {
+		case ownerPresent:
+			solid = append(solid, ref)
+		case ownerAbsent:
+			dangling = append(dangling, ref)
+		case ownerWaiting:
+			waiting = append(waiting, ref)
+		}
+	}
+	switch {
+	case len(solid) > 0:
+		if len(dangling)+len(waiting) == 0 {
+			return nil
+		}
+		// Another owner keeps it alive: drop only the references to owners
+		// that are gone or going.
+		return gc.patchOwnerRefs(ctx, it, m, solid)
+	case len(waiting) > 0 && len(gc.dependents(string(m.UID))) > 0:
+		// An owner waits on us and we have dependents of our own: delete
+		// in the foreground too, so the wait propagates down the chain.
+		return gc.delete(ctx, it, metav1.DeletePropagationForeground)
+	default:
+		policy := metav1.DeletePropagationBackground
+		if slices.Contains(m.Finalizers, metav1.FinalizerOrphanDependents) {
+			policy = metav1.DeletePropagationOrphan
+		} else if slices.Contains(m.Finalizers, metav1.FinalizerDeleteDependents) {
+			policy = metav1.DeletePropagationForeground
+		}
+		return gc.delete(ctx, it, policy)
+	}
+}
+
+// processDeletingDependents deletes an owner's dependents and, once none
+// that block it (blockOwnerDeletion) is left, removes its
+// foregroundDeletion finalizer so the API removes it.
+func (gc *Controller) processDeletingDependents(ctx context.Context, it item, m *metav1.PartialObjectMetadata) error {
+	blocking := 0
+	for _, d := range gc.dependents(string(m.UID)) {
+		gc.attemptToDelete.Add(d)
+		if gc.blocks(d, m.UID) {
+			blocking++
+		}
+	}
+	if blocking > 0 {
+		return retryLater{after: waitForDependents}
+	}
+	return gc.removeFinalizer(ctx, it, m, metav1.FinalizerDeleteDependents)
+}
+
+// blocks reports whether the cached dependent d holds a reference to
+// owner with blockOwnerDeletion set.
+func (gc *Controller) blocks(d item, owner types.UID) bool {
+	mon := gc.monitors.forGVR(d.gvr)
+	if mon == nil {
+		return false
+	}
+	key := d.name
+	if d.namespace != "" {
+		key = d.namespace + "/" + d.name
+	}
+	obj, ok, _ := mon.informer.GetIndexer().GetByKey(key)
+	if !ok {
+		return false
+	}
+	for _, ref := range obj.(*metav1.PartialObjectMetadata).OwnerReferences {
+		if ref.UID == owner && ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion {
+			return true
+		}
+	}
+	return false
+}
+
+// processOrphan removes every dependent's reference to the owner, then the
+// owner's orphan finalizer.
+func (gc *Controller) processOrphan(ctx context.Context, it item) error {
+	m, err := gc.live(ctx, it)
+	if err != nil || m == nil {
+		return err
+	}
+	if m.DeletionTimestamp == nil || !slices.Contains(m.Finalizers, metav1.FinalizerOrphanDependents) {
+		return nil
+	}
+	for _, d := range gc.dependents(string(m.UID)) {
+		dm, err := gc.live(ctx, d)
+		if err != nil {
+			return err
+		}
+		if dm == nil {
+			continue
+		}
+		keep := slices.DeleteFunc(slices.Clone(dm.OwnerReferences), func(r metav1.OwnerReference) bool { return r.UID == m.UID })
+		if len(keep) == len(dm.OwnerReferences) {
+			continue
+		}
+		if err := gc.patchOwnerRefs(ctx, d, dm, keep); err != nil {
+			return err
+		}
+	}
+	return gc.removeFinalizer(ctx, it, m, metav1.FinalizerOrphanDependents)
+}
+
+func (gc *Controller) delete(ctx context.Context, it item, policy metav1.DeletionPropagation) error {
+	uid := it.uid
+	err := gc.metadata.Resource(it.gvr).Namespace(it.namespace).Delete(ctx, it.name, metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &uid},
+		PropagationPolicy: &policy,
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting %s %s/%s: %w", it.gvr.Resource, it.namespace, it.name, err)
+	}
+	if err == nil {
+		gc.log.Debug("deleted", "resource", it.gvr.String(), "namespace", it.namespace, "name", it.name, "propagation", policy)
+	}
+	return nil
+}
+
+// patchOwnerRefs sets the object's ownerReferences to refs, conditional on
+// the resourceVersion it was read at (a conflict retries from a fresh read).
+func (gc *Controller) patchOwnerRefs(ctx context.Context, it item, m *metav1.PartialObjectMetadata, refs []metav1.OwnerReference) error {
+	if refs == nil {
+		refs = []metav1.OwnerReference{}
+	}
+	return gc.patchMeta(ctx, it, map[string]any{"ownerReferences": refs, "resourceVersion": m.ResourceVersion, "uid": m.UID})
+}
+
+func (gc *Controller) removeFinalizer(ctx context.Context, it item, m *metav1.PartialObjectMetadata, f string) error {
+	rest := slices.DeleteFunc(slices.Clone(m.Finalizers), func(x string) bool { return x == f })
+	if rest == nil {
+		rest = []string{}
+	}
+	return gc.patchMeta(ctx, it, map[string]any{"finalizers": rest, "resourceVersion": m.ResourceVersion, "uid": m.UID})
+}
+
+func (gc *Controller) patchMeta(ctx context.Context, it item, meta map[string]any) error {
+	body, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	_, err = gc.metadata.Resource(it.gvr).Namespace(it.namespace).Patch(ctx, it.name, types.MergePatchType, body, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patching %s %s/%s: %w", it.gvr.Resource, it.namespace, it.name, err)
+	}
+	return nil
+}
