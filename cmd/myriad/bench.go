@@ -26,6 +26,7 @@ func benchScenarios() []benchScenario {
 		{"api-latency", "SLO: mixed API calls, p50/p90/p99 per verb/resource/scope vs upstream SLOs", runAPILatencyBench},
 		{"watch-latency", "SLO: write acknowledged → each watcher sees it, p50/p99", runWatchLatencyBench},
 		{"greedy-clients", "SLO: per-node agents listing all Services/Pods vs everyone else's latency", runGreedyClientsBench},
+		{"churn", "SLO: short-lived pods on hollow nodes at a fixed rate: create/delete and running latency", runChurnBench},
 		{"compare", "side-by-side key figures of two results.json: compare A B", runBenchCompare},
 	}
 }

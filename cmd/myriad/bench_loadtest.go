@@ -118,3 +118,19 @@ func runGreedyClientsBench(ctx context.Context, args []string, stdout io.Writer)
 	}
 	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
 }
+
+func runChurnBench(ctx context.Context, args []string, stdout io.Writer) error {
+	const name = "churn"
+	fs := flag.NewFlagSet("myriad bench "+name, flag.ContinueOnError)
+	o := loadtestFlags(fs)
+	var c scenarios.Churn
+	fs.IntVar(&c.Nodes, "nodes", 20, "hollow nodes the pods are bound to")
+	fs.Float64Var(&c.Rate, "rate", 20, "pod creations per second")
+	fs.DurationVar(&c.Lifetime, "lifetime", 5*time.Second, "each pod's life from create to delete")
+	fs.DurationVar(&c.Duration, "duration", 20*time.Second, "creating duration")
+	fs.Int64Var(&c.MaxPods, "max-pods", 0, "stop after this many pods (default rate × duration)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
+}

@@ -1,0 +1,65 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
+	"github.com/myriad-k8s/myriad/internal/sim"
+)
+
+// hollowNodes starts n hollow nodes named <prefix>N in this process and
+// returns them once all are registered. fullStatus selects the pre-Lease
+// heartbeat.
+func hollowNodes(ctx context.Context, env *loadtest.Env, prefix string, n int, fullStatus bool) (*sim.Sim, error) {
+	s, err := sim.New(sim.Config{
+		RESTConfig:          env.RESTConfig,
+		Nodes:               n,
+		NamePrefix:          prefix,
+		FullStatusHeartbeat: fullStatus,
+		Logger:              env.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hollow nodes: %w", err)
+	}
+	env.Progress.Phase("register nodes", int64(n), time.Time{}, func() string {
+		return fmt.Sprintf("registered %d", s.Stats().Registered)
+	})
+	if err := s.Start(ctx); err != nil {
+		return nil, fmt.Errorf("hollow nodes: %w", err)
+	}
+	return s, nil
+}
+
+// deleteNodes deletes the named Nodes and their Leases (best effort), so
+// a run against a long-lived server leaves no hollow nodes behind.
+func deleteNodes(ctx context.Context, env *loadtest.Env, names []string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range next {
+				if err := env.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					env.Log.Warn("cleanup", "node", name, "err", err)
+				}
+				if err := env.Client.CoordinationV1().Leases(sim.LeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					env.Log.Warn("cleanup", "lease", name, "err", err)
+				}
+			}
+		}()
+	}
+	for _, n := range names {
+		next <- n
+	}
+	close(next)
+	wg.Wait()
+}
