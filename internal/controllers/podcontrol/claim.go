@@ -14,8 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// PatchFunc sends a strategic merge patch to the object namespace/name.
-type PatchFunc func(ctx context.Context, namespace, name string, data []byte) error
+// PatchFunc sends a strategic merge patch to the object namespace/name
+// and returns the patched object.
+type PatchFunc func(ctx context.Context, namespace, name string, data []byte) (metav1.Object, error)
 
 // RefManager adopts and releases objects (pods, ReplicaSets) for one
 // controller object, as upstream's ControllerRefManager: it claims what it
@@ -42,61 +43,68 @@ func Claim[T metav1.Object](ctx context.Context, m *RefManager, objs []T) ([]T, 
 	var claimed []T
 	var errs []error
 	for _, o := range objs {
-		ok, err := m.claimOne(ctx, o)
+		ok, patched, err := m.claimOne(ctx, o)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if ok {
-			claimed = append(claimed, o)
+		if !ok {
+			continue
 		}
+		// An adopted object is used as the patch returned it, so later
+		// updates in the same sync carry the new ownerReference.
+		if p, isT := patched.(T); isT && patched != nil {
+			o = p
+		}
+		claimed = append(claimed, o)
 	}
 	return claimed, errors.Join(errs...)
 }
 
-func (m *RefManager) claimOne(ctx context.Context, o metav1.Object) (bool, error) {
+func (m *RefManager) claimOne(ctx context.Context, o metav1.Object) (bool, metav1.Object, error) {
 	match := m.Selector.Matches(labels.Set(o.GetLabels()))
 	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		if ref.UID != m.Owner.GetUID() {
-			return false, nil
+			return false, nil, nil
 		}
 		if match {
-			return true, nil
+			return true, nil, nil
 		}
 		// Ours but no longer selected: release it, unless we are being
 		// deleted (then the garbage collector decides).
 		if m.Owner.GetDeletionTimestamp() != nil {
-			return false, nil
+			return false, nil, nil
 		}
 		if err := m.release(ctx, o); err != nil {
 			if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-				return false, nil // gone or replaced meanwhile
+				return false, nil, nil // gone or replaced meanwhile
 			}
-			return false, err
+			return false, nil, err
 		}
-		return false, nil
+		return false, nil, nil
 	}
 	// An orphan.
 	if m.Owner.GetDeletionTimestamp() != nil || !match || o.GetDeletionTimestamp() != nil {
-		return false, nil
+		return false, nil, nil
 	}
-	if err := m.adopt(ctx, o); err != nil {
+	patched, err := m.adopt(ctx, o)
+	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-			return false, nil
+			return false, nil, nil
 		}
-		return false, err
+		return false, nil, err
 	}
-	return true, nil
+	return true, patched, nil
 }
 
-func (m *RefManager) adopt(ctx context.Context, o metav1.Object) error {
+func (m *RefManager) adopt(ctx context.Context, o metav1.Object) (metav1.Object, error) {
 	m.once.Do(func() {
 		if m.CanAdopt != nil {
 			m.adoptErr = m.CanAdopt(ctx)
 		}
 	})
 	if m.adoptErr != nil {
-		return fmt.Errorf("can't adopt %s/%s: %w", o.GetNamespace(), o.GetName(), m.adoptErr)
+		return nil, fmt.Errorf("can't adopt %s/%s: %w", o.GetNamespace(), o.GetName(), m.adoptErr)
 	}
 	ref := ControllerRef(m.Owner, m.GVK)
 	data, err := json.Marshal(refPatch{Metadata: refPatchMeta{
@@ -104,12 +112,13 @@ func (m *RefManager) adopt(ctx context.Context, o metav1.Object) error {
 		UID:             o.GetUID(),
 	}})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := m.Patch(ctx, o.GetNamespace(), o.GetName(), data); err != nil {
-		return fmt.Errorf("adopting %s/%s: %w", o.GetNamespace(), o.GetName(), err)
+	patched, err := m.Patch(ctx, o.GetNamespace(), o.GetName(), data)
+	if err != nil {
+		return nil, fmt.Errorf("adopting %s/%s: %w", o.GetNamespace(), o.GetName(), err)
 	}
-	return nil
+	return patched, nil
 }
 
 func (m *RefManager) release(ctx context.Context, o metav1.Object) error {
@@ -120,7 +129,7 @@ func (m *RefManager) release(ctx context.Context, o metav1.Object) error {
 	if err != nil {
 		return err
 	}
-	if err := m.Patch(ctx, o.GetNamespace(), o.GetName(), data); err != nil {
+	if _, err := m.Patch(ctx, o.GetNamespace(), o.GetName(), data); err != nil {
 		return fmt.Errorf("releasing %s/%s: %w", o.GetNamespace(), o.GetName(), err)
 	}
 	return nil

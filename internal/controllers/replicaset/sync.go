@@ -83,9 +83,8 @@ func (rc *Controller) refManager(rs *appsv1.ReplicaSet, selector labels.Selector
 		CanAdopt: podcontrol.RecheckOwner(rs, func(ctx context.Context) (metav1.Object, error) {
 			return rc.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		}),
-		Patch: func(ctx context.Context, ns, name string, data []byte) error {
-			_, err := rc.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
-			return err
+		Patch: func(ctx context.Context, ns, name string, data []byte) (metav1.Object, error) {
+			return rc.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 		},
 	}
 }

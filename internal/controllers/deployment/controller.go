@@ -1,0 +1,216 @@
+package deployment
+
+import (
+	"context"
+	"log/slog"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+)
+
+// Name is the controller's name, as kube-controller-manager's.
+const Name = "deployment"
+
+var controllerKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
+
+// Controller is the Deployment controller.
+type Controller struct {
+	client   kubernetes.Interface
+	dLister  appslisters.DeploymentLister
+	rsLister appslisters.ReplicaSetLister
+	pods     corelisters.PodLister
+	synced   []cache.InformerSynced
+	queue    podcontrol.Queue
+	loop     *podcontrol.Loop
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+	log      *slog.Logger
+}
+
+// Descriptor is the deployment entry of the manager's list (5 workers, as
+// upstream's --concurrent-deployment-syncs).
+func Descriptor() controllerctx.Descriptor {
+	return controllerctx.Descriptor{Name: Name, Workers: 5, New: New}
+}
+
+// New registers the controller's handlers on the Deployment, ReplicaSet
+// and Pod informers.
+func New(c *controllerctx.Context) (controllerctx.Controller, error) {
+	return newController(c)
+}
+
+func newController(c *controllerctx.Context) (*Controller, error) {
+	dInf := c.Informers.Apps().V1().Deployments()
+	rsInf := c.Informers.Apps().V1().ReplicaSets()
+	podInf := c.Informers.Core().V1().Pods()
+	dc := &Controller{
+		client:   c.Client,
+		dLister:  dInf.Lister(),
+		rsLister: rsInf.Lister(),
+		pods:     podInf.Lister(),
+		synced:   []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
+		queue:    podcontrol.NewQueue(Name),
+		recorder: podcontrol.Recorder(c, "deployment-controller"),
+		clock:    c.Clock,
+		log:      c.Logger,
+	}
+	dc.loop = podcontrol.NewLoop(Name, dc.queue, dc.sync, c.Logger, c.Metrics)
+	if _, err := dInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    dc.enqueue,
+		UpdateFunc: func(_, cur any) { dc.enqueue(cur) },
+		DeleteFunc: dc.enqueue,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    dc.addRS,
+		UpdateFunc: dc.updateRS,
+		DeleteFunc: dc.deleteRS,
+	}); err != nil {
+		return nil, err
+	}
+	// Recreate waits for old pods to be gone; their deletion wakes it.
+	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: dc.deletePod,
+	}); err != nil {
+		return nil, err
+	}
+	return dc, nil
+}
+
+// Run implements controllerctx.Controller.
+func (dc *Controller) Run(ctx context.Context, workers int) {
+	dc.loop.Run(ctx, workers, dc.synced...)
+}
+
+func (dc *Controller) enqueue(obj any) {
+	if key, ok := podcontrol.Key(obj); ok {
+		dc.queue.Add(key)
+	}
+}
+
+func (dc *Controller) resolveRef(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
+	if ref.Kind != controllerKind.Kind {
+		return nil
+	}
+	d, err := dc.dLister.Deployments(namespace).Get(ref.Name)
+	if err != nil || d.UID != ref.UID {
+		return nil
+	}
+	return d
+}
+
+// selectingDeployments returns the deployments whose selector matches rs.
+func (dc *Controller) selectingDeployments(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
+	all, err := dc.dLister.Deployments(rs.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []*appsv1.Deployment
+	for _, d := range all {
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(rs.Labels)) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func (dc *Controller) addRS(obj any) {
+	rs := obj.(*appsv1.ReplicaSet)
+	if rs.DeletionTimestamp != nil {
+		dc.deleteRS(rs)
+		return
+	}
+	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
+		if d := dc.resolveRef(rs.Namespace, ref); d != nil {
+			dc.enqueue(d)
+		}
+		return
+	}
+	for _, d := range dc.selectingDeployments(rs) {
+		dc.enqueue(d)
+	}
+}
+
+func (dc *Controller) updateRS(old, cur any) {
+	oldRS, curRS := old.(*appsv1.ReplicaSet), cur.(*appsv1.ReplicaSet)
+	if oldRS.ResourceVersion == curRS.ResourceVersion {
+		return
+	}
+	curRef, oldRef := metav1.GetControllerOfNoCopy(curRS), metav1.GetControllerOfNoCopy(oldRS)
+	if oldRef != nil && (curRef == nil || curRef.UID != oldRef.UID) {
+		if d := dc.resolveRef(oldRS.Namespace, oldRef); d != nil {
+			dc.enqueue(d)
+		}
+	}
+	if curRef != nil {
+		if d := dc.resolveRef(curRS.Namespace, curRef); d != nil {
+			dc.enqueue(d)
+		}
+		return
+	}
+	if !labels.Equals(oldRS.Labels, curRS.Labels) || oldRef != nil {
+		for _, d := range dc.selectingDeployments(curRS) {
+			dc.enqueue(d)
+		}
+	}
+}
+
+func (dc *Controller) deleteRS(obj any) {
+	rs, ok := obj.(*appsv1.ReplicaSet)
+	if !ok {
+		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if rs, ok = tomb.Obj.(*appsv1.ReplicaSet); !ok {
+			return
+		}
+	}
+	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
+		if d := dc.resolveRef(rs.Namespace, ref); d != nil {
+			dc.enqueue(d)
+		}
+	}
+}
+
+func (dc *Controller) deletePod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
+			return
+		}
+	}
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || ref.Kind != "ReplicaSet" {
+		return
+	}
+	rs, err := dc.rsLister.ReplicaSets(pod.Namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return
+	}
+	dref := metav1.GetControllerOfNoCopy(rs)
+	if dref == nil {
+		return
+	}
+	if d := dc.resolveRef(rs.Namespace, dref); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		dc.enqueue(d)
+	}
+}

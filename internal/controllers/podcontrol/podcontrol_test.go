@@ -1,0 +1,126 @@
+package podcontrol
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+)
+
+func TestExpectations(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	e := NewExpectations(clk)
+	if !e.Satisfied("a") {
+		t.Fatal("unknown key not satisfied")
+	}
+	e.Expect("a", 2, []string{"ns/p1", "ns/p2"})
+	steps := []struct {
+		do   func()
+		want bool
+	}{
+		{func() {}, false},
+		{func() { e.CreationObserved("a"); e.CreationObserved("a") }, false},
+		{func() { e.DeletionObserved("a", "ns/p1"); e.DeletionObserved("a", "ns/p1") }, false}, // idempotent
+		{func() { e.DeletionObserved("a", "ns/other") }, false},
+		{func() { e.DeletionObserved("a", "ns/p2") }, true},
+		{func() { e.CreationObserved("a") }, true}, // never below zero
+	}
+	for i, s := range steps {
+		s.do()
+		if got := e.Satisfied("a"); got != s.want {
+			t.Fatalf("step %d: satisfied %v, want %v", i, got, s.want)
+		}
+	}
+	e.Expect("b", 1, nil)
+	clk.Step(ExpectationsTTL + time.Second)
+	if !e.Satisfied("b") {
+		t.Error("expired expectations still block")
+	}
+}
+
+func TestSlowStartBatch(t *testing.T) {
+	cases := []struct {
+		count, failFrom int // calls numbered from 1 fail once > failFrom (0 = never)
+		wantOK, wantRun int
+	}{
+		{count: 0, wantOK: 0, wantRun: 0},
+		{count: 1, wantOK: 1, wantRun: 1},
+		{count: 10, wantOK: 10, wantRun: 10}, // 1+2+4+3
+		{count: 10, failFrom: 1, wantOK: 1, wantRun: 3},
+		{count: 100, failFrom: 5, wantOK: 5, wantRun: 7},
+	}
+	for _, tc := range cases {
+		var n atomic.Int32
+		ok, err := SlowStartBatch(tc.count, SlowStartInitialBatch, func() error {
+			i := n.Add(1)
+			if tc.failFrom > 0 && int(i) > tc.failFrom {
+				return errors.New("no")
+			}
+			return nil
+		})
+		if ok != tc.wantOK || int(n.Load()) != tc.wantRun || (err != nil) != (tc.wantOK < tc.count) {
+			t.Errorf("%+v: ok %d ran %d err %v", tc, ok, n.Load(), err)
+		}
+	}
+}
+
+func TestRankForDeletion(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pod := func(name, node string, phase corev1.PodPhase, readySince time.Duration, restarts int32, age time.Duration) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-age))}}
+		p.Spec.NodeName = node
+		p.Status.Phase = phase
+		if readySince > 0 {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-readySince))}}
+		}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{RestartCount: restarts}}
+		return p
+	}
+	pods := []*corev1.Pod{
+		pod("old-ready", "n1", corev1.PodRunning, time.Hour, 0, 2*time.Hour),
+		pod("new-ready", "n2", corev1.PodRunning, time.Minute, 0, time.Hour),
+		pod("crashy", "n3", corev1.PodRunning, time.Hour, 5, 2*time.Hour),
+		pod("running-not-ready", "n4", corev1.PodRunning, 0, 0, time.Hour),
+		pod("unknown", "n5", corev1.PodUnknown, 0, 0, time.Hour),
+		pod("pending", "n6", corev1.PodPending, 0, 0, time.Hour),
+		pod("unscheduled", "", corev1.PodPending, 0, 0, time.Hour),
+		pod("doubled-a", "n7", corev1.PodRunning, time.Hour, 0, 3*time.Hour),
+		pod("doubled-b", "n7", corev1.PodRunning, time.Hour, 0, 3*time.Hour),
+	}
+	RankForDeletion(pods)
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	want := "unscheduled pending unknown running-not-ready doubled-a doubled-b new-ready crashy old-ready"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("order\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestComputeHash(t *testing.T) {
+	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+	a, b := ComputeHash(tmpl, nil), ComputeHash(tmpl.DeepCopy(), nil)
+	if a != b {
+		t.Fatalf("not deterministic: %s %s", a, b)
+	}
+	if c := ComputeHash(tmpl, ptr.To(int32(1))); c == a {
+		t.Error("collisionCount does not change the hash")
+	}
+	tmpl.Spec.Containers[0].Image = "nginx:2"
+	if ComputeHash(tmpl, nil) == a {
+		t.Error("template change does not change the hash")
+	}
+	// rand.SafeEncodeString's alphabet: no vowels, no 0/1/3, so no words.
+	for _, r := range a {
+		if strings.ContainsRune("aeiou013", r) {
+			t.Errorf("hash %q has %q", a, r)
+		}
+	}
+}
