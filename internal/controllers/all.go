@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/deployment"
 	"github.com/myriad-k8s/myriad/internal/controllers/garbagecollector"
 	"github.com/myriad-k8s/myriad/internal/controllers/namespace"
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
@@ -17,5 +18,6 @@ func All() []controllerctx.Descriptor {
 		namespace.Descriptor(),
 		garbagecollector.Descriptor(),
 		replicaset.Descriptor(),
+		deployment.Descriptor(),
 	}
 }
