@@ -297,7 +297,7 @@ func deploymentComplete(d *appsv1.Deployment, st *appsv1.DeploymentStatus) bool 
 }
 
 func hasProgressDeadline(d *appsv1.Deployment) bool {
-	return d.Spec.ProgressDeadlineSeconds != nil && *d.Spec.ProgressDeadlineSeconds != (1<<31 - 1)
+	return d.Spec.ProgressDeadlineSeconds != nil && *d.Spec.ProgressDeadlineSeconds != (1<<31-1)
 }
 
 func isNotFoundOrConflict(err error) bool {
