@@ -27,6 +27,7 @@ func benchScenarios() []benchScenario {
 		{"watch-latency", "SLO: write acknowledged → each watcher sees it, p50/p99", runWatchLatencyBench},
 		{"greedy-clients", "SLO: per-node agents listing all Services/Pods vs everyone else's latency", runGreedyClientsBench},
 		{"churn", "SLO: short-lived pods on hollow nodes at a fixed rate: create/delete and running latency", runChurnBench},
+		{"heartbeat", "SLO: idle hollow nodes, Lease vs full Node status heartbeats: server CPU, memory, writes", runHeartbeatBench},
 		{"compare", "side-by-side key figures of two results.json: compare A B", runBenchCompare},
 	}
 }

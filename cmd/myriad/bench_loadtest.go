@@ -134,3 +134,24 @@ func runChurnBench(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
 }
+
+func runHeartbeatBench(ctx context.Context, args []string, stdout io.Writer) error {
+	const name = "heartbeat"
+	fs := flag.NewFlagSet("myriad bench "+name, flag.ContinueOnError)
+	o := loadtestFlags(fs)
+	var c scenarios.Heartbeat
+	var modes string
+	fs.IntVar(&c.Nodes, "nodes", 100, "idle hollow nodes")
+	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "measured time per mode")
+	fs.DurationVar(&c.Warmup, "warmup", 3*time.Second, "wait after registration before measuring")
+	fs.StringVar(&modes, "modes", "lease,full-status", "heartbeat modes to measure, in order: lease (KEP-0009), full-status (15 KB Node status every 10s)")
+	fs.BoolFunc("full-status", "measure only full Node status heartbeats (same as --modes full-status)", func(string) error {
+		modes = "full-status"
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c.Modes = splitList(modes)
+	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
+}
