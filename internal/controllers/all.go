@@ -5,6 +5,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/deployment"
 	"github.com/myriad-k8s/myriad/internal/controllers/garbagecollector"
 	"github.com/myriad-k8s/myriad/internal/controllers/namespace"
+	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
@@ -17,6 +18,7 @@ func All() []controllerctx.Descriptor {
 		rootcacert.Descriptor(),
 		namespace.Descriptor(),
 		garbagecollector.Descriptor(),
+		nodelifecycle.Descriptor(),
 		replicaset.Descriptor(),
 		deployment.Descriptor(),
 	}

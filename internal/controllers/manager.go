@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
 )
 
@@ -183,6 +184,9 @@ func descriptors(cfg Config) []controllerctx.Descriptor {
 	ds := All()
 	for i := range ds {
 		switch ds[i].Name {
+		case nodelifecycle.Name:
+			opts := cfg.NodeLifecycle
+			ds[i].New = func(c *controllerctx.Context) (controllerctx.Controller, error) { return nodelifecycle.New(c, opts) }
 		case rootcacert.Name:
 			ca := cfg.RootCA
 			ds[i].New = func(c *controllerctx.Context) (controllerctx.Controller, error) { return rootcacert.New(c, ca) }
