@@ -1,0 +1,203 @@
+package daemonset
+
+import (
+	"context"
+	"log/slog"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+)
+
+// Name is the controller's name, as kube-controller-manager's.
+const Name = "daemonset"
+
+// burstReplicas caps creations or deletions per sync, as upstream.
+const burstReplicas = 250
+
+var controllerKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
+
+// Controller is the DaemonSet controller.
+type Controller struct {
+	client   kubernetes.Interface
+	dsLister appslisters.DaemonSetLister
+	pods     corelisters.PodLister
+	nodes    corelisters.NodeLister
+	synced   []cache.InformerSynced
+	exp      *podcontrol.Expectations
+	queue    podcontrol.Queue
+	loop     *podcontrol.Loop
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+	log      *slog.Logger
+}
+
+// Descriptor is the daemonset entry of the manager's list (2 workers, as
+// upstream's --concurrent-daemonset-syncs).
+func Descriptor() controllerctx.Descriptor {
+	return controllerctx.Descriptor{Name: Name, Workers: 2, New: New}
+}
+
+// New registers handlers on the DaemonSet, Pod and Node informers.
+func New(c *controllerctx.Context) (controllerctx.Controller, error) {
+	return newController(c)
+}
+
+func newController(c *controllerctx.Context) (*Controller, error) {
+	dsInf := c.Informers.Apps().V1().DaemonSets()
+	podInf := c.Informers.Core().V1().Pods()
+	nodeInf := c.Informers.Core().V1().Nodes()
+	dc := &Controller{
+		client:   c.Client,
+		dsLister: dsInf.Lister(),
+		pods:     podInf.Lister(),
+		nodes:    nodeInf.Lister(),
+		synced:   []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
+		exp:      podcontrol.NewExpectations(c.Clock),
+		queue:    podcontrol.NewQueue(Name),
+		recorder: podcontrol.Recorder(c, "daemonset-controller"),
+		clock:    c.Clock,
+		log:      c.Logger,
+	}
+	dc.loop = podcontrol.NewLoop(Name, dc.queue, dc.sync, c.Logger, c.Metrics)
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandler
+	}{
+		{dsInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    dc.enqueue,
+			UpdateFunc: func(_, cur any) { dc.enqueue(cur) },
+			DeleteFunc: func(obj any) {
+				if key, ok := podcontrol.Key(obj); ok {
+					dc.exp.Delete(key)
+				}
+			},
+		}},
+		{podInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc:    dc.addPod,
+			UpdateFunc: dc.updatePod,
+			DeleteFunc: dc.deletePod,
+		}},
+		{nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { dc.enqueueAll() },
+			UpdateFunc: func(old, cur any) {
+				o, n := old.(*corev1.Node), cur.(*corev1.Node)
+				if !labels.Equals(o.Labels, n.Labels) || !taintsEqual(o.Spec.Taints, n.Spec.Taints) || o.Spec.Unschedulable != n.Spec.Unschedulable {
+					dc.enqueueAll()
+				}
+			},
+			DeleteFunc: func(any) { dc.enqueueAll() },
+		}},
+	}
+	for _, h := range handlers {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, err
+		}
+	}
+	return dc, nil
+}
+
+// Run implements controllerctx.Controller.
+func (dc *Controller) Run(ctx context.Context, workers int) {
+	dc.loop.Run(ctx, workers, dc.synced...)
+}
+
+func (dc *Controller) enqueue(obj any) {
+	if key, ok := podcontrol.Key(obj); ok {
+		dc.queue.Add(key)
+	}
+}
+
+func (dc *Controller) enqueueAll() {
+	all, err := dc.dsLister.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, ds := range all {
+		dc.enqueue(ds)
+	}
+}
+
+func taintsEqual(a, b []corev1.Taint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Key != b[i].Key || a[i].Value != b[i].Value || a[i].Effect != b[i].Effect {
+			return false
+		}
+	}
+	return true
+}
+
+func (dc *Controller) resolve(pod *corev1.Pod) (*appsv1.DaemonSet, string) {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || ref.Kind != controllerKind.Kind {
+		return nil, ""
+	}
+	ds, err := dc.dsLister.DaemonSets(pod.Namespace).Get(ref.Name)
+	if err != nil || ds.UID != ref.UID {
+		return nil, ""
+	}
+	key, _ := podcontrol.Key(ds)
+	return ds, key
+}
+
+func (dc *Controller) addPod(obj any) {
+	pod := obj.(*corev1.Pod)
+	if pod.DeletionTimestamp != nil {
+		dc.deletePod(pod)
+		return
+	}
+	if ds, key := dc.resolve(pod); ds != nil {
+		dc.exp.CreationObserved(key)
+		dc.queue.Add(key)
+	}
+	// Orphans are adopted on the next sync of a DaemonSet selecting them;
+	// node or DaemonSet events trigger those syncs.
+}
+
+func (dc *Controller) updatePod(old, cur any) {
+	o, n := old.(*corev1.Pod), cur.(*corev1.Pod)
+	if o.ResourceVersion == n.ResourceVersion {
+		return
+	}
+	if n.DeletionTimestamp != nil {
+		dc.deletePod(n)
+		return
+	}
+	if ds, key := dc.resolve(n); ds != nil {
+		dc.queue.Add(key)
+	}
+	if ds, key := dc.resolve(o); ds != nil {
+		dc.queue.Add(key)
+	}
+}
+
+func (dc *Controller) deletePod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
+			return
+		}
+	}
+	if ds, key := dc.resolve(pod); ds != nil {
+		podKey, _ := podcontrol.Key(pod)
+		dc.exp.DeletionObserved(key, podKey)
+		dc.queue.Add(key)
+	}
+}

@@ -1,0 +1,26 @@
+// Package daemonset is the DaemonSet controller ("daemonset" in
+// kube-controller-manager): one pod per eligible node. A node is eligible
+// when the pod template's nodeSelector and required node affinity match it
+// and it has no NoSchedule/NoExecute taint the pod does not tolerate (a pod
+// already there keeps running unless a NoExecute taint is untolerated).
+// Pods get upstream's default DaemonSet tolerations (not-ready and
+// unreachable NoExecute; disk/memory/pid-pressure and unschedulable
+// NoSchedule; network-unavailable for hostNetwork pods) and are pinned to
+// their node the way upstream does it: the required node affinity is
+// replaced with a matchFields term on metadata.name, and the scheduler
+// binds them.
+//
+// Updates: RollingUpdate deletes old pods (those whose
+// controller-revision-hash label is not the current template's) at most
+// maxUnavailable at a time, counting already unavailable pods; the
+// replacement is created on the next sync. OnDelete only replaces pods the
+// user deletes. Status carries desired/current/misscheduled/ready/
+// available/unavailable/updated counts and observedGeneration.
+//
+// Simplifications against upstream: the revision hash is the template hash
+// (podcontrol.ComputeHash) rather than a ControllerRevision, which Myriad's
+// API does not serve yet, so `kubectl rollout history/undo daemonset` have
+// nothing to read; rolling update with maxSurge > 0 is treated as
+// maxUnavailable-only; failed pods are replaced without upstream's
+// per-node backoff.
+package daemonset
