@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/daemonset"
 	"github.com/myriad-k8s/myriad/internal/controllers/deployment"
 	"github.com/myriad-k8s/myriad/internal/controllers/garbagecollector"
 	"github.com/myriad-k8s/myriad/internal/controllers/namespace"
@@ -21,5 +22,6 @@ func All() []controllerctx.Descriptor {
 		nodelifecycle.Descriptor(),
 		replicaset.Descriptor(),
 		deployment.Descriptor(),
+		daemonset.Descriptor(),
 	}
 }
