@@ -28,6 +28,7 @@ func benchScenarios() []benchScenario {
 		{"greedy-clients", "SLO: per-node agents listing all Services/Pods vs everyone else's latency", runGreedyClientsBench},
 		{"churn", "SLO: short-lived pods on hollow nodes at a fixed rate: create/delete and running latency", runChurnBench},
 		{"heartbeat", "SLO: idle hollow nodes, Lease vs full Node status heartbeats: server CPU, memory, writes", runHeartbeatBench},
+		{"restart-storm", "SLO: restart the API server under hollow nodes and informers: recovery, relists, 429s", runRestartStormBench},
 		{"compare", "side-by-side key figures of two results.json: compare A B", runBenchCompare},
 	}
 }

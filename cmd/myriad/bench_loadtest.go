@@ -155,3 +155,22 @@ func runHeartbeatBench(ctx context.Context, args []string, stdout io.Writer) err
 	c.Modes = splitList(modes)
 	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
 }
+
+func runRestartStormBench(ctx context.Context, args []string, stdout io.Writer) error {
+	const name = "restart-storm"
+	fs := flag.NewFlagSet("myriad bench "+name, flag.ContinueOnError)
+	o := loadtestFlags(fs)
+	var c scenarios.RestartStorm
+	var restartCommand string
+	fs.IntVar(&c.Nodes, "nodes", 50, "hollow nodes connected during the restart")
+	fs.IntVar(&c.Informers, "informers", 10, "client-go informers connected during the restart (pods and config maps)")
+	fs.IntVar(&c.Pods, "pods", 200, "pods bound to the hollow nodes before the restart")
+	fs.Float64Var(&c.ProbeRate, "probe-rate", 20, "probe calls per second")
+	fs.DurationVar(&c.Steady, "steady", 5*time.Second, "measured time before the restart and after recovery")
+	fs.DurationVar(&c.RecoveryTimeout, "recovery-timeout", time.Minute, "longest wait for recovery")
+	fs.StringVar(&restartCommand, "restart-command", "", "shell command restarting a server given by --kubeconfig (e.g. 'systemctl restart myriad')")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return runLoadtest(ctx, name, o, args, stdout, restartCommand, c.Run)
+}

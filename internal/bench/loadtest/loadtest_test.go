@@ -123,6 +123,9 @@ process_start_time_seconds 1.7e+09
 # TYPE apiserver_current_inflight_requests gauge
 apiserver_current_inflight_requests{request_kind="mutating"} 2
 apiserver_current_inflight_requests{request_kind="readOnly"} 3
+# TYPE apiserver_longrunning_requests gauge
+apiserver_longrunning_requests{component="apiserver",group="",resource="pods",scope="cluster",subresource="",verb="WATCH",version="v1"} 4
+apiserver_longrunning_requests{component="apiserver",group="",resource="leases",scope="namespace",subresource="",verb="WATCH",version="v1"} 2
 `
 
 func TestParseMetrics(t *testing.T) {
@@ -130,7 +133,7 @@ func TestParseMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.HasProcess || s.CPUSeconds != 12.5 || s.RSSBytes != 100<<20 || s.StartTime != 1.7e9 || s.Inflight != 5 {
+	if !s.HasProcess || s.CPUSeconds != 12.5 || s.RSSBytes != 100<<20 || s.StartTime != 1.7e9 || s.Inflight != 5 || s.Watches != 6 {
 		t.Errorf("process figures: %+v", s)
 	}
 	for _, tc := range []struct {

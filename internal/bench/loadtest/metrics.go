@@ -34,6 +34,10 @@ type Scrape struct {
 	StartTime float64
 	// Inflight is apiserver_current_inflight_requests summed over kinds.
 	Inflight float64
+	// Watches is apiserver_longrunning_requests{verb="WATCH"} summed: the
+	// watches open now (apiserver_request_total counts a watch only when
+	// it ends).
+	Watches float64
 }
 
 // ParseMetrics reads the Prometheus text exposition format.
@@ -73,6 +77,15 @@ func ParseMetrics(r io.Reader) (Scrape, error) {
 	}
 	if f := fams["process_start_time_seconds"]; f != nil && len(f.GetMetric()) > 0 {
 		s.StartTime = f.GetMetric()[0].GetGauge().GetValue()
+	}
+	if f := fams["apiserver_longrunning_requests"]; f != nil {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "verb" && l.GetValue() == "WATCH" {
+					s.Watches += m.GetGauge().GetValue()
+				}
+			}
+		}
 	}
 	if f := fams["apiserver_current_inflight_requests"]; f != nil {
 		for _, m := range f.GetMetric() {

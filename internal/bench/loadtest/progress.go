@@ -93,16 +93,19 @@ func (p *Progress) lineLocked(now time.Time) string {
 	el := now.Sub(p.mu.phaseStart)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s [%s]", p.scenario, p.mu.phase, now.Sub(p.start).Round(time.Second))
-	if p.mu.total > 0 {
-		fmt.Fprintf(&b, " %d/%d", done, p.mu.total)
-	} else {
-		fmt.Fprintf(&b, " %d", done)
-	}
 	rate := 0.0
 	if el > 0 {
 		rate = float64(done) / el.Seconds()
 	}
-	fmt.Fprintf(&b, " %.0f/s", rate)
+	// A phase that only waits (nothing counted, no total) shows no count.
+	if p.mu.total > 0 || done > 0 {
+		if p.mu.total > 0 {
+			fmt.Fprintf(&b, " %d/%d", done, p.mu.total)
+		} else {
+			fmt.Fprintf(&b, " %d", done)
+		}
+		fmt.Fprintf(&b, " %.0f/s", rate)
+	}
 	eta := time.Duration(-1)
 	if !p.mu.deadline.IsZero() {
 		eta = max(0, p.mu.deadline.Sub(now))
