@@ -4,9 +4,15 @@ import (
 	"context"
 	"flag"
 	"io"
+	"log/slog"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+
+	"github.com/myriad-k8s/myriad/internal/controllers"
 	"github.com/myriad-k8s/myriad/internal/controlplane"
+	"github.com/myriad-k8s/myriad/internal/scheduler"
 )
 
 // controlPlaneFlags maps the shared flags of up and apiserver onto a Config.
@@ -46,6 +52,28 @@ func runUp(ctx context.Context, args []string, _ io.Writer) error {
 	return runControlPlane(ctx, "up", args)
 }
 
+// upComponents are the clients `myriad up` runs in-process: the scheduler
+// and the controller manager, each electing a leader on its upstream Lease
+// so more replicas (or upstream's own) can stand by beside it.
+func upComponents(fs *flag.FlagSet) func(log *slog.Logger) []controlplane.Component {
+	runScheduler := fs.Bool("scheduler", true, "run the scheduler in-process")
+	enabled := fs.String("controllers", "*", "controllers to run in-process: * for all, -name to disable one, empty for none")
+	return func(log *slog.Logger) []controlplane.Component {
+		var out []controlplane.Component
+		if *runScheduler {
+			out = append(out, controlplane.Component{Name: "scheduler", Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
+				return scheduler.Run(ctx, scheduler.Config{RESTConfig: rc, LeaderElect: true, Logger: log, Metrics: m})
+			}})
+		}
+		if names := splitList(*enabled); len(names) > 0 {
+			out = append(out, controlplane.Component{Name: "controllers", Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
+				return controllers.Run(ctx, controllers.Config{RESTConfig: rc, Controllers: names, LeaderElect: true, Logger: log, Metrics: m})
+			}})
+		}
+		return out
+	}
+}
+
 func runAPIServer(ctx context.Context, args []string, _ io.Writer) error {
 	return runControlPlane(ctx, "apiserver", args)
 }
@@ -53,6 +81,10 @@ func runAPIServer(ctx context.Context, args []string, _ io.Writer) error {
 func runControlPlane(ctx context.Context, name string, args []string) error {
 	fs := flag.NewFlagSet("myriad "+name, flag.ContinueOnError)
 	cfg, level := controlPlaneFlags(fs)
+	var components func(*slog.Logger) []controlplane.Component
+	if name == "up" {
+		components = upComponents(fs)
+	}
 	if name == "apiserver" {
 		fs.StringVar(&cfg.Storage, "storage", "embedded", "storage backend: embedded (etcd comes later)")
 		fs.Func("etcd-servers", "comma-separated etcd URLs (with --storage=etcd)", func(v string) error {
@@ -68,5 +100,8 @@ func runControlPlane(ctx context.Context, name string, args []string) error {
 		return err
 	}
 	cfg.Logger = log
+	if components != nil {
+		cfg.Components = components(log)
+	}
 	return controlplane.Run(ctx, *cfg, nil)
 }
