@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/myriad-k8s/myriad/internal/bench/schedbench"
+)
+
+// runSchedulerBench is `myriad bench scheduler`: the scheduler core
+// in-process, no API server.
+func runSchedulerBench(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("myriad bench scheduler", flag.ContinueOnError)
+	var cfg schedbench.Config
+	scenarios := fs.String("scenarios", "1000x30000,5000x50000", "comma-separated NODESxPODS cluster sizes")
+	modes := fs.String("modes", "full,sampling,equivalence,equivalence+sampling", "comma-separated modes: full, sampling, equivalence, equivalence+sampling")
+	out := fs.String("out", "", "directory for report.md and results.json")
+	fs.IntVar(&cfg.Templates, "templates", 300, "ReplicaSet-like pod templates")
+	fs.IntVar(&cfg.Parallelism, "parallelism", 0, "filtering goroutines (default GOMAXPROCS)")
+	fs.IntVar(&cfg.MaxPodsPerRun, "max-pods-per-run", 0, "cap on pods per run (0: all); capped runs are marked in the report")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for s := range strings.SplitSeq(*scenarios, ",") {
+		n, p, ok := strings.Cut(strings.TrimSpace(s), "x")
+		nodes, err1 := strconv.Atoi(n)
+		pods, err2 := strconv.Atoi(p)
+		if !ok || err1 != nil || err2 != nil || nodes <= 0 || pods <= 0 {
+			return fmt.Errorf("bad scenario %q (want NODESxPODS)", s)
+		}
+		cfg.Scenarios = append(cfg.Scenarios, schedbench.Scenario{Nodes: nodes, Pods: pods})
+	}
+	all := map[string]schedbench.Mode{}
+	for _, m := range schedbench.DefaultModes() {
+		all[m.Name] = m
+	}
+	all["full"] = all["full search"]
+	for m := range strings.SplitSeq(*modes, ",") {
+		mode, ok := all[strings.TrimSpace(m)]
+		if !ok {
+			return fmt.Errorf("unknown mode %q", m)
+		}
+		cfg.Modes = append(cfg.Modes, mode)
+	}
+	cfg.Progress = os.Stderr
+	res, err := schedbench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := res.WriteFiles(*out); err != nil {
+			return err
+		}
+	}
+	return res.Write(stdout)
+}
