@@ -23,6 +23,7 @@ func benchScenarios() []benchScenario {
 		{"store", "storage engine write/read latency and capacity", runStoreBench},
 		{"api", "API server create/get/list/lease throughput and latency", runAPIBench},
 		{"restart", "API server restart time on a large store", runRestartBench},
+		{"scheduler", "scheduler core in-process: pods/s and placement quality with/without equivalence classes and sampling", runSchedulerBench},
 		{"api-latency", "SLO: mixed API calls, p50/p90/p99 per verb/resource/scope vs upstream SLOs", runAPILatencyBench},
 		{"watch-latency", "SLO: write acknowledged → each watcher sees it, p50/p99", runWatchLatencyBench},
 		{"greedy-clients", "SLO: per-node agents listing all Services/Pods vs everyone else's latency", runGreedyClientsBench},
