@@ -4,6 +4,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/daemonset"
 	"github.com/myriad-k8s/myriad/internal/controllers/deployment"
+	"github.com/myriad-k8s/myriad/internal/controllers/endpointslice"
 	"github.com/myriad-k8s/myriad/internal/controllers/garbagecollector"
 	"github.com/myriad-k8s/myriad/internal/controllers/namespace"
 	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
@@ -20,6 +21,7 @@ func All() []controllerctx.Descriptor {
 		namespace.Descriptor(),
 		garbagecollector.Descriptor(),
 		nodelifecycle.Descriptor(),
+		endpointslice.Descriptor(),
 		replicaset.Descriptor(),
 		deployment.Descriptor(),
 		daemonset.Descriptor(),
