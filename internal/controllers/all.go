@@ -4,6 +4,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/daemonset"
 	"github.com/myriad-k8s/myriad/internal/controllers/deployment"
+	"github.com/myriad-k8s/myriad/internal/controllers/endpoints"
 	"github.com/myriad-k8s/myriad/internal/controllers/endpointslice"
 	"github.com/myriad-k8s/myriad/internal/controllers/garbagecollector"
 	"github.com/myriad-k8s/myriad/internal/controllers/namespace"
@@ -22,6 +23,7 @@ func All() []controllerctx.Descriptor {
 		garbagecollector.Descriptor(),
 		nodelifecycle.Descriptor(),
 		endpointslice.Descriptor(),
+		endpoints.Descriptor(),
 		replicaset.Descriptor(),
 		deployment.Descriptor(),
 		daemonset.Descriptor(),
