@@ -51,6 +51,7 @@ func (n *node) ensureLease(ctx context.Context) error {
 	} else if err != nil {
 		return fmt.Errorf("creating lease: %w", err)
 	}
+	got.ManagedFields = nil // unused here; see doc.go, Memory
 	n.mu.Lock()
 	n.mu.lease = got
 	n.mu.Unlock()
@@ -86,6 +87,7 @@ func (n *node) renew(ctx context.Context, due time.Time) {
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		err = n.ensureLease(ctx)
 	} else if err == nil {
+		got.ManagedFields = nil // unused here; see doc.go, Memory
 		n.mu.Lock()
 		n.mu.lease = got
 		n.mu.Unlock()

@@ -128,17 +128,21 @@ func (n *node) register(ctx context.Context) error {
 	n.mu.Unlock()
 	n.s.counters.registered.Add(1)
 
+	// Registration wrote the Node (and Lease): the first periodic write is
+	// the node's first grid slot at least half a period later, so the first
+	// gap is between half a period and one and a half.
 	cfg := &n.s.cfg
+	first := func(period time.Duration) time.Time { return n.slot(now.Add(period/2), period) }
 	if cfg.FullStatusHeartbeat {
-		n.s.heartbeats.at(n.slot(now, cfg.RenewInterval), n.fullStatusTask)
+		n.s.heartbeats.at(first(cfg.RenewInterval), n.fullStatusTask)
 	} else {
-		n.s.heartbeats.at(n.slot(now, cfg.RenewInterval), n.renewTask)
-		n.s.heartbeats.at(n.slot(now, cfg.NodeStatusInterval), n.statusTask)
+		n.s.heartbeats.at(first(cfg.RenewInterval), n.renewTask)
+		n.s.heartbeats.at(first(cfg.NodeStatusInterval), n.statusTask)
 	}
 	if cfg.GreedyListInterval > 0 {
 		n.s.greedy.at(n.slot(now, cfg.GreedyListInterval), n.greedyTask)
 	}
-	if cfg.PodWatch == PodWatchPerNode {
+	if cfg.PodWatch == PodWatchPerNode && !n.s.noPodWatch {
 		n.startWatch(ctx)
 	}
 	return nil
@@ -198,9 +202,11 @@ func (n *node) recover(ctx context.Context) {
 		n.s.heartbeats.at(now, func(due time.Time) { n.renew(ctx, due) })
 		n.s.heartbeats.at(now, func(time.Time) { n.writeStatus(ctx, false) })
 	}
-	if n.s.cfg.PodWatch == PodWatchPerNode {
+	switch {
+	case n.s.noPodWatch:
+	case n.s.cfg.PodWatch == PodWatchPerNode:
 		n.startWatch(ctx)
-	} else {
+	default:
 		n.s.wg.Add(1)
 		go func() {
 			defer n.s.wg.Done()

@@ -145,6 +145,7 @@ func (n *node) ensureNode(ctx context.Context) error {
 	} else if err != nil {
 		return fmt.Errorf("creating node: %w", err)
 	}
+	got.ManagedFields = nil // unused here; see doc.go, Memory
 	n.mu.Lock()
 	n.mu.obj = got
 	n.mu.Unlock()
@@ -227,6 +228,7 @@ func (n *node) writeStatus(ctx context.Context, heartbeat bool) bool {
 		}
 		return false
 	}
+	got.ManagedFields = nil // unused here; see doc.go, Memory
 	n.mu.Lock()
 	n.mu.obj = got
 	n.mu.Unlock()

@@ -29,7 +29,12 @@ type podState struct {
 	phase podPhase
 	use   usage // held while phase is starting, running or terminating
 	ip    string
-	start time.Time
+	start time.Time // status.startTime: admission
+	// runningAt is when the Running status was written; a run-to-completion
+	// pod finishes its run time after it.
+	runningAt time.Time
+	// completing is set once the Succeeded status is scheduled.
+	completing bool
 	// gen changes whenever the pod's next action is (re)decided; scheduled
 	// work carrying an older gen is stale and does nothing.
 	gen int
@@ -95,6 +100,7 @@ func (n *node) allocatable() usage {
 
 // onPod handles an added or modified pod bound to this node.
 func (n *node) onPod(pod *corev1.Pod) {
+	pod.ManagedFields = nil // unused here; see doc.go, Memory
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.mu.failed {
@@ -122,6 +128,7 @@ func (n *node) onPod(pod *corev1.Pod) {
 		if pod.Status.StartTime != nil {
 			st.start = pod.Status.StartTime.Time
 		}
+		st.runningAt = st.start
 		n.mu.used = n.mu.used.add(st.use)
 		st.phase = podRunning // setPhaseLocked would count a transition from podDone
 		n.s.counters.podsRunning.Add(1)
@@ -195,7 +202,7 @@ func (n *node) advanceLocked(st *podState) {
 		return
 	}
 	if st.phase == podRunning {
-		if run, ok := n.runTime(pod); ok && !st.confirming {
+		if run, ok := n.runTime(pod); ok && !st.completing {
 			n.scheduleCompleteLocked(st, run)
 		}
 	}
@@ -212,22 +219,32 @@ func (n *node) resumeLocked(st *podState) {
 		st.gen++
 		n.schedulePod(n.s.cfg.Clock.Now(), st, n.stopPod)
 	default:
-		st.confirming = false
+		st.confirming, st.completing = false, false
 		n.advanceLocked(st)
 	}
 }
 
+// scheduleCompleteLocked schedules a run-to-completion pod's Succeeded
+// status, run after it started running.
 func (n *node) scheduleCompleteLocked(st *podState, run time.Duration) {
 	st.gen++
-	n.schedulePod(st.start.Add(run), st, func(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	st.completing = true
+	gen := st.gen
+	n.schedulePod(st.runningAt.Add(run), st, func(ctx context.Context, pod *corev1.Pod) (bool, error) {
 		ok, err := n.writePodStatus(ctx, pod, func(p *corev1.Pod) {
 			setTerminated(p, corev1.PodSucceeded, "PodCompleted", n.s.cfg.Clock.Now())
 		})
-		if ok {
-			n.s.counters.podsSucceeded.Add(1)
-			n.s.metrics.podTransition("Succeeded")
+		if !ok {
+			return false, err
 		}
-		return ok, err
+		n.s.counters.podsSucceeded.Add(1)
+		n.s.metrics.podTransition("Succeeded")
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if st, ok := n.mu.pods[pod.UID]; ok && st.gen == gen {
+			n.setPhaseLocked(st, podDone)
+		}
+		return true, nil
 	})
 }
 
@@ -338,6 +355,7 @@ func (n *node) writePodStatus(ctx context.Context, pod *corev1.Pod, mutate func(
 	if err != nil {
 		return false, err
 	}
+	got.ManagedFields = nil // unused here; see doc.go, Memory
 	n.mu.Lock()
 	if st, ok := n.mu.pods[got.UID]; ok && newer(got, st.pod) {
 		st.pod = got
@@ -363,6 +381,7 @@ func (n *node) startPod(ctx context.Context, pod *corev1.Pod) (bool, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if st, ok := n.mu.pods[uid]; ok && st.gen == gen && st.phase == podStarting {
+		st.runningAt = n.s.cfg.Clock.Now()
 		n.setPhaseLocked(st, podRunning)
 		n.advanceLocked(st)
 	}

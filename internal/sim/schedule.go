@@ -51,6 +51,8 @@ type scheduler struct {
 		sync.Mutex
 		heap taskHeap
 		seq  uint64
+		// inflight counts tasks popped and not yet finished.
+		inflight int
 	}
 
 	// dispatch is the delay from due time to a worker starting the task.
@@ -87,11 +89,11 @@ func (s *scheduler) at(due time.Time, fn func(due time.Time)) {
 	}
 }
 
-// pending is how many tasks wait for their due time.
-func (s *scheduler) pending() int {
+// idle reports whether nothing is running and nothing is due at now.
+func (s *scheduler) idle(now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.mu.heap.Len()
+	return s.mu.inflight == 0 && (s.mu.heap.Len() == 0 || s.mu.heap[0].due.After(now))
 }
 
 // start runs the dispatcher and the workers until ctx is done; wg is done
@@ -128,6 +130,9 @@ func (s *scheduler) runTask(t task) {
 	s.dispatch.observe(s.clock.Since(t.due))
 	t.fn(t.due)
 	s.busy.Add(-1)
+	s.mu.Lock()
+	s.mu.inflight--
+	s.mu.Unlock()
 }
 
 func (s *scheduler) dispatchLoop(ctx context.Context) {
@@ -138,6 +143,7 @@ func (s *scheduler) dispatchLoop(ctx context.Context) {
 		ready = ready[:0]
 		for s.mu.heap.Len() > 0 && !s.mu.heap[0].due.After(now) {
 			ready = append(ready, heap.Pop(&s.mu.heap).(task))
+			s.mu.inflight++
 		}
 		wait := time.Duration(-1)
 		if len(ready) == 0 && s.mu.heap.Len() > 0 {

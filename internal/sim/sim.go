@@ -33,7 +33,9 @@ type Sim struct {
 
 	lateness *durHist
 	metrics  *metrics
-	counters counters
+	// noPodWatch leaves pod events to the caller (unit tests).
+	noPodWatch bool
+	counters   counters
 
 	// start is the time of Start; every node's periodic work sits on a grid
 	// anchored there.
@@ -83,6 +85,12 @@ func New(cfg Config) (*Sim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: building client: %w", err)
 	}
+	return newSim(cfg, client)
+}
+
+// newSim builds a simulator on a defaulted cfg and a client (tests pass a
+// fake one).
+func newSim(cfg Config, client kubernetes.Interface) (*Sim, error) {
 	s := &Sim{
 		cfg:        cfg,
 		client:     client,
@@ -149,7 +157,7 @@ func (s *Sim) Start(ctx context.Context) error {
 		s.Stop()
 		return err
 	}
-	if s.cfg.PodWatch == PodWatchShared {
+	if s.cfg.PodWatch == PodWatchShared && !s.noPodWatch {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

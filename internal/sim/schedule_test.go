@@ -1,0 +1,143 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+func TestSlotSpreadsNodesOverThePeriod(t *testing.T) {
+	ts := newTestSim(t, 10000, nil)
+	ts.Sim.start = t0
+	period := 10 * time.Second
+	tests := []struct {
+		local int
+		at    time.Time
+		want  time.Time
+	}{
+		{0, t0, t0},
+		{1, t0, t0.Add(time.Millisecond)},
+		{5000, t0, t0.Add(5 * time.Second)},
+		{9999, t0, t0.Add(9999 * time.Millisecond)},
+		// After its first slot a node's next slot is one period on.
+		{0, t0.Add(time.Nanosecond), t0.Add(period)},
+		{1, t0.Add(1500 * time.Millisecond), t0.Add(period + time.Millisecond)},
+		{1, t0.Add(period + time.Millisecond), t0.Add(period + time.Millisecond)},
+		{5000, t0.Add(42 * time.Second), t0.Add(45 * time.Second)},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("node%d@%v", tc.local, tc.at.Sub(t0)), func(t *testing.T) {
+			if got := ts.nodes[tc.local].slot(tc.at, period); !got.Equal(tc.want) {
+				t.Errorf("slot = +%v, want +%v", got.Sub(t0), tc.want.Sub(t0))
+			}
+		})
+	}
+}
+
+func TestSchedulerRunsTasksAtTheirDueTimeInOrder(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScheduler(clk, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	s.start(ctx, &wg)
+	defer func() { cancel(); wg.Wait() }()
+
+	var mu sync.Mutex
+	var ran []string
+	add := func(name string, at time.Duration) {
+		s.at(t0.Add(at), func(due time.Time) {
+			mu.Lock()
+			ran = append(ran, fmt.Sprintf("%s@%v(due %v)", name, clk.Now().Sub(t0), due.Sub(t0)))
+			mu.Unlock()
+		})
+	}
+	add("c", 3*time.Second)
+	add("a", time.Second)
+	add("b", 2*time.Second)
+	add("b2", 2*time.Second) // same due time: FIFO
+	settle := func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for !s.idle(clk.Now()) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	for range 6 {
+		settle()
+		clk.Step(500 * time.Millisecond)
+	}
+	settle()
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"a@1s(due 1s)", "b@2s(due 2s)", "b2@2s(due 2s)", "c@3s(due 3s)"}
+	if fmt.Sprint(ran) != fmt.Sprint(want) {
+		t.Errorf("ran %v, want %v", ran, want)
+	}
+}
+
+// Every node renews once per period, at its own offset, so renewals are
+// spread evenly and none is late.
+func TestLeaseRenewalsAreSpreadEvenly(t *testing.T) {
+	const nodes = 50
+	ts := newTestSim(t, nodes, nil)
+	updates := ts.record("update", "leases")
+	ts.run(t)
+	ts.advance(t, 25*time.Second, 20*time.Millisecond)
+
+	spacing := 10 * time.Second / nodes
+	for k, name := range ts.NodeNames() {
+		got := updates.get(name)
+		// Creating the Lease at t0 was the first heartbeat; renewals follow
+		// on the node's slots from half a period later.
+		var want []time.Time
+		for m := range 3 {
+			at := t0.Add(time.Duration(k)*spacing + time.Duration(m)*10*time.Second)
+			if !at.Before(t0.Add(5*time.Second)) && !at.After(t0.Add(25*time.Second)) {
+				want = append(want, at)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s renewed at %v, want %v", name, got, want)
+		}
+	}
+	st := ts.Stats()
+	if st.LatenessMax != 0 || st.RenewalErrors != 0 {
+		t.Errorf("lateness max %v, errors %d; want 0, 0", st.LatenessMax, st.RenewalErrors)
+	}
+	if st.MaxRenewGap > 15*time.Second {
+		t.Errorf("max renew gap %v, want <= 15s", st.MaxRenewGap)
+	}
+}
+
+func TestFailedNodeStopsRenewingAndRecovers(t *testing.T) {
+	ts := newTestSim(t, 2, nil)
+	updates := ts.record("update", "leases")
+	ts.run(t)
+	name := ts.NodeNames()[1]
+	if err := ts.Fail(name); err != nil {
+		t.Fatal(err)
+	}
+	ts.advance(t, 30*time.Second, 100*time.Millisecond)
+	if got := updates.get(name); len(got) != 0 {
+		t.Fatalf("failed node renewed at %v", got)
+	}
+	if got := len(updates.get(ts.NodeNames()[0])); got != 3 {
+		t.Errorf("healthy node renewed %d times in 30s, want 3", got)
+	}
+	if st := ts.Stats(); st.Failed != 1 {
+		t.Errorf("Stats.Failed = %d, want 1", st.Failed)
+	}
+	if err := ts.Recover(name); err != nil {
+		t.Fatal(err)
+	}
+	ts.settle(t)
+	if got := updates.get(name); len(got) != 1 || !got[0].Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("recovered node renewed at %v, want once at once (+30s)", got)
+	}
+	if err := ts.Fail("no-such-node"); err == nil {
+		t.Error("Fail of an unknown node: no error")
+	}
+}
