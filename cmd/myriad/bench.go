@@ -30,6 +30,7 @@ func benchScenarios() []benchScenario {
 		{"churn", "SLO: short-lived pods on hollow nodes at a fixed rate: create/delete and running latency", runChurnBench},
 		{"heartbeat", "SLO: idle hollow nodes, Lease vs full Node status heartbeats: server CPU, memory, writes", runHeartbeatBench},
 		{"restart-storm", "SLO: restart the API server under hollow nodes and informers: recovery, relists, 429s", runRestartStormBench},
+		{"density", "SLO: N hollow nodes × P pods through Deployments: throughput and pod startup latency", runDensityBench},
 		{"compare", "side-by-side key figures of two results.json: compare A B", runBenchCompare},
 	}
 }

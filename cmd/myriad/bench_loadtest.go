@@ -174,3 +174,19 @@ func runRestartStormBench(ctx context.Context, args []string, stdout io.Writer) 
 	}
 	return runLoadtest(ctx, name, o, args, stdout, restartCommand, c.Run)
 }
+
+func runDensityBench(ctx context.Context, args []string, stdout io.Writer) error {
+	const name = "density"
+	fs := flag.NewFlagSet("myriad bench "+name, flag.ContinueOnError)
+	o := loadtestFlags(fs)
+	var c scenarios.Density
+	fs.IntVar(&c.Nodes, "nodes", 100, "hollow nodes to start")
+	fs.BoolVar(&c.ExistingNodes, "existing-nodes", false, "use the cluster's nodes instead of starting hollow ones")
+	fs.IntVar(&c.PodsPerNode, "pods-per-node", 30, "pods per node")
+	fs.IntVar(&c.PodsPerDeployment, "pods-per-deployment", 30, "replicas of each Deployment")
+	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "longest wait for every pod to run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
+}

@@ -84,14 +84,15 @@ func newPodTracker(c kubernetes.Interface, namespace, labelSelector string, star
 	return t
 }
 
-// run starts the informer and a sampler of the counts (every second) and
+// run starts the informer and a sampler of the counts (every 500 ms) and
 // waits for the informer's first sync.
 func (t *podTracker) run(ctx context.Context) error {
 	go t.informer.RunWithContext(contextUntil(ctx, t.stop))
+	t.sample() // the zero point
 	t.done.Add(1)
 	go func() {
 		defer t.done.Done()
-		tick := time.NewTicker(time.Second)
+		tick := time.NewTicker(500 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
