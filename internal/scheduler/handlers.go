@@ -96,8 +96,9 @@ func (h *handlers) podHandler() cache.ResourceEventHandlerFuncs {
 				h.cache.UpdatePod(p)
 			case h.ours(p):
 				// Our own status patches (condition, nomination) are not a
-				// reason to try again.
-				if !podSpecChanged(old, p) {
+				// reason to try again, nor is a stale update of a pod we
+				// just assumed (its binding's update is on the way).
+				if !podSpecChanged(old, p) || h.cache.IsAssumed(p) {
 					return
 				}
 				h.enqueue(p)

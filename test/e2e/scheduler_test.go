@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -141,7 +142,8 @@ func TestSchedulerPlacement(t *testing.T) {
 	tainted := schedNode("tainted", "64", nil)
 	tainted.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule}}
 	createNode(t, c, tainted)
-	startScheduler(t, s, scheduler.Config{})
+	reg := prometheus.NewRegistry()
+	startScheduler(t, s, scheduler.Config{Metrics: reg})
 
 	// 5 x 4 cpu = 20 cpu for 24 one-cpu pods; two pinned to ssd go first.
 	for i := 0; i < 2; i++ {
@@ -226,6 +228,36 @@ func TestSchedulerPlacement(t *testing.T) {
 		}
 		return failed && scheduled
 	})
+
+	// Metrics, with upstream's names: every bound pod counted once.
+	names := map[string]bool{}
+	attempts := map[string]float64{}
+	waitFor(t, 10*time.Second, func() bool {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(attempts)
+		for _, mf := range mfs {
+			names[mf.GetName()] = true
+			if mf.GetName() != "scheduler_schedule_attempts_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "result" {
+						attempts[l.GetValue()] += m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return attempts["scheduled"] == 20 && attempts["unschedulable"] >= 4
+	})
+	for _, n := range []string{"scheduler_schedule_attempts_total", "scheduler_scheduling_attempt_duration_seconds", "scheduler_pending_pods", "scheduler_e2e_scheduling_duration_seconds"} {
+		if !names[n] {
+			t.Errorf("metric %s missing", n)
+		}
+	}
 
 	// A node with room: the waiting pods are retried (not a hot loop: they
 	// waited in the unschedulable queue) and placed on it.
