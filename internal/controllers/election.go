@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -19,11 +20,23 @@ import (
 // ErrLeaseLost is returned by Run when the leader fails to renew its Lease.
 var ErrLeaseLost = errors.New("controllers: leader lease lost")
 
-// elector runs client-go leader election on a Lease, with one addition for
-// hot standby: a standby watches the Lease and, the moment the leader
-// releases it (holderIdentity emptied on graceful shutdown), restarts its
-// elector, whose first act is an immediate acquire attempt. client-go alone
-// would only notice at its next RetryPeriod tick.
+// elector runs client-go leader election on a Lease, with two additions for
+// hot standby, both driven by a watch on the Lease:
+//
+//   - the moment the leader releases the Lease (holderIdentity emptied on
+//     graceful shutdown), a standby restarts its elector, whose first act
+//     is an immediate acquire attempt; client-go alone would notice only
+//     at its next RetryPeriod tick;
+//   - when the watch has shown no renewal for LeaseDuration (the leader
+//     crashed), the standby takes the Lease at once with a
+//     compare-and-swap update on the resourceVersion it watched, then
+//     restarts its elector, which finds itself the holder. client-go alone
+//     dates the last renewal from its own polls, so it takes over up to
+//     two RetryPeriods later.
+//
+// Both are safe for the same reason client-go is: every write is
+// conditional on the resourceVersion read, so a leader that did renew
+// makes the standby's write fail.
 type elector struct {
 	cfg     Config
 	client  kubernetes.Interface
@@ -33,8 +46,14 @@ type elector struct {
 
 	mu struct {
 		sync.Mutex
-		// restart, when set, cancels the current standby round.
-		restart func()
+		// restart, when set, cancels the current round if it is still
+		// standing by, and reports whether it did.
+		restart func() bool
+		// lease is the Lease as last watched, seen when it last changed
+		// (by our clock); expiry fires LeaseDuration after that.
+		lease  *coordinationv1.Lease
+		seen   time.Time
+		expiry *time.Timer
 	}
 }
 
@@ -83,13 +102,15 @@ func (e *elector) round(ctx context.Context, lock resourcelock.Interface) (led b
 		runs  sync.WaitGroup
 	)
 	e.mu.Lock()
-	e.mu.restart = func() {
+	e.mu.restart = func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if state == roundStandby {
 			state = roundAbandoned
 			cancel()
+			return true
 		}
+		return false
 	}
 	e.mu.Unlock()
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -140,8 +161,8 @@ func (e *elector) round(ctx context.Context, lock resourcelock.Interface) (led b
 	return leading, nil
 }
 
-// watchReleases watches the one Lease and restarts a standby round when
-// the Lease shows no holder.
+// watchReleases watches the one Lease: a release restarts a standby round
+// at once; a Lease left unrenewed for LeaseDuration is taken over.
 func (e *elector) watchReleases(ctx context.Context) {
 	lw := cache.NewFilteredListWatchFromClient(e.client.CoordinationV1().RESTClient(), "leases", e.cfg.LeaseNamespace,
 		func(o *metav1.ListOptions) {
@@ -150,22 +171,73 @@ func (e *elector) watchReleases(ctx context.Context) {
 	inf := cache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, cache.Indexers{})
 	onChange := func(obj any) {
 		l, ok := obj.(*coordinationv1.Lease)
-		if !ok || (l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "") {
+		if !ok {
 			return
 		}
 		e.mu.Lock()
+		e.mu.lease, e.mu.seen = l, time.Now()
+		if e.mu.expiry != nil {
+			e.mu.expiry.Stop()
+		}
+		holder := ""
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		if holder != "" && holder != e.cfg.Identity {
+			// A little past the deadline, so a renewal racing with it
+			// wins the compare-and-swap rather than losing its Lease.
+			e.mu.expiry = time.AfterFunc(e.cfg.LeaseDuration+50*time.Millisecond, func() { e.takeOver(ctx) })
+		}
 		restart := e.mu.restart
 		e.mu.Unlock()
-		if restart != nil {
+		if holder == "" && restart != nil {
 			restart()
 		}
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    onChange,
 		UpdateFunc: func(_, obj any) { onChange(obj) },
-		DeleteFunc: onChange,
 	})
-	go inf.RunWithContext(ctx)
+	go func() {
+		inf.RunWithContext(ctx)
+		e.mu.Lock()
+		if e.mu.expiry != nil {
+			e.mu.expiry.Stop()
+		}
+		e.mu.Unlock()
+	}()
+}
+
+// takeOver claims a Lease whose holder stopped renewing it, if nothing has
+// changed since: the update carries the watched resourceVersion.
+func (e *elector) takeOver(ctx context.Context) {
+	e.mu.Lock()
+	l, seen, restart := e.mu.lease, e.mu.seen, e.mu.restart
+	e.mu.Unlock()
+	if l == nil || restart == nil || ctx.Err() != nil || time.Since(seen) < e.cfg.LeaseDuration {
+		return
+	}
+	old := resourcelock.LeaseSpecToLeaderElectionRecord(&l.Spec)
+	now := metav1.NewTime(time.Now())
+	next := l.DeepCopy()
+	next.Spec = resourcelock.LeaderElectionRecordToLeaseSpec(&resourcelock.LeaderElectionRecord{
+		HolderIdentity:       e.cfg.Identity,
+		LeaseDurationSeconds: int(e.cfg.LeaseDuration / time.Second),
+		AcquireTime:          now,
+		RenewTime:            now,
+		LeaderTransitions:    old.LeaderTransitions + 1,
+	})
+	if next.Spec.LeaseDurationSeconds != nil && *next.Spec.LeaseDurationSeconds < 1 {
+		*next.Spec.LeaseDurationSeconds = 1
+	}
+	tctx, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
+	defer cancel()
+	if _, err := e.client.CoordinationV1().Leases(l.Namespace).Update(tctx, next, metav1.UpdateOptions{}); err != nil {
+		e.log.Debug("taking over the expired lease failed", "holder", old.HolderIdentity, "err", err)
+		return
+	}
+	e.log.Info("took over the lease of a leader that stopped renewing", "previous", old.HolderIdentity, "unrenewedFor", time.Since(seen).Round(time.Millisecond))
+	restart()
 }
 
 // newLeaderMetric is upstream's leader_election_master_status gauge for
