@@ -44,15 +44,19 @@ func TestTypedClientSemantics(t *testing.T) {
 	mkNamespace(t, c, "typed")
 	pods := c.CoreV1().Pods("typed")
 
-	created, err := pods.Create(ctx, testPod("p1", ""), metav1.CreateOptions{})
+	// `myriad up` runs a scheduler; p1 names one that does not exist so
+	// that nothing but this test writes it.
+	p1 := testPod("p1", "")
+	p1.Spec.SchedulerName = "e2e-nobody"
+	created, err := pods.Create(ctx, p1, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	if created.UID == "" || created.ResourceVersion == "" || created.CreationTimestamp.IsZero() {
 		t.Fatalf("server did not fill metadata: %+v", created.ObjectMeta)
 	}
-	if created.Spec.RestartPolicy != corev1.RestartPolicyAlways || created.Spec.SchedulerName != "default-scheduler" {
-		t.Fatalf("defaults not applied: restartPolicy=%q schedulerName=%q", created.Spec.RestartPolicy, created.Spec.SchedulerName)
+	if created.Spec.RestartPolicy != corev1.RestartPolicyAlways || created.Spec.DNSPolicy != corev1.DNSClusterFirst {
+		t.Fatalf("defaults not applied: restartPolicy=%q dnsPolicy=%q", created.Spec.RestartPolicy, created.Spec.DNSPolicy)
 	}
 	if _, err := pods.Create(ctx, testPod("p1", ""), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("second create: want AlreadyExists, got %v", err)

@@ -181,12 +181,20 @@ func TestKubectlWorkflow(t *testing.T) {
 		if out, err := s.kubectl(t, "", "-n", "kubectl-e2e", "get", "configmap", "ssa"); err == nil || !strings.Contains(out, "NotFound") {
 			t.Fatalf("configmap still there: %v %s", err, out)
 		}
-		s.mustKubectl(t, "", "-n", "kubectl-e2e", "delete", "deploy", "web", "--cascade=orphan", "--wait=false")
-		// Orphan propagation leaves a finalizer for the garbage collector (a
-		// later issue); until it runs, the object stays marked, so no --wait.
-		out := s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "deploy", "web", "-o", "jsonpath={.metadata.finalizers}")
-		if !strings.Contains(out, "orphan") {
-			t.Fatalf("orphan finalizer missing: %q", out)
+		// `myriad up` runs the controllers: the Deployment has a ReplicaSet,
+		// and orphan propagation leaves it, without its owner reference,
+		// once the garbage collector has removed the orphan finalizer.
+		waitFor(t, 30*time.Second, func() bool {
+			out, _ := s.kubectl(t, "", "-n", "kubectl-e2e", "get", "rs", "-l", "app=web", "-o", "name")
+			return strings.Contains(out, "replicaset")
+		})
+		s.mustKubectl(t, "", "-n", "kubectl-e2e", "delete", "deploy", "web", "--cascade=orphan", "--timeout=30s")
+		if out, err := s.kubectl(t, "", "-n", "kubectl-e2e", "get", "deploy", "web"); err == nil || !strings.Contains(out, "NotFound") {
+			t.Fatalf("deployment still there: %v %s", err, out)
+		}
+		out := s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "rs", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.ownerReferences}")
+		if strings.TrimSpace(out) != "" {
+			t.Fatalf("orphaned ReplicaSet still has owner references: %q", out)
 		}
 	})
 }
