@@ -1,0 +1,190 @@
+package job
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+)
+
+// Name is the controller's name, as kube-controller-manager's.
+const Name = "job"
+
+// Labels put on a Job's pods, as upstream.
+const (
+	JobNameLabel             = batchv1.JobNameLabel       // batch.kubernetes.io/job-name
+	ControllerUIDLabel       = batchv1.ControllerUidLabel // batch.kubernetes.io/controller-uid
+	legacyJobNameLabel       = "job-name"
+	legacyControllerUIDLabel = "controller-uid"
+)
+
+// Backoff of pod re-creation after failures, as upstream.
+const (
+	DefaultBackoff = 10 * time.Second
+	MaxBackoff     = 6 * time.Minute
+)
+
+var controllerKind = batchv1.SchemeGroupVersion.WithKind("Job")
+
+// Controller is the Job controller.
+type Controller struct {
+	client    kubernetes.Interface
+	factory   informers.SharedInformerFactory
+	jobLister batchlisters.JobLister
+	pods      corelisters.PodLister
+	synced    []cache.InformerSynced
+	exp       *podcontrol.Expectations
+	queue     podcontrol.Queue
+	loop      *podcontrol.Loop
+	recorder  record.EventRecorder
+	clock     clock.PassiveClock
+	log       *slog.Logger
+
+	registerOnce sync.Once
+	registerErr  error
+}
+
+// Descriptor is the job entry of the manager's list (5 workers, as
+// upstream's --concurrent-job-syncs).
+func Descriptor() controllerctx.Descriptor {
+	return controllerctx.Descriptor{Name: Name, Workers: 5, New: New}
+}
+
+// New builds the controller. Unlike the apps controllers it registers its
+// handlers in Run, once the API is known to serve batch/v1 jobs.
+func New(c *controllerctx.Context) (controllerctx.Controller, error) {
+	return newController(c), nil
+}
+
+func newController(c *controllerctx.Context) *Controller {
+	jc := &Controller{
+		client:   c.Client,
+		factory:  c.Informers,
+		exp:      podcontrol.NewExpectations(c.Clock),
+		queue:    podcontrol.NewQueue(Name),
+		recorder: podcontrol.Recorder(c, "job-controller"),
+		clock:    c.Clock,
+		log:      c.Logger,
+	}
+	jc.loop = podcontrol.NewLoop(Name, jc.queue, jc.sync, c.Logger, c.Metrics)
+	return jc
+}
+
+// register adds the handlers on the Job and Pod informers.
+func (jc *Controller) register() error {
+	jc.registerOnce.Do(func() {
+		jobInf := jc.factory.Batch().V1().Jobs()
+		podInf := jc.factory.Core().V1().Pods()
+		jc.jobLister, jc.pods = jobInf.Lister(), podInf.Lister()
+		jc.synced = []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced}
+		if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    jc.enqueue,
+			UpdateFunc: func(_, cur any) { jc.enqueue(cur) },
+			DeleteFunc: func(obj any) {
+				if key, ok := podcontrol.Key(obj); ok {
+					jc.exp.Delete(key)
+				}
+			},
+		}); err != nil {
+			jc.registerErr = err
+			return
+		}
+		_, jc.registerErr = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    jc.addPod,
+			UpdateFunc: jc.updatePod,
+			DeleteFunc: jc.deletePod,
+		})
+	})
+	return jc.registerErr
+}
+
+// Run waits for batch/v1 jobs to be served, starts the informers it needs
+// and works until ctx is done.
+func (jc *Controller) Run(ctx context.Context, workers int) {
+	if !podcontrol.WaitServed(ctx, jc.client.Discovery(), "batch/v1", "jobs", 30*time.Second) {
+		return
+	}
+	if err := jc.register(); err != nil {
+		jc.log.Error("registering job handlers", "err", err)
+		return
+	}
+	jc.factory.Start(ctx.Done())
+	jc.loop.Run(ctx, workers, jc.synced...)
+}
+
+func (jc *Controller) enqueue(obj any) {
+	if key, ok := podcontrol.Key(obj); ok {
+		jc.queue.Add(key)
+	}
+}
+
+func (jc *Controller) resolve(pod *corev1.Pod) string {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || ref.Kind != controllerKind.Kind {
+		return ""
+	}
+	j, err := jc.jobLister.Jobs(pod.Namespace).Get(ref.Name)
+	if err != nil || j.UID != ref.UID {
+		return ""
+	}
+	key, _ := podcontrol.Key(j)
+	return key
+}
+
+func (jc *Controller) addPod(obj any) {
+	pod := obj.(*corev1.Pod)
+	if pod.DeletionTimestamp != nil {
+		jc.deletePod(pod)
+		return
+	}
+	if key := jc.resolve(pod); key != "" {
+		jc.exp.CreationObserved(key)
+		jc.queue.Add(key)
+	}
+}
+
+func (jc *Controller) updatePod(old, cur any) {
+	o, n := old.(*corev1.Pod), cur.(*corev1.Pod)
+	if o.ResourceVersion == n.ResourceVersion {
+		return
+	}
+	if n.DeletionTimestamp != nil {
+		jc.deletePod(n)
+		return
+	}
+	if key := jc.resolve(n); key != "" {
+		jc.queue.Add(key)
+	}
+}
+
+func (jc *Controller) deletePod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
+			return
+		}
+	}
+	if key := jc.resolve(pod); key != "" {
+		podKey, _ := podcontrol.Key(pod)
+		jc.exp.DeletionObserved(key, podKey)
+		jc.queue.Add(key)
+	}
+}

@@ -1,0 +1,24 @@
+// Package job is the Job controller ("job" in kube-controller-manager),
+// with the TTL-after-finished cleanup ("ttl-after-finished" upstream)
+// folded in. It runs pods from a Job's template until spec.completions
+// succeed (or, with completions unset, until one succeeds and the rest
+// stop), at most spec.parallelism at a time; it recreates failed pods with
+// upstream's exponential backoff (10 s doubling, capped at 6 min) until
+// more than spec.backoffLimit have failed; it enforces
+// activeDeadlineSeconds and suspend; it sets the Complete / Failed
+// (BackoffLimitExceeded, DeadlineExceeded) and Suspended conditions,
+// startTime, completionTime and the active/ready/succeeded/failed counts;
+// and it deletes a finished Job (foreground, so its pods go first)
+// ttlSecondsAfterFinished after it finished. Pods carry the job-name and
+// controller-uid labels (both the batch.kubernetes.io/ and legacy forms).
+//
+// Myriad's API server may not serve batch/v1; Run waits until discovery
+// shows jobs before it starts the Job informer, so an API without Jobs
+// costs a discovery call every 30 s and no failing reflector.
+//
+// Simplifications against upstream: succeeded and failed pods are counted
+// from the pod cache (upstream's tracking finalizers, which survive pod
+// deletion, are not used), so deleting finished pods by hand loses their
+// count; completionMode Indexed, podFailurePolicy, successPolicy,
+// backoffLimitPerIndex and podReplacementPolicy are not implemented.
+package job
