@@ -123,7 +123,11 @@ func TestJobSync(t *testing.T) {
 			pods: func(j *batchv1.Job) []runtime.Object {
 				return []runtime.Object{jobPod(j, 0, corev1.PodFailed, now.Add(-11*time.Second))}
 			}, wantCreate: 1},
-		{name: "suspended deletes active", job: func() *batchv1.Job { j := newJob(ptr.To(int32(3)), ptr.To(int32(3))); j.Spec.Suspend = ptr.To(true); return j }(),
+		{name: "suspended deletes active", job: func() *batchv1.Job {
+			j := newJob(ptr.To(int32(3)), ptr.To(int32(3)))
+			j.Spec.Suspend = ptr.To(true)
+			return j
+		}(),
 			pods: func(j *batchv1.Job) []runtime.Object {
 				return []runtime.Object{jobPod(j, 0, corev1.PodRunning, now)}
 			}, wantDelete: 1, wantCond: batchv1.JobSuspended, wantReason: ReasonJobSuspended},
