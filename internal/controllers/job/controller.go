@@ -56,6 +56,8 @@ type Controller struct {
 
 	registerOnce sync.Once
 	registerErr  error
+	warmOnce     sync.Once
+	ready        chan struct{} // closed once handlers are registered and informers started
 }
 
 // Descriptor is the job entry of the manager's list (5 workers, as
@@ -79,6 +81,7 @@ func newController(c *controllerctx.Context) *Controller {
 		recorder: podcontrol.Recorder(c, "job-controller"),
 		clock:    c.Clock,
 		log:      c.Logger,
+		ready:    make(chan struct{}),
 	}
 	jc.loop = podcontrol.NewLoop(Name, jc.queue, jc.sync, c.Logger, c.Metrics)
 	return jc
@@ -112,17 +115,34 @@ func (jc *Controller) register() error {
 	return jc.registerErr
 }
 
-// Run waits for batch/v1 jobs to be served, starts the informers it needs
-// and works until ctx is done.
+// Warm (the manager's Warmer) waits in the background for batch/v1 jobs
+// to be served, then registers the handlers and starts the informers for
+// the life of ctx, so a standby's Job cache is warm like the others.
+func (jc *Controller) Warm(ctx context.Context) {
+	jc.warmOnce.Do(func() {
+		go func() {
+			if !podcontrol.WaitServed(ctx, jc.client.Discovery(), "batch/v1", "jobs", 30*time.Second) {
+				return
+			}
+			if err := jc.register(); err != nil {
+				jc.log.Error("registering job handlers", "err", err)
+				return
+			}
+			jc.factory.Start(ctx.Done())
+			close(jc.ready)
+		}()
+	})
+}
+
+// Run waits until Warm has started the informers (warming with ctx itself
+// when nobody did) and works until ctx is done.
 func (jc *Controller) Run(ctx context.Context, workers int) {
-	if !podcontrol.WaitServed(ctx, jc.client.Discovery(), "batch/v1", "jobs", 30*time.Second) {
+	jc.Warm(ctx)
+	select {
+	case <-jc.ready:
+	case <-ctx.Done():
 		return
 	}
-	if err := jc.register(); err != nil {
-		jc.log.Error("registering job handlers", "err", err)
-		return
-	}
-	jc.factory.Start(ctx.Done())
 	jc.loop.Run(ctx, workers, jc.synced...)
 }
 

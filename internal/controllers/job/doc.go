@@ -12,9 +12,10 @@
 // ttlSecondsAfterFinished after it finished. Pods carry the job-name and
 // controller-uid labels (both the batch.kubernetes.io/ and legacy forms).
 //
-// Myriad's API server may not serve batch/v1; Run waits until discovery
-// shows jobs before it starts the Job informer, so an API without Jobs
-// costs a discovery call every 30 s and no failing reflector.
+// Myriad's API server may not serve batch/v1; Warm (called by the manager
+// before it leads) waits until discovery shows jobs before it registers the
+// handlers and starts the Job informer, so an API without Jobs costs a
+// discovery call every 30 s and no failing reflector.
 //
 // Simplifications against upstream: succeeded and failed pods are counted
 // from the pod cache (upstream's tracking finalizers, which survive pod

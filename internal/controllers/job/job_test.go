@@ -218,3 +218,29 @@ func TestTTLAfterFinished(t *testing.T) {
 		t.Errorf("job not deleted in the foreground after its TTL (policy %v)", policy)
 	}
 }
+
+// TestRunStartsOnceServed runs the whole controller (informers, queue,
+// workers) on a fake API that serves batch/v1.
+func TestRunStartsOnceServed(t *testing.T) {
+	clk := podcontroltest.NewClock()
+	client := podcontroltest.NewClientset(clk)
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: "batch/v1", APIResources: []metav1.APIResource{{Name: "jobs"}}}}
+	c := podcontroltest.NewContext(client, clk)
+	jc := newController(c)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { jc.Run(ctx, 2); close(done) }()
+	defer func() { cancel(); <-done; c.Informers.Shutdown() }()
+	if _, err := client.BatchV1().Jobs("default").Create(ctx, newJob(ptr.To(int32(3)), ptr.To(int32(3))), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		pods, _ := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if len(pods.Items) == 3 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the running controller did not create the job's 3 pods")
+}
