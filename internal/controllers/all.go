@@ -7,6 +7,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/endpoints"
 	"github.com/myriad-k8s/myriad/internal/controllers/endpointslice"
 	"github.com/myriad-k8s/myriad/internal/controllers/garbagecollector"
+	"github.com/myriad-k8s/myriad/internal/controllers/job"
 	"github.com/myriad-k8s/myriad/internal/controllers/namespace"
 	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
@@ -27,5 +28,6 @@ func All() []controllerctx.Descriptor {
 		replicaset.Descriptor(),
 		deployment.Descriptor(),
 		daemonset.Descriptor(),
+		job.Descriptor(),
 	}
 }
