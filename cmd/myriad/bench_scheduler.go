@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -23,8 +24,20 @@ func runSchedulerBench(ctx context.Context, args []string, stdout io.Writer) err
 	fs.IntVar(&cfg.Templates, "templates", 300, "ReplicaSet-like pod templates")
 	fs.IntVar(&cfg.Parallelism, "parallelism", 0, "filtering goroutines (default GOMAXPROCS)")
 	fs.IntVar(&cfg.MaxPodsPerRun, "max-pods-per-run", 0, "cap on pods per run (0: all); capped runs are marked in the report")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	for s := range strings.SplitSeq(*scenarios, ",") {
 		n, p, ok := strings.Cut(strings.TrimSpace(s), "x")

@@ -84,6 +84,10 @@ type Scheduler struct {
 	nextStart int
 	nominator *nominator
 	binds     sync.WaitGroup
+	// statusBuf and feasibleBuf are the search's scratch space (loop
+	// goroutine only).
+	statusBuf   []*framework.Status
+	feasibleBuf []*framework.NodeInfo
 }
 
 // New validates cfg and returns a Scheduler.

@@ -80,11 +80,20 @@ func (s *Scheduler) search(pi *framework.PodInfo) *searchResult {
 func (s *Scheduler) findFeasible(st *plugins.State, nodes []*framework.NodeInfo, want int) ([]*framework.NodeInfo, map[string]*framework.Status, int) {
 	n := len(nodes)
 	start := s.nextStart % n
-	statuses := make([]*framework.Status, n)
+	// Buffers reused across searches (the loop goroutine owns them; a
+	// search's result is consumed before the next search starts).
+	if cap(s.statusBuf) < n {
+		s.statusBuf = make([]*framework.Status, n)
+	}
+	statuses := s.statusBuf[:n]
+	clear(statuses)
+	if cap(s.feasibleBuf) < min(want, n) {
+		s.feasibleBuf = make([]*framework.NodeInfo, min(want, n))
+	}
 	var feasible []*framework.NodeInfo
 	processed := 0
 	if s.cfg.Parallelism <= 1 || n < parallelThreshold {
-		feasible = make([]*framework.NodeInfo, 0, min(want, n))
+		feasible = s.feasibleBuf[:0]
 		for ; processed < n && len(feasible) < want; processed++ {
 			idx := (start + processed) % n
 			if status := st.Filter(nodes[idx]); status.IsSuccess() {
@@ -94,7 +103,7 @@ func (s *Scheduler) findFeasible(st *plugins.State, nodes []*framework.NodeInfo,
 			}
 		}
 	} else {
-		buf := make([]*framework.NodeInfo, want)
+		buf := s.feasibleBuf[:min(want, n)]
 		var found, next, checked atomic.Int64
 		chunk := max(32, n/(s.cfg.Parallelism*8))
 		var wg sync.WaitGroup
@@ -117,7 +126,7 @@ func (s *Scheduler) findFeasible(st *plugins.State, nodes []*framework.NodeInfo,
 						mine++
 						if status := st.Filter(nodes[idx]); status.IsSuccess() {
 							k := found.Add(1) - 1
-							if k >= int64(want) {
+							if k >= int64(len(buf)) {
 								return
 							}
 							buf[k] = nodes[idx]
@@ -129,7 +138,7 @@ func (s *Scheduler) findFeasible(st *plugins.State, nodes []*framework.NodeInfo,
 			}()
 		}
 		wg.Wait()
-		feasible = buf[:min(int(found.Load()), want)]
+		feasible = buf[:min(int(found.Load()), len(buf))]
 		processed = int(checked.Load())
 	}
 	if len(feasible) > 0 {

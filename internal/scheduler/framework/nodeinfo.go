@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"fmt"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -31,6 +33,16 @@ type NodeInfo struct {
 	// Index is the node's position in the cache's node list.
 	Index int
 
+	// Copies of the node fields every filter reads, kept here so the
+	// filter loop does not chase into the large Node object per node.
+	Unschedulable bool
+	// FilterTaints are the NoSchedule/NoExecute taints, in node order, with
+	// the failure status naming each (upstream's message), built once.
+	FilterTaints  []v1.Taint
+	TaintStatuses []*Status
+	// PreferTaints are the PreferNoSchedule taints, for scoring.
+	PreferTaints []v1.Taint
+
 	podIndex map[types.UID]int
 }
 
@@ -43,6 +55,17 @@ func NewNodeInfo(name string) *NodeInfo {
 func (n *NodeInfo) SetNode(node *v1.Node) {
 	n.Node = node
 	n.Allocatable = NewResource(node.Status.Allocatable)
+	n.Unschedulable = node.Spec.Unschedulable
+	n.FilterTaints, n.TaintStatuses, n.PreferTaints = nil, nil, nil
+	for _, t := range node.Spec.Taints {
+		if t.Effect == v1.TaintEffectPreferNoSchedule {
+			n.PreferTaints = append(n.PreferTaints, t)
+		}
+		if t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute {
+			n.FilterTaints = append(n.FilterTaints, t)
+			n.TaintStatuses = append(n.TaintStatuses, NewStatus(UnschedulableAndUnresolvable, fmt.Sprintf("node(s) had untolerated taint {%s: %s}", t.Key, t.Value)))
+		}
+	}
 	n.Generation++
 }
 
@@ -104,6 +127,7 @@ func (n *NodeInfo) RemovePod(uid types.UID) (*PodInfo, bool) {
 func (n *NodeInfo) Clone() *NodeInfo {
 	c := &NodeInfo{
 		Node: n.Node, Name: n.Name, Allocatable: n.Allocatable,
+		Unschedulable: n.Unschedulable, FilterTaints: n.FilterTaints, TaintStatuses: n.TaintStatuses, PreferTaints: n.PreferTaints,
 		Requested: n.Requested.Clone(), NonZeroMilliCPU: n.NonZeroMilliCPU, NonZeroMemory: n.NonZeroMemory,
 		Pods:                         append([]*PodInfo(nil), n.Pods...),
 		PodsWithAffinity:             n.PodsWithAffinity,

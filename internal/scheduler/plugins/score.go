@@ -132,11 +132,8 @@ func (s *State) ScoreStatic(nodes []*framework.NodeInfo, out []int64) []int64 {
 
 func (s *State) intolerablePreferNoSchedule(n *framework.NodeInfo) int64 {
 	var c int64
-	for i := range n.Node.Spec.Taints {
-		t := &n.Node.Spec.Taints[i]
-		if t.Effect != v1.TaintEffectPreferNoSchedule {
-			continue
-		}
+	for i := range n.PreferTaints {
+		t := &n.PreferTaints[i]
 		tolerated := false
 		for j := range s.Pod.Pod.Spec.Tolerations {
 			tol := &s.Pod.Pod.Spec.Tolerations[j]

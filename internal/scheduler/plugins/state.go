@@ -139,7 +139,7 @@ var (
 )
 
 func (s *State) filterUnschedulable(n *framework.NodeInfo) *framework.Status {
-	if !n.Node.Spec.Unschedulable {
+	if !n.Unschedulable {
 		return nil
 	}
 	taint := v1.Taint{Key: unschedulableTaintKey, Effect: v1.TaintEffectNoSchedule}
@@ -149,17 +149,17 @@ func (s *State) filterUnschedulable(n *framework.NodeInfo) *framework.Status {
 	return statusUnschedulable
 }
 
+// filterTaints returns the status of the first NoSchedule/NoExecute taint
+// the pod does not tolerate (upstream's FindMatchingUntoleratedTaint order),
+// without allocating: the taints and their statuses were built when the
+// node was cached.
 func (s *State) filterTaints(n *framework.NodeInfo) *framework.Status {
-	if len(n.Node.Spec.Taints) == 0 {
-		return nil
+	for i := range n.FilterTaints {
+		if !v1helper.TolerationsTolerateTaint(logr.Discard(), s.Pod.Pod.Spec.Tolerations, &n.FilterTaints[i], enableComparisonOperator) {
+			return n.TaintStatuses[i]
+		}
 	}
-	taint, found := v1helper.FindMatchingUntoleratedTaint(logr.Discard(), n.Node.Spec.Taints, s.Pod.Pod.Spec.Tolerations, func(t *v1.Taint) bool {
-		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
-	}, enableComparisonOperator)
-	if !found {
-		return nil
-	}
-	return framework.NewStatus(framework.UnschedulableAndUnresolvable, fmt.Sprintf("node(s) had untolerated taint {%s: %s}", taint.Key, taint.Value))
+	return nil
 }
 
 // FilterResources is NodeResourcesFit: the pod count, then every resource
