@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/cronjob"
 	"github.com/myriad-k8s/myriad/internal/controllers/daemonset"
 	"github.com/myriad-k8s/myriad/internal/controllers/deployment"
 	"github.com/myriad-k8s/myriad/internal/controllers/endpoints"
@@ -29,5 +30,6 @@ func All() []controllerctx.Descriptor {
 		deployment.Descriptor(),
 		daemonset.Descriptor(),
 		job.Descriptor(),
+		cronjob.Descriptor(),
 	}
 }
