@@ -143,8 +143,8 @@ func runHeartbeatBench(ctx context.Context, args []string, stdout io.Writer) err
 	var modes string
 	fs.IntVar(&c.Nodes, "nodes", 100, "idle hollow nodes")
 	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "measured time per mode")
-	fs.DurationVar(&c.Warmup, "warmup", 3*time.Second, "wait after registration before measuring")
-	fs.StringVar(&modes, "modes", "lease,full-status", "heartbeat modes to measure, in order: lease (KEP-0009), full-status (15 KB Node status every 10s)")
+	fs.DurationVar(&c.Warmup, "warmup", 15*time.Second, "wait after registration before measuring (15s: from then on every node renews once per 10s window)")
+	fs.StringVar(&modes, "modes", "idle,lease,full-status", "modes to measure, in order: idle (no nodes: the background), lease (KEP-0009), full-status (15 KB Node status every 10s)")
 	fs.BoolFunc("full-status", "measure only full Node status heartbeats (same as --modes full-status)", func(string) error {
 		modes = "full-status"
 		return nil
