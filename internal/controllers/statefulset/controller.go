@@ -1,0 +1,115 @@
+package statefulset
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+)
+
+// Name is the controller's name, as kube-controller-manager's.
+const Name = "statefulset"
+
+var controllerKind = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
+
+// Controller is the StatefulSet controller.
+type Controller struct {
+	client    kubernetes.Interface
+	setLister appslisters.StatefulSetLister
+	pods      corelisters.PodLister
+	pvcs      corelisters.PersistentVolumeClaimLister
+	synced    []cache.InformerSynced
+	queue     podcontrol.Queue
+	loop      *podcontrol.Loop
+	recorder  record.EventRecorder
+	clock     clock.PassiveClock
+	log       *slog.Logger
+}
+
+// Descriptor is the statefulset entry of the manager's list (5 workers, as
+// upstream's --concurrent-statefulset-syncs).
+func Descriptor() controllerctx.Descriptor {
+	return controllerctx.Descriptor{Name: Name, Workers: 5, New: New}
+}
+
+// New registers handlers on the StatefulSet, Pod and PVC informers.
+func New(c *controllerctx.Context) (controllerctx.Controller, error) {
+	return newController(c)
+}
+
+func newController(c *controllerctx.Context) (*Controller, error) {
+	setInf := c.Informers.Apps().V1().StatefulSets()
+	podInf := c.Informers.Core().V1().Pods()
+	pvcInf := c.Informers.Core().V1().PersistentVolumeClaims()
+	sc := &Controller{
+		client:    c.Client,
+		setLister: setInf.Lister(),
+		pods:      podInf.Lister(),
+		pvcs:      pvcInf.Lister(),
+		synced:    []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced},
+		queue:     podcontrol.NewQueue(Name),
+		recorder:  podcontrol.Recorder(c, "statefulset-controller"),
+		clock:     c.Clock,
+		log:       c.Logger,
+	}
+	sc.loop = podcontrol.NewLoop(Name, sc.queue, sc.sync, c.Logger, c.Metrics)
+	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    sc.enqueue,
+		UpdateFunc: func(_, cur any) { sc.enqueue(cur) },
+	}); err != nil {
+		return nil, err
+	}
+	podChanged := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == controllerKind.Kind {
+			sc.queue.Add(p.Namespace + "/" + ref.Name)
+			return
+		}
+		// An orphan named like a set's pod may be adopted by it.
+		if i := strings.LastIndexByte(p.Name, '-'); i > 0 {
+			if _, err := strconv.Atoi(p.Name[i+1:]); err == nil {
+				if set, err := sc.setLister.StatefulSets(p.Namespace).Get(p.Name[:i]); err == nil {
+					sc.enqueue(set)
+				}
+			}
+		}
+	}
+	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    podChanged,
+		UpdateFunc: func(_, cur any) { podChanged(cur) },
+		DeleteFunc: podChanged,
+	}); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// Run implements controllerctx.Controller.
+func (sc *Controller) Run(ctx context.Context, workers int) {
+	sc.loop.Run(ctx, workers, sc.synced...)
+}
+
+func (sc *Controller) enqueue(obj any) {
+	if key, ok := podcontrol.Key(obj); ok {
+		sc.queue.Add(key)
+	}
+}
