@@ -14,6 +14,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
+	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
 )
 
 // All lists every controller the manager can run, in start order.
@@ -31,5 +32,6 @@ func All() []controllerctx.Descriptor {
 		daemonset.Descriptor(),
 		job.Descriptor(),
 		cronjob.Descriptor(),
+		statefulset.Descriptor(),
 	}
 }
