@@ -96,12 +96,18 @@ func TestStatefulSetSync(t *testing.T) {
 		{name: "ordered: first pod only", set: func() *appsv1.StatefulSet { return newSet(3, appsv1.OrderedReadyPodManagement) },
 			wantCreate: []string{"db-0"}},
 		{name: "ordered: next once ready", set: func() *appsv1.StatefulSet { return newSet(3, appsv1.OrderedReadyPodManagement) },
-			pods:       func(s *appsv1.StatefulSet, rev string) []runtime.Object { return []runtime.Object{setPod(s, 0, rev, true)} },
+			pods: func(s *appsv1.StatefulSet, rev string) []runtime.Object {
+				return []runtime.Object{setPod(s, 0, rev, true)}
+			},
 			wantCreate: []string{"db-1"}},
 		{name: "ordered: waits for an unready predecessor", set: func() *appsv1.StatefulSet { return newSet(3, appsv1.OrderedReadyPodManagement) },
-			pods: func(s *appsv1.StatefulSet, rev string) []runtime.Object { return []runtime.Object{setPod(s, 0, rev, false)} }},
+			pods: func(s *appsv1.StatefulSet, rev string) []runtime.Object {
+				return []runtime.Object{setPod(s, 0, rev, false)}
+			}},
 		{name: "parallel: all at once", set: func() *appsv1.StatefulSet { return newSet(3, appsv1.ParallelPodManagement) },
-			pods:       func(s *appsv1.StatefulSet, rev string) []runtime.Object { return []runtime.Object{setPod(s, 1, rev, false)} },
+			pods: func(s *appsv1.StatefulSet, rev string) []runtime.Object {
+				return []runtime.Object{setPod(s, 1, rev, false)}
+			},
 			wantCreate: []string{"db-0", "db-2"}},
 		{name: "ordered: scale down highest first", set: func() *appsv1.StatefulSet { return newSet(2, appsv1.OrderedReadyPodManagement) },
 			pods: func(s *appsv1.StatefulSet, rev string) []runtime.Object {
@@ -143,7 +149,9 @@ func TestStatefulSetSync(t *testing.T) {
 			s.Spec.UpdateStrategy.Type = appsv1.OnDeleteStatefulSetStrategyType
 			return s
 		},
-			pods: func(s *appsv1.StatefulSet, rev string) []runtime.Object { return []runtime.Object{setPod(s, 0, old, true)} }},
+			pods: func(s *appsv1.StatefulSet, rev string) []runtime.Object {
+				return []runtime.Object{setPod(s, 0, old, true)}
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
