@@ -4,9 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -451,4 +458,253 @@ func ctlNodeLeaseExpiry(t *testing.T, c kubernetes.Interface) {
 			t.Fatalf("healthy node %s tainted: %v", name, n.Spec.Taints)
 		}
 	}
+}
+
+// TestControllerBench measures what docs/bench/controllers.md reports. It
+// is a benchmark, not a CI test: it runs only with
+// MYRIAD_BENCH_CONTROLLERS=1 (MYRIAD_BENCH_PODS sets the cache-memory pod
+// count, default 200000).
+func TestControllerBench(t *testing.T) {
+	if os.Getenv("MYRIAD_BENCH_CONTROLLERS") == "" {
+		t.Skip("set MYRIAD_BENCH_CONTROLLERS=1 to run the controller benchmarks")
+	}
+	t.Run("EndpointSliceLatency5000", benchEndpointSliceLatency)
+	t.Run("CacheMemory", benchCacheMemory)
+}
+
+// createPods creates n pods in ns from mk with parallel workers.
+func createPods(t *testing.T, c kubernetes.Interface, ns string, n, workers int, mk func(i int) *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				p := mk(i)
+				for attempt := 0; ; attempt++ {
+					created, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+					if err == nil {
+						if p.Status.PodIP != "" {
+							created.Status = p.Status
+							_, err = c.CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+						}
+					}
+					if err == nil || apierrors.IsAlreadyExists(err) {
+						break
+					}
+					if attempt > 20 {
+						failed.Add(1)
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	for i := range n {
+		next <- i
+		if i > 0 && i%20000 == 0 {
+			t.Logf("created %d pods (%.0f/s)", i, float64(i)/time.Since(start).Seconds())
+		}
+	}
+	close(next)
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		t.Fatalf("%d pod creations failed", f)
+	}
+	t.Logf("created %d pods in %v", n, time.Since(start).Round(time.Millisecond))
+}
+
+func benchPod(i int, ready bool) *corev1.Pod {
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%05d", i), Labels: map[string]string{"app": "web"}},
+		Spec:       corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", i%100), Containers: []corev1.Container{{Name: "c", Image: "x", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.%d.%d.%d", 100+i/65536, (i/256)%256, i%256),
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}},
+	}
+}
+
+// benchEndpointSliceLatency: a Service with 5,000 ready endpoints; one pod
+// at a time flips readiness; the latency is from the status write's
+// response to the watch event of the slice that reflects it.
+func benchEndpointSliceLatency(t *testing.T) {
+	const n, rounds = 5000, 100
+	s, err := startAPIServer(filepath.Join(t.TempDir(), "api"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.stop() })
+	c := s.protoClient(t)
+	ctx := context.Background()
+	ns := "bench-ep"
+	mkNamespace(t, c, ns)
+	if _, err := c.CoreV1().Services(ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http")}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createPods(t, c, ns, n, 16, func(i int) *corev1.Pod { return benchPod(i, true) })
+	startControllerManager(t, s, "--controllers=endpointslice")
+	ready := func() (int, int) {
+		l, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := 0
+		for _, sl := range l.Items {
+			for _, ep := range sl.Endpoints {
+				if *ep.Conditions.Ready {
+					r++
+				}
+			}
+		}
+		return r, len(l.Items)
+	}
+	start := time.Now()
+	waitFor(t, 120*time.Second, func() bool { r, _ := ready(); return r == n })
+	_, nslices := ready()
+	t.Logf("initial sync: %d endpoints in %d slices after %v", n, nslices, time.Since(start).Round(time.Millisecond))
+
+	list, err := c.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.DiscoveryV1().EndpointSlices(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	events := make(chan *discoveryv1.EndpointSlice, 1000)
+	go func() {
+		for ev := range w.ResultChan() {
+			if sl, ok := ev.Object.(*discoveryv1.EndpointSlice); ok {
+				events <- sl
+			}
+		}
+	}()
+	var lat []time.Duration
+	writes := 0
+	for r := range rounds {
+		// Even rounds make one pod unready, odd rounds make it ready again.
+		name := fmt.Sprintf("web-%05d", ((r/2)*7919)%n)
+		wantReady := r%2 == 1
+		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := corev1.ConditionFalse
+		if wantReady {
+			st = corev1.ConditionTrue
+		}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}
+		if _, err := c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		sent := time.Now()
+		deadline := time.After(10 * time.Second)
+	wait:
+		for {
+			select {
+			case sl := <-events:
+				writes++
+				for _, ep := range sl.Endpoints {
+					if ep.TargetRef != nil && ep.TargetRef.Name == name && *ep.Conditions.Ready == wantReady {
+						lat = append(lat, time.Since(sent))
+						break wait
+					}
+				}
+			case <-deadline:
+				t.Fatalf("round %d: slice never showed %s ready=%v", r, name, wantReady)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+		// Drain other writes this change caused (there should be none).
+		for drained := false; !drained; {
+			select {
+			case sl := <-events:
+				writes++
+				t.Logf("round %d: extra slice write %s", r, sl.Name)
+			default:
+				drained = true
+			}
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(10 * time.Microsecond) }
+	t.Logf("EndpointSlice update latency, one of %d pods changing, %d changes: p50 %v p90 %v p99 %v max %v; slice writes per change %.2f",
+		n, rounds, q(0.5), q(0.9), q(0.99), lat[len(lat)-1].Round(10*time.Microsecond), float64(writes)/float64(rounds))
+}
+
+// benchCacheMemory: the controller process's memory once its informers
+// (typed pods for endpoints and node lifecycle, metadata pods for the
+// garbage collector) hold N pods.
+func benchCacheMemory(t *testing.T) {
+	n := 200000
+	if v := os.Getenv("MYRIAD_BENCH_PODS"); v != "" {
+		if _, err := fmt.Sscan(v, &n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := startAPIServer(filepath.Join(t.TempDir(), "api"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.stop() })
+	c := s.protoClient(t)
+	ns := "bench-mem"
+	mkNamespace(t, c, ns)
+	createPods(t, c, ns, n, 32, func(i int) *corev1.Pod {
+		p := testPod(fmt.Sprintf("p-%06d", i), fmt.Sprintf("node-%d", i%10000))
+		p.Labels = map[string]string{"app": fmt.Sprintf("app-%d", i%1000)}
+		return p
+	})
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	start := time.Now()
+	p := startControllerManager(t, s, myControllers, "--metrics-address="+addr)
+	waitFor(t, 300*time.Second, func() bool { return strings.Contains(p.log.String(), "garbage collector synced") })
+	synced := time.Since(start)
+	time.Sleep(5 * time.Second)
+	metrics := scrape(t, "http://"+addr+"/metrics")
+	t.Logf("controller manager with %d pods cached: synced in %v; heap in use %.0f MiB, RSS %.0f MiB, Go sys %.0f MiB",
+		n, synced.Round(time.Millisecond), metrics["go_memstats_heap_inuse_bytes"]/(1<<20),
+		metrics["process_resident_memory_bytes"]/(1<<20), metrics["go_memstats_sys_bytes"]/(1<<20))
+}
+
+// scrape reads the unlabelled gauges of a /metrics page.
+func scrape(t *testing.T, url string) map[string]float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		var name string
+		var v float64
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if _, err := fmt.Sscanf(line, "%s %g", &name, &v); err == nil {
+			out[name] = v
+		}
+	}
+	return out
 }
