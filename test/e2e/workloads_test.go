@@ -38,7 +38,7 @@ type workloadEnv struct {
 	client kubernetes.Interface
 }
 
-func startWorkloads(t *testing.T, descriptors ...controllerctx.Descriptor) *workloadEnv {
+func startWorkloads(t testing.TB, descriptors ...controllerctx.Descriptor) *workloadEnv {
 	t.Helper()
 	s, err := startAPIServer(filepath.Join(t.TempDir(), "data"))
 	if err != nil {
@@ -130,7 +130,7 @@ func (e *workloadEnv) runKubelet(ctx context.Context, t *testing.T, namespace st
 	}
 }
 
-func (e *workloadEnv) countPods(t *testing.T, ns, selector string) int {
+func (e *workloadEnv) countPods(t testing.TB, ns, selector string) int {
 	t.Helper()
 	pods, err := e.client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
@@ -145,7 +145,7 @@ func (e *workloadEnv) countPods(t *testing.T, ns, selector string) int {
 	return n
 }
 
-func waitWorkload(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+func waitWorkload(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond() })
 	if err != nil {
@@ -350,4 +350,65 @@ func TestWorkloadsDaemonSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitWorkload(t, 30*time.Second, "pods following the nodes", want("node-1", "node-2", "node-4"))
+}
+
+// BenchmarkWorkloadsDeployment10k times a 10,000-replica Deployment from
+// create to all 10,000 pods created (seen by a pod watch), and to the
+// Deployment's status reporting them, through the real API with the
+// replicaset and deployment controllers in-process. There is no
+// scheduler or kubelet: the pods stay Pending.
+//
+//	go test ./test/e2e -run '^$' -bench BenchmarkWorkloadsDeployment10k -benchtime 1x
+func BenchmarkWorkloadsDeployment10k(b *testing.B) {
+	const replicas = 10000
+	e := startWorkloads(b, replicaset.Descriptor(), deployment.Descriptor())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Count pods as a watcher sees them arrive.
+	f := informers.NewSharedInformerFactoryWithOptions(e.client, 0, informers.WithNamespace("default"))
+	created := make(chan struct{}, replicas*2)
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { created <- struct{}{} },
+	}); err != nil {
+		b.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	var allPods, allStatus time.Duration
+	for i := 0; i < b.N; i++ {
+		name := fmt.Sprintf("bench-%d", i)
+		start := time.Now()
+		if _, err := e.client.AppsV1().Deployments("default").Create(ctx, workloadDeployment(name, replicas, "pause"), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		timeout := time.After(10 * time.Minute)
+		for n := 0; n < replicas; n++ {
+			select {
+			case <-created:
+			case <-timeout:
+				b.Fatalf("%d of %d pods after 10 min", n, replicas)
+			}
+		}
+		allPods += time.Since(start)
+		waitWorkload(b, 5*time.Minute, "deployment status", func() (bool, error) {
+			d, err := e.client.AppsV1().Deployments("default").Get(ctx, name, metav1.GetOptions{})
+			return err == nil && d.Status.Replicas == replicas, err
+		})
+		allStatus += time.Since(start)
+		b.StopTimer()
+		// Scale down and delete so the next iteration starts clean.
+		if _, err := e.client.AppsV1().Deployments("default").Patch(ctx, name, "application/merge-patch+json", []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		waitWorkload(b, 5*time.Minute, "scale to 0", func() (bool, error) {
+			return e.countPods(b, "default", "app="+name) == 0, nil
+		})
+		for len(created) > 0 {
+			<-created
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(allPods.Seconds()/float64(b.N), "s-to-all-pods")
+	b.ReportMetric(float64(replicas)*float64(b.N)/allPods.Seconds(), "pods/s")
+	b.ReportMetric(allStatus.Seconds()/float64(b.N), "s-to-status")
 }
