@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,7 +42,7 @@ func runControllers(ctx context.Context, args []string, _ io.Writer) error {
 	fs.IntVar(&cfg.NodeLifecycle.LargeClusterSizeThreshold, "large-cluster-size-threshold", 50, "zones up to this size stop evicting when partially disrupted")
 	qps := fs.Float64("kube-api-qps", 500, "client QPS to the API server")
 	burst := fs.Int("kube-api-burst", 1000, "client burst to the API server")
-	metricsAddr := fs.String("metrics-address", "", "address to serve /metrics on (empty: none)")
+	metricsAddr := fs.String("metrics-address", "", "address to serve /metrics and /debug/pprof on (empty: none)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -70,6 +71,8 @@ func runControllers(ctx context.Context, args []string, _ io.Writer) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()

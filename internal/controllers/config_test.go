@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -54,5 +56,25 @@ func TestConfigDefaults(t *testing.T) {
 				t.Fatalf("defaults wrong: %+v", got)
 			}
 		})
+	}
+}
+
+func TestTrimForCache(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		Annotations: map[string]string{lastApplied: "{}", "keep": "x"}}}
+	md := &metav1.PartialObjectMetadata{ObjectMeta: *pod.ObjectMeta.DeepCopy()}
+	for _, obj := range []any{pod, md} {
+		if _, err := trimForCache(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pod.ManagedFields != nil || md.ManagedFields != nil {
+		t.Fatal("managedFields kept")
+	}
+	if pod.Annotations[lastApplied] == "" {
+		t.Fatal("typed objects keep their annotations")
+	}
+	if _, ok := md.Annotations[lastApplied]; ok || md.Annotations["keep"] != "x" {
+		t.Fatalf("metadata annotations %v", md.Annotations)
 	}
 }

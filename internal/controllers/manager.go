@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
@@ -128,8 +131,8 @@ func newContext(cfg Config) (*controllerctx.Context, error) {
 	return &controllerctx.Context{
 		Client:            client,
 		Metadata:          md,
-		Informers:         informers.NewSharedInformerFactory(client, 0),
-		MetadataInformers: metadatainformer.NewSharedInformerFactory(md, 0),
+		Informers:         informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trimForCache)),
+		MetadataInformers: metadatainformer.NewSharedInformerFactoryWithOptions(md, 0, metadatainformer.WithTransform(trimForCache)),
 		Events:            record.NewBroadcaster(),
 		Clock:             cfg.Clock,
 		Logger:            cfg.Logger,
@@ -193,4 +196,28 @@ func descriptors(cfg Config) []controllerctx.Descriptor {
 		}
 	}
 	return ds
+}
+
+// lastApplied is kubectl's copy of the applied manifest, often the largest
+// thing in an object's metadata.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// trimForCache drops what no controller reads from the shared caches, as
+// kube-controller-manager does: managedFields from every object, and from
+// metadata-only objects (used for ownership) kubectl's last-applied
+// annotation. With 200,000 pods cached twice (typed and metadata) this is
+// a large part of the heap.
+func trimForCache(obj any) (any, error) {
+	if _, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return obj, nil // holds an object already trimmed in the store
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return obj, nil
+	}
+	m.SetManagedFields(nil)
+	if p, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		delete(p.Annotations, lastApplied)
+	}
+	return obj, nil
 }
