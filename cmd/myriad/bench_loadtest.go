@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
 	"github.com/myriad-k8s/myriad/internal/bench/scenarios"
 )
@@ -44,6 +46,10 @@ func runLoadtest(ctx context.Context, name string, o *loadtest.Options, args []s
 		return err
 	}
 	o.Logger = log
+	// client-go logs through klog; when hollow nodes or informers stop,
+	// their cancelled requests would print lines across the progress line.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	res, runErr := loadtest.Run(ctx, name, *o, restartCommand, scenario)
 	if res != nil {
 		if err := loadtest.WriteMarkdown(stdout, res); err != nil {

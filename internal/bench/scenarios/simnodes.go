@@ -27,10 +27,30 @@ func hollowNodes(ctx context.Context, env *loadtest.Env, prefix string, n int, f
 	if err != nil {
 		return nil, fmt.Errorf("hollow nodes: %w", err)
 	}
-	env.Progress.Phase("register nodes", int64(n), time.Time{}, func() string {
-		return fmt.Sprintf("registered %d", s.Stats().Registered)
-	})
-	if err := s.Start(ctx); err != nil {
+	env.Progress.Phase("register nodes", int64(n), time.Time{}, nil)
+	// Count registrations into the progress line while Start runs.
+	done := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		last := 0
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				reg := s.Stats().Registered
+				env.Progress.Add(int64(reg - last))
+				last = reg
+			}
+		}
+	}()
+	err = s.Start(ctx)
+	close(done)
+	<-polled
+	if err != nil {
 		return nil, fmt.Errorf("hollow nodes: %w", err)
 	}
 	return s, nil
