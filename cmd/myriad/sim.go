@@ -49,9 +49,9 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&cfg.TerminationDelay, "termination-delay", time.Second, "containers terminated to grace-0 delete, at most the grace period")
 	fs.DurationVar(&cfg.JobRunTime, "job-run-time", 5*time.Second, "how long Job pods run (unless annotated "+sim.AnnotationRunSeconds+")")
 	fs.DurationVar(&cfg.GreedyListInterval, "greedy-list-interval", 0, "if > 0, every node lists all Services this often (the Civis greedy DaemonSet)")
-	fs.IntVar(&cfg.HeartbeatWorkers, "heartbeat-workers", 64, "workers for Lease renewals and Node status")
+	fs.IntVar(&cfg.HeartbeatWorkers, "heartbeat-workers", 0, "workers for Lease renewals and Node status (default: one second of heartbeats, nodes/renew-interval, at least 64)")
 	fs.IntVar(&cfg.PodWorkers, "pod-workers", 128, "workers for pod status writes and deletes")
-	fs.IntVar(&cfg.GreedyWorkers, "greedy-workers", 16, "workers for greedy lists")
+	fs.IntVar(&cfg.GreedyWorkers, "greedy-workers", 0, "workers for greedy lists (default: one second of lists, at least 16)")
 	var qps float64
 	fs.Float64Var(&qps, "qps", 0, "client-side QPS limit for all nodes together (0: none)")
 	fs.IntVar(&cfg.Burst, "burst", 0, "client-side burst with --qps")
@@ -133,8 +133,9 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 		select {
 		case <-ctx.Done():
 			st := s.Stats()
-			fmt.Fprintf(stdout, "stopped after %s: %d renewals (%d errors), lateness p50 %s p99 %s max %s, max renew gap %s\n",
-				time.Since(start).Round(time.Second), st.Renewals, st.RenewalErrors, st.LatenessP50, st.LatenessP99, st.LatenessMax, st.MaxRenewGap.Round(time.Millisecond))
+			fmt.Fprintf(stdout, "stopped after %s: %d renewals (%d errors), lateness p50 %s p99 %s max %s, max renew gap %s; heartbeat dispatch p99 %s, max %d of %d workers busy, %d found all busy; cpu %.1f s, rss %d MiB\n",
+				time.Since(start).Round(time.Second), st.Renewals, st.RenewalErrors, st.LatenessP50, st.LatenessP99, st.LatenessMax, st.MaxRenewGap.Round(time.Millisecond),
+				st.HeartbeatDispatchP99, st.HeartbeatMaxBusy, st.HeartbeatWorkers, st.HeartbeatSaturated, st.CPUSeconds, st.RSSBytes>>20)
 			return nil
 		case now := <-t.C:
 			st := s.Stats()

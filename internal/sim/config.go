@@ -109,8 +109,12 @@ type Config struct {
 	GreedyListInterval time.Duration
 
 	// Worker pools, one per class of work so none waits behind another.
-	// Defaults: 64 heartbeat workers, 128 pod workers, 16 greedy workers,
-	// 64 registration workers.
+	// HeartbeatWorkers defaults to enough for every heartbeat of a second
+	// to be in flight at once (Nodes*1s/RenewInterval, at least 64): real
+	// kubelets do not wait for each other, so a slow server must show up
+	// as server latency, not as a queue in the simulator. Other defaults:
+	// GreedyWorkers likewise (Nodes*1s/GreedyListInterval, at least 16);
+	// 128 pod workers and 64 registration workers.
 	HeartbeatWorkers    int
 	PodWorkers          int
 	GreedyWorkers       int
@@ -210,9 +214,16 @@ func (cfg Config) withDefaults() (Config, error) {
 			*n = def
 		}
 	}
-	setInt(&cfg.HeartbeatWorkers, 64)
+	// perSecond is how many of Nodes' periodic tasks fall due in a second.
+	perSecond := func(period time.Duration) int {
+		if period <= 0 {
+			return 0
+		}
+		return int((int64(cfg.Nodes)*int64(time.Second) + int64(period) - 1) / int64(period))
+	}
+	setInt(&cfg.HeartbeatWorkers, max(64, perSecond(cfg.RenewInterval)))
 	setInt(&cfg.PodWorkers, 128)
-	setInt(&cfg.GreedyWorkers, 16)
+	setInt(&cfg.GreedyWorkers, max(16, perSecond(cfg.GreedyListInterval)))
 	setInt(&cfg.RegistrationWorkers, 64)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -210,6 +210,14 @@ func (n *node) writeStatus(ctx context.Context, heartbeat bool) bool {
 			got, err = nodes.UpdateStatus(ctx, obj, metav1.UpdateOptions{})
 		}
 	}
+	if apierrors.IsNotFound(err) {
+		// Someone deleted the Node: register again, as a kubelet does.
+		if err = n.ensureNode(ctx); err == nil {
+			n.mu.Lock()
+			got = n.mu.obj
+			n.mu.Unlock()
+		}
+	}
 	ok := err == nil
 	switch {
 	case heartbeat && ok:

@@ -423,18 +423,21 @@ func (n *node) onPodDeleted(uid types.UID) {
 	delete(n.mu.pods, uid)
 }
 
-// syncList reconciles the node's pods with a full list: new and changed
-// pods are handled as events, pods missing from the list as deletions.
-func (n *node) syncList(pods []corev1.Pod) {
+// syncList reconciles the node's pods with a full list at resourceVersion
+// listRV: new and changed pods are handled as events, pods missing from the
+// list as deletions — unless the node has seen them at a newer version than
+// the list (a list served from the cache may be older than the watch).
+func (n *node) syncList(pods []corev1.Pod, listRV string) {
 	seen := make(map[types.UID]bool, len(pods))
 	for i := range pods {
 		seen[pods[i].UID] = true
 		n.onPod(&pods[i])
 	}
+	list := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: listRV}}
 	n.mu.Lock()
 	var gone []types.UID
-	for uid := range n.mu.pods {
-		if !seen[uid] {
+	for uid, st := range n.mu.pods {
+		if !seen[uid] && (listRV == "" || newer(list, st.pod)) {
 			gone = append(gone, uid)
 		}
 	}

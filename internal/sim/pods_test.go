@@ -250,3 +250,30 @@ func TestFailedNodeIgnoresPodsUntilRecovered(t *testing.T) {
 		}
 	}
 }
+
+func TestSyncListKeepsPodsNewerThanTheList(t *testing.T) {
+	ts, n := podTestSim(t)
+	p := newPod("web", "1")
+	p.ResourceVersion = "10"
+	n.onPod(p)
+	ts.settle(t)
+	tests := []struct {
+		listRV string
+		kept   bool
+	}{
+		{"5", true},   // an older list (from the cache) must not delete it
+		{"10", false}, // the list has caught up and the pod is not in it
+	}
+	for _, tc := range tests {
+		n.syncList(nil, tc.listRV)
+		n.mu.Lock()
+		_, kept := n.mu.pods[p.UID]
+		n.mu.Unlock()
+		if kept != tc.kept {
+			t.Errorf("after a list at %s without the pod: kept %v, want %v", tc.listRV, kept, tc.kept)
+		}
+	}
+	if st := ts.Stats(); st.PodsStarting != 0 || st.PodsRunning != 0 {
+		t.Errorf("after the pod was forgotten: starting %d running %d, want 0 0", st.PodsStarting, st.PodsRunning)
+	}
+}

@@ -37,7 +37,7 @@ func (n *node) relist(ctx context.Context) {
 	for ctx.Err() == nil {
 		list, err := n.s.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.name})
 		if err == nil {
-			n.syncList(list.Items)
+			n.syncList(list.Items, list.ResourceVersion)
 			return
 		}
 		n.s.cfg.Logger.Debug("relisting pods", "node", n.name, "err", err)
@@ -77,7 +77,7 @@ func (s *Sim) watchPods(ctx context.Context, nodeName string, only *node) {
 			}
 			continue
 		}
-		s.syncPods(list.Items, only)
+		s.syncPods(list.Items, list.ResourceVersion, only)
 		rv := list.ResourceVersion
 		for ctx.Err() == nil {
 			timeout := int64(300 + rand.IntN(300)) // the reflector's 5–10 min
@@ -155,9 +155,9 @@ func (s *Sim) consume(ctx context.Context, w watch.Interface, only *node) (rv st
 }
 
 // syncPods reconciles a full list with one node, or with every node.
-func (s *Sim) syncPods(items []corev1.Pod, only *node) {
+func (s *Sim) syncPods(items []corev1.Pod, rv string, only *node) {
 	if only != nil {
-		only.syncList(items)
+		only.syncList(items, rv)
 		return
 	}
 	byNode := map[*node][]corev1.Pod{}
@@ -167,6 +167,6 @@ func (s *Sim) syncPods(items []corev1.Pod, only *node) {
 		}
 	}
 	for _, n := range s.nodes {
-		n.syncList(byNode[n])
+		n.syncList(byNode[n], rv)
 	}
 }

@@ -43,6 +43,7 @@ func (h *taskHeap) Pop() any {
 // and that wait shows up as dispatch delay (and as lateness of the work).
 type scheduler struct {
 	clock   clock.Clock
+	slack   time.Duration
 	workers int
 	work    chan task
 	wake    chan struct{}
@@ -66,6 +67,7 @@ type scheduler struct {
 func newScheduler(c clock.Clock, workers int) *scheduler {
 	return &scheduler{
 		clock:    c,
+		slack:    slack,
 		workers:  workers,
 		work:     make(chan task),
 		wake:     make(chan struct{}, 1),
@@ -93,7 +95,7 @@ func (s *scheduler) at(due time.Time, fn func(due time.Time)) {
 func (s *scheduler) idle(now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.mu.inflight == 0 && (s.mu.heap.Len() == 0 || s.mu.heap[0].due.After(now))
+	return s.mu.inflight == 0 && (s.mu.heap.Len() == 0 || s.mu.heap[0].due.After(now.Add(s.slack)))
 }
 
 // start runs the dispatcher and the workers until ctx is done; wg is done
@@ -135,13 +137,20 @@ func (s *scheduler) runTask(t task) {
 	s.mu.Unlock()
 }
 
+// slack lets the dispatcher take tasks due up to this much in the future
+// along with those due now: at 10,000 nodes renewals are due every
+// millisecond, and waking once per task would cost more CPU than running it.
+const slack = 2 * time.Millisecond
+
 func (s *scheduler) dispatchLoop(ctx context.Context) {
 	var ready []task
+	timer := s.clock.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
 		s.mu.Lock()
 		now := s.clock.Now()
 		ready = ready[:0]
-		for s.mu.heap.Len() > 0 && !s.mu.heap[0].due.After(now) {
+		for s.mu.heap.Len() > 0 && !s.mu.heap[0].due.After(now.Add(s.slack)) {
 			ready = append(ready, heap.Pop(&s.mu.heap).(task))
 			s.mu.inflight++
 		}
@@ -168,22 +177,22 @@ func (s *scheduler) dispatchLoop(ctx context.Context) {
 			continue
 		}
 
-		var timerC <-chan time.Time
-		var timer clock.Timer
-		if wait >= 0 {
-			timer = s.clock.NewTimer(wait)
-			timerC = timer.C()
+		if wait < 0 {
+			wait = time.Hour // nothing pending: sleep until woken
 		}
+		// One timer, reset each round: no allocation per wake-up.
+		if !timer.Stop() {
+			select {
+			case <-timer.C():
+			default:
+			}
+		}
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
-		case <-s.wake:
-		case <-timerC:
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if ctx.Err() != nil {
 			return
+		case <-s.wake:
+		case <-timer.C():
 		}
 	}
 }

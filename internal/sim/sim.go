@@ -49,6 +49,9 @@ type Sim struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
+	// stopped is when Stop was called (zero before): Stats measures the
+	// nodes' current gaps up to it.
+	stopped atomic.Pointer[time.Time]
 }
 
 // counters are the simulator-wide event counts behind Stats and metrics.
@@ -218,6 +221,8 @@ func (s *Sim) Stop() {
 		s.mu.Lock()
 		cancel := s.cancel
 		s.mu.Unlock()
+		now := s.cfg.Clock.Now()
+		s.stopped.Store(&now)
 		if cancel != nil {
 			cancel()
 		}
@@ -340,6 +345,9 @@ func (s *Sim) Stats() Stats {
 	st.LatenessMax = st.Lateness.Max
 	gap := time.Duration(c.maxGap.Load())
 	now := s.cfg.Clock.Now()
+	if t := s.stopped.Load(); t != nil {
+		now = *t
+	}
 	for _, n := range s.nodes {
 		gap = max(gap, n.currentGap(now))
 	}
