@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -28,6 +29,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/daemonset"
 	"github.com/myriad-k8s/myriad/internal/controllers/deployment"
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
+	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
 )
 
 // workloadEnv is `myriad apiserver` with the workload controllers running
@@ -169,7 +171,7 @@ func workloadDeployment(name string, replicas int32, image string) *appsv1.Deplo
 }
 
 func workloadControllers() []controllerctx.Descriptor {
-	return []controllerctx.Descriptor{replicaset.Descriptor(), deployment.Descriptor(), daemonset.Descriptor()}
+	return []controllerctx.Descriptor{replicaset.Descriptor(), deployment.Descriptor(), daemonset.Descriptor(), statefulset.Descriptor()}
 }
 
 // TestWorkloadsDeployment: create → rollout of a new template with
@@ -203,18 +205,47 @@ func TestWorkloadsDeployment(t *testing.T) {
 		e.s.mustKubectl(t, "", "rollout", "undo", "deployment/web")
 		e.s.mustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
 		checkImages(t, e, "nginx:1", 5)
+
+		// Paused: a template change makes no new ReplicaSet until resumed.
+		e.s.mustKubectl(t, "", "rollout", "pause", "deployment/web")
+		e.s.mustKubectl(t, "", "set", "image", "deployment/web", "app=nginx:3")
+		waitWorkload(t, 30*time.Second, "paused condition", func() (bool, error) {
+			d, err := deps.Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range d.Status.Conditions {
+				if c.Type == appsv1.DeploymentProgressing && c.Reason == deployment.ReasonPaused {
+					return d.Status.ObservedGeneration == d.Generation, nil
+				}
+			}
+			return false, nil
+		})
+		checkImages(t, e, "nginx:1", 5)
+		e.s.mustKubectl(t, "", "rollout", "resume", "deployment/web")
+		e.s.mustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
+		checkImages(t, e, "nginx:3", 5)
+		e.s.mustKubectl(t, "", "rollout", "undo", "deployment/web", "--to-revision=3")
+		e.s.mustKubectl(t, "", "rollout", "status", "deployment/web", "--timeout=60s")
+		checkImages(t, e, "nginx:1", 5)
 		rss, err := e.client.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rss.Items) != 2 {
-			t.Fatalf("%d replicasets after undo, want the 2 revisions", len(rss.Items))
+		if len(rss.Items) != 3 {
+			t.Fatalf("%d replicasets, want one per template", len(rss.Items))
 		}
+		// Revisions: 1 nginx:1, 2 nginx:2, 3 nginx:1 (undo), 4 nginx:3,
+		// 5 nginx:1 (undo to 3): nginx:1's set carries 5 and history 1,3.
+		want := map[string]string{"nginx:1": "5", "nginx:2": "2", "nginx:3": "4"}
 		for _, rs := range rss.Items {
 			img := rs.Spec.Template.Spec.Containers[0].Image
 			rev := rs.Annotations[deployment.RevisionAnnotation]
-			if (img == "nginx:1") != (rev == "3") || !strings.HasPrefix(rs.Name, "web-") {
-				t.Errorf("replicaset %s image %s revision %s", rs.Name, img, rev)
+			if rev != want[img] || !strings.HasPrefix(rs.Name, "web-") {
+				t.Errorf("replicaset %s image %s revision %s, want %s", rs.Name, img, rev, want[img])
+			}
+			if img == "nginx:1" && rs.Annotations[deployment.RevisionHistoryAnnotation] != "1,3" {
+				t.Errorf("revision history %q", rs.Annotations[deployment.RevisionHistoryAnnotation])
 			}
 		}
 	})
@@ -350,6 +381,84 @@ func TestWorkloadsDaemonSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitWorkload(t, 30*time.Second, "pods following the nodes", want("node-1", "node-2", "node-4"))
+}
+
+// TestWorkloadsStatefulSet: ordered creation with stable names and claims,
+// a rolling update highest ordinal first, scale down highest first.
+func TestWorkloadsStatefulSet(t *testing.T) {
+	e := startWorkloads(t, workloadControllers()...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.runKubelet(ctx, t, "default")
+	labels := map[string]string{"app": "db"}
+	set := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To(int32(3)), ServiceName: "db",
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db:1"}}},
+			},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				},
+			}},
+		},
+	}
+	sets := e.client.AppsV1().StatefulSets("default")
+	if _, err := sets.Create(ctx, set, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := e.s.mustKubectl(t, "", "rollout", "status", "statefulset/db", "--timeout=60s")
+	if !strings.Contains(out, "roll out complete") && !strings.Contains(out, "rolling update complete") {
+		t.Errorf("rollout status: %s", out)
+	}
+	pods, err := e.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := map[string]time.Time{}
+	for _, p := range pods.Items {
+		created[p.Name] = p.CreationTimestamp.Time
+		if p.Spec.Hostname != p.Name || p.Spec.Subdomain != "db" {
+			t.Errorf("pod %s hostname %q subdomain %q", p.Name, p.Spec.Hostname, p.Spec.Subdomain)
+		}
+	}
+	if len(created) != 3 || created["db-0"].After(created["db-1"]) || created["db-1"].After(created["db-2"]) {
+		t.Errorf("pods %v, want db-0, db-1, db-2 in order", created)
+	}
+	for i := range 3 {
+		if _, err := e.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, fmt.Sprintf("data-db-%d", i), metav1.GetOptions{}); err != nil {
+			t.Errorf("claim data-db-%d: %v", i, err)
+		}
+	}
+	e.s.mustKubectl(t, "", "set", "image", "statefulset/db", "db=db:2")
+	e.s.mustKubectl(t, "", "rollout", "status", "statefulset/db", "--timeout=60s")
+	waitWorkload(t, 30*time.Second, "updated pods", func() (bool, error) {
+		pods, err := e.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+		if err != nil {
+			return false, err
+		}
+		n := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Spec.Containers[0].Image == "db:2" {
+				n++
+			}
+		}
+		return n == 3, nil
+	})
+	e.s.mustKubectl(t, "", "scale", "statefulset/db", "--replicas=1")
+	waitWorkload(t, 30*time.Second, "scale down to db-0", func() (bool, error) {
+		pods, err := e.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=db"})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 1 && pods.Items[0].Name == "db-0", nil
+	})
 }
 
 // BenchmarkWorkloadsDeployment10k times a 10,000-replica Deployment from
