@@ -287,3 +287,46 @@ func TestDeletingPodsDoNotCount(t *testing.T) {
 		t.Errorf("status %+v", got.Status)
 	}
 }
+
+// TestRunReplacesDeletedPods runs the whole controller (informers, queue,
+// workers, expectations) on a fake API.
+func TestRunReplacesDeletedPods(t *testing.T) {
+	clk := podcontroltest.NewClock()
+	client := podcontroltest.NewClientset(clk)
+	c := podcontroltest.NewContext(client, clk)
+	rc, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.Informers.Start(ctx.Done())
+	done := make(chan struct{})
+	go func() { rc.Run(ctx, 3); close(done) }()
+	defer func() { cancel(); <-done; c.Informers.Shutdown() }()
+	if _, err := client.AppsV1().ReplicaSets("default").Create(ctx, newRS("web", 3), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := func() []corev1.Pod {
+		l, _ := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		return l.Items
+	}
+	waitN := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(pods()) != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d pods, want %d", len(pods()), n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitN(3)
+	if err := client.CoreV1().Pods("default").Delete(ctx, pods()[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitN(3)
+	time.Sleep(200 * time.Millisecond) // nothing more may be created
+	if n := countActions(client, "create", "pods"); n != 4 {
+		t.Errorf("%d creations, want 3 + 1 replacement", n)
+	}
+}
