@@ -153,8 +153,8 @@ func (c RestartStorm) Run(ctx context.Context, env *loadtest.Env) error {
 		}
 	}
 
-	// Informers, each on its own client (its own connection, as separate
-	// controllers would have).
+	// Informers, each on its own clientset (client-go shares one TLS
+	// transport among them, as the controllers of one process do).
 	infCtx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
 	var informers []*countingInformer
