@@ -32,6 +32,7 @@ type Controller struct {
 	client   kubernetes.Interface
 	dsLister appslisters.DaemonSetLister
 	pods     corelisters.PodLister
+	podInf   cache.SharedIndexInformer
 	nodes    corelisters.NodeLister
 	synced   []cache.InformerSynced
 	exp      *podcontrol.Expectations
@@ -61,6 +62,7 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		client:   c.Client,
 		dsLister: dsInf.Lister(),
 		pods:     podInf.Lister(),
+		podInf:   podInf.Informer(),
 		nodes:    nodeInf.Lister(),
 		synced:   []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
 		exp:      podcontrol.NewExpectations(c.Clock),
@@ -70,6 +72,9 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		log:      c.Logger,
 	}
 	dc.loop = podcontrol.NewLoop(Name, dc.queue, dc.sync, c.Logger, c.Metrics)
+	if err := podcontrol.AddControllerUIDIndexer(dc.podInf); err != nil {
+		return nil, err
+	}
 	handlers := []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler

@@ -43,7 +43,7 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	all, err := dc.pods.Pods(ns).List(labels.Everything())
+	all, err := podcontrol.PodsForOwner(dc.podInf, ns, ds.UID)
 	if err != nil {
 		return err
 	}

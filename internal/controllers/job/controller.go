@@ -46,6 +46,7 @@ type Controller struct {
 	factory   informers.SharedInformerFactory
 	jobLister batchlisters.JobLister
 	pods      corelisters.PodLister
+	podInf    cache.SharedIndexInformer
 	synced    []cache.InformerSynced
 	exp       *podcontrol.Expectations
 	queue     podcontrol.Queue
@@ -93,6 +94,11 @@ func (jc *Controller) register() error {
 		jobInf := jc.factory.Batch().V1().Jobs()
 		podInf := jc.factory.Core().V1().Pods()
 		jc.jobLister, jc.pods = jobInf.Lister(), podInf.Lister()
+		jc.podInf = podInf.Informer()
+		if err := podcontrol.AddControllerUIDIndexer(jc.podInf); err != nil {
+			jc.registerErr = err
+			return
+		}
 		jc.synced = []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced}
 		if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    jc.enqueue,

@@ -3,6 +3,7 @@ package podcontrol
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
@@ -156,5 +159,37 @@ func TestLoopMetricsPerController(t *testing.T) {
 	want := map[string]float64{"controller=a result=success ": 2, "controller=b result=success ": 1}
 	if len(got) != len(want) || got["controller=a result=success "] != 2 || got["controller=b result=success "] != 1 {
 		t.Errorf("syncs %v, want %v", got, want)
+	}
+}
+
+func TestPodsForOwner(t *testing.T) {
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &corev1.Pod{}, 0, cache.Indexers{})
+	if err := AddControllerUIDIndexer(inf); err != nil {
+		t.Fatal(err)
+	}
+	if err := AddControllerUIDIndexer(inf); err != nil { // idempotent
+		t.Fatal(err)
+	}
+	pod := func(ns, name, owner string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if owner != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{UID: types.UID(owner), Controller: ptr.To(true), Name: owner, Kind: "ReplicaSet"}}
+		}
+		return p
+	}
+	for _, p := range []*corev1.Pod{pod("a", "mine", "u1"), pod("a", "theirs", "u2"), pod("a", "orphan", ""), pod("b", "far-orphan", ""), pod("b", "mine-elsewhere", "u1")} {
+		_ = inf.GetIndexer().Add(p)
+	}
+	got, err := PodsForOwner(inf, "a", "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range got {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"mine", "orphan"}; !slices.Equal(names, want) {
+		t.Errorf("got %v, want %v", names, want)
 	}
 }

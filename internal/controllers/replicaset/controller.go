@@ -34,6 +34,7 @@ type Controller struct {
 	client   kubernetes.Interface
 	rsLister appslisters.ReplicaSetLister
 	pods     corelisters.PodLister
+	podInf   cache.SharedIndexInformer
 	synced   []cache.InformerSynced
 	exp      *podcontrol.Expectations
 	queue    podcontrol.Queue
@@ -56,6 +57,7 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		client:   c.Client,
 		rsLister: rsInf.Lister(),
 		pods:     podInf.Lister(),
+		podInf:   podInf.Informer(),
 		synced:   []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		exp:      podcontrol.NewExpectations(c.Clock),
 		queue:    podcontrol.NewQueue(Name),
@@ -65,6 +67,9 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		burst:    BurstReplicas,
 	}
 	rc.loop = podcontrol.NewLoop(Name, rc.queue, rc.sync, c.Logger, c.Metrics)
+	if err := podcontrol.AddControllerUIDIndexer(rc.podInf); err != nil {
+		return nil, err
+	}
 	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    rc.enqueue,
 		UpdateFunc: func(_, cur any) { rc.enqueue(cur) },

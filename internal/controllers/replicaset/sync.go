@@ -37,7 +37,7 @@ func (rc *Controller) sync(ctx context.Context, key string) error {
 		rc.log.Warn("invalid selector", "replicaset", key, "err", err)
 		return nil // nothing to do until the spec changes
 	}
-	all, err := rc.pods.Pods(ns).List(labels.Everything())
+	all, err := podcontrol.PodsForOwner(rc.podInf, ns, rs.UID)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ type Controller struct {
 	client    kubernetes.Interface
 	setLister appslisters.StatefulSetLister
 	pods      corelisters.PodLister
+	podInf    cache.SharedIndexInformer
 	pvcs      corelisters.PersistentVolumeClaimLister
 	synced    []cache.InformerSynced
 	queue     podcontrol.Queue
@@ -58,6 +59,7 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		client:    c.Client,
 		setLister: setInf.Lister(),
 		pods:      podInf.Lister(),
+		podInf:    podInf.Informer(),
 		pvcs:      pvcInf.Lister(),
 		synced:    []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced},
 		queue:     podcontrol.NewQueue(Name),
@@ -66,6 +68,9 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		log:       c.Logger,
 	}
 	sc.loop = podcontrol.NewLoop(Name, sc.queue, sc.sync, c.Logger, c.Metrics)
+	if err := podcontrol.AddControllerUIDIndexer(sc.podInf); err != nil {
+		return nil, err
+	}
 	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    sc.enqueue,
 		UpdateFunc: func(_, cur any) { sc.enqueue(cur) },

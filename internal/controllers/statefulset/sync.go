@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -43,7 +42,7 @@ func (sc *Controller) sync(ctx context.Context, key string) error {
 	if err != nil || selector.Empty() {
 		return nil
 	}
-	all, err := sc.pods.Pods(ns).List(labels.Everything())
+	all, err := podcontrol.PodsForOwner(sc.podInf, ns, set.UID)
 	if err != nil {
 		return err
 	}
