@@ -11,6 +11,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/job"
 	"github.com/myriad-k8s/myriad/internal/controllers/namespace"
 	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
+	"github.com/myriad-k8s/myriad/internal/controllers/podgc"
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
@@ -25,6 +26,7 @@ func All() []controllerctx.Descriptor {
 		namespace.Descriptor(),
 		garbagecollector.Descriptor(),
 		nodelifecycle.Descriptor(),
+		podgc.Descriptor(),
 		endpointslice.Descriptor(),
 		endpoints.Descriptor(),
 		replicaset.Descriptor(),
