@@ -25,6 +25,15 @@ func runSchedulerBench(ctx context.Context, args []string, stdout io.Writer) err
 	fs.IntVar(&cfg.Parallelism, "parallelism", 0, "filtering goroutines (default GOMAXPROCS)")
 	fs.IntVar(&cfg.MaxPodsPerRun, "max-pods-per-run", 0, "cap on pods per run (0: all); capped runs are marked in the report")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	var api schedbench.APIConfig
+	throughAPI := fs.Bool("through-api", false, "measure end to end instead: pods created through the API, bound through pods/binding by the scheduler")
+	fs.StringVar(&api.Kubeconfig, "kubeconfig", "", "with --through-api: an existing server (default: an in-process API server)")
+	fs.BoolVar(&api.StartScheduler, "start-scheduler", true, "with --through-api: run the scheduler in this process (false when the server runs its own)")
+	fs.IntVar(&api.Nodes, "api-nodes", 1000, "with --through-api: nodes")
+	fs.IntVar(&api.Pods, "api-pods", 30000, "with --through-api: pods")
+	fs.IntVar(&api.Workers, "workers", 64, "with --through-api: concurrent pod creators")
+	fs.IntVar(&api.MaxConcurrentBinds, "max-concurrent-binds", 0, "with --through-api: the scheduler's binding pool (0: its default)")
+	fs.BoolVar(&api.Backlog, "backlog", true, "with --through-api: create all pods first, then time the scheduler binding the backlog")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,6 +47,14 @@ func runSchedulerBench(ctx context.Context, args []string, stdout io.Writer) err
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *throughAPI {
+		api.Templates, api.Progress = cfg.Templates, os.Stderr
+		res, err := schedbench.RunAPI(ctx, api)
+		if err != nil {
+			return err
+		}
+		return res.Write(stdout)
 	}
 	for s := range strings.SplitSeq(*scenarios, ",") {
 		n, p, ok := strings.Cut(strings.TrimSpace(s), "x")

@@ -34,6 +34,7 @@ func runScheduler(ctx context.Context, args []string, _ io.Writer) error {
 	fs.IntVar(&cfg.Parallelism, "parallelism", 0, "filtering goroutines (default GOMAXPROCS)")
 	fs.IntVar(&cfg.BatchSize, "batch-size", 256, "largest equivalence-class batch")
 	fs.BoolVar(&cfg.DisablePreemption, "disable-preemption", false, "never preempt lower-priority pods")
+	fs.IntVar(&cfg.MaxConcurrentBinds, "max-concurrent-binds", 64, "pods/binding calls in flight (keep below the server's mutating-inflight limit)")
 	qps := fs.Float64("kube-api-qps", 5000, "client QPS to the API server")
 	burst := fs.Int("kube-api-burst", 10000, "client burst to the API server")
 	metricsAddr := fs.String("metrics-address", "", "serve /metrics and /healthz on this address (e.g. 127.0.0.1:10259); empty: off")

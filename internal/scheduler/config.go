@@ -45,6 +45,9 @@ type Config struct {
 	BatchSize int
 	// DisablePreemption turns preemption off.
 	DisablePreemption bool
+	// MaxConcurrentBinds bounds pods/binding calls in flight (default 64),
+	// below the API server's mutating-inflight limit.
+	MaxConcurrentBinds int
 }
 
 func (c *Config) setDefaults() error {

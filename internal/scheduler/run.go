@@ -58,6 +58,7 @@ func Run(ctx context.Context, cfg Config) error {
 		PercentageOfNodesToScore: cfg.PercentageOfNodesToScore,
 		Parallelism:              cfg.Parallelism,
 		DisablePreemption:        cfg.DisablePreemption,
+		MaxConcurrentBinds:       cfg.MaxConcurrentBinds,
 		Logger:                   log,
 		Metrics:                  m,
 		Binder:                   apiBinder{client: client},

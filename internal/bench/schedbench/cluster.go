@@ -75,7 +75,7 @@ func Pods(n, numTemplates int, seed uint64) []*v1.Pod {
 			p := &v1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "bench", UID: types.UID("uid-" + name),
 					Labels:          map[string]string{"app": t.name},
-					OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: t.name, UID: types.UID("rs-" + t.name)}}},
+					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: t.name, UID: types.UID("rs-" + t.name)}}},
 				Spec: v1.PodSpec{
 					SchedulerName: "default-scheduler",
 					Priority:      &prio,

@@ -63,6 +63,12 @@ type Config struct {
 	Parallelism int
 	// DisablePreemption turns preemption off.
 	DisablePreemption bool
+	// MaxConcurrentBinds bounds bindings in flight. Default 64: an API
+	// server answers 429 with Retry-After: 1s beyond its mutating-inflight
+	// limit (200 by default), so thousands of simultaneous bindings would
+	// mostly wait a second each; a bounded pool keeps them flowing.
+	// Pods waiting for a slot stay assumed.
+	MaxConcurrentBinds int
 
 	Clock    clock.Clock
 	Logger   *slog.Logger
@@ -88,6 +94,8 @@ type Scheduler struct {
 	// goroutine only).
 	statusBuf   []*framework.Status
 	feasibleBuf []*framework.NodeInfo
+	// bindSlots bounds bindings in flight.
+	bindSlots chan struct{}
 }
 
 // New validates cfg and returns a Scheduler.
@@ -103,6 +111,9 @@ func New(cfg Config, c *cache.Cache, q *queue.Queue) (*Scheduler, error) {
 	}
 	if cfg.Parallelism <= 0 {
 		cfg.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	if cfg.MaxConcurrentBinds <= 0 {
+		cfg.MaxConcurrentBinds = 64
 	}
 	if cfg.PercentageOfNodesToScore < 0 || cfg.PercentageOfNodesToScore > 100 {
 		return nil, fmt.Errorf("core: percentageOfNodesToScore %d outside 0..100", cfg.PercentageOfNodesToScore)
@@ -120,7 +131,8 @@ func New(cfg Config, c *cache.Cache, q *queue.Queue) (*Scheduler, error) {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	return &Scheduler{cfg: cfg, cache: c, queue: q, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), nominator: newNominator()}, nil
+	return &Scheduler{cfg: cfg, cache: c, queue: q, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), nominator: newNominator(),
+		bindSlots: make(chan struct{}, cfg.MaxConcurrentBinds)}, nil
 }
 
 type nopReporter struct{}
@@ -263,7 +275,9 @@ func (s *Scheduler) bindAsync(ctx context.Context, qp *queue.QueuedPod, node str
 	go func() {
 		defer s.binds.Done()
 		pod := qp.Info.Pod
+		s.bindSlots <- struct{}{}
 		err := s.cfg.Binder.Bind(ctx, pod, node)
+		<-s.bindSlots
 		now := s.cfg.Clock.Now()
 		if err != nil {
 			s.cfg.Logger.Info("binding failed", "pod", qp.Info.Key(), "node", node, "err", err)
