@@ -31,7 +31,7 @@ import (
 
 // myControllers are the controllers these tests exercise; the workload
 // controllers are tested elsewhere and left out so they cannot interfere.
-const myControllers = "--controllers=serviceaccount,root-ca-cert-publisher,namespace,garbagecollector,nodelifecycle,endpointslice,endpoint"
+const myControllers = "--controllers=serviceaccount,root-ca-cert-publisher,namespace,garbagecollector,nodelifecycle,pod-garbage-collector,endpointslice,endpoint"
 
 // ctlProc is one `myriad controllers` subprocess.
 type ctlProc struct {
