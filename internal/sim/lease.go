@@ -64,17 +64,48 @@ func (n *node) renewTask(due time.Time) {
 	if ctx.Err() != nil {
 		return
 	}
-	n.renew(ctx, due)
-	n.s.heartbeats.at(n.next(due, n.s.cfg.RenewInterval), n.renewTask)
+	next := n.next(due, n.s.cfg.RenewInterval)
+	if !n.renew(ctx, due) {
+		n.retryHeartbeat(due, next, 0, n.renew)
+	}
+	n.s.heartbeats.at(next, n.renewTask)
+}
+
+// Retries of a failed renewal back off like the kubelet's lease controller:
+// from 200 ms, doubling, to at most 7 s.
+const (
+	retryFirst = 200 * time.Millisecond
+	retryMax   = 7 * time.Second
+)
+
+// retryHeartbeat retries a failed heartbeat (beat) that was due at due
+// with backoff, until one succeeds or the next regular one (at next) takes
+// over. Lateness is still measured from due: a retried heartbeat is late.
+func (n *node) retryHeartbeat(due, next time.Time, attempt int, beat func(context.Context, time.Time) bool) {
+	backoff := min(retryFirst<<attempt, retryMax)
+	at := n.s.cfg.Clock.Now().Add(backoff)
+	if !at.Before(next) {
+		return
+	}
+	n.s.heartbeats.at(at, func(time.Time) {
+		ctx := n.runCtx()
+		if ctx.Err() != nil {
+			return
+		}
+		if !beat(ctx, due) {
+			n.retryHeartbeat(due, next, attempt+1, beat)
+		}
+	})
 }
 
 // renew writes one renewal with the cached Lease (one request, as the
 // kubelet does), falling back to a get or create when the cache is stale.
-func (n *node) renew(ctx context.Context, due time.Time) {
+// It reports false if the renewal failed and should be retried.
+func (n *node) renew(ctx context.Context, due time.Time) bool {
 	n.mu.Lock()
 	if n.mu.failed || n.mu.lease == nil {
 		n.mu.Unlock()
-		return
+		return true
 	}
 	l := n.mu.lease.DeepCopy()
 	nodeObj := n.mu.obj
@@ -98,11 +129,12 @@ func (n *node) renew(ctx context.Context, due time.Time) {
 		if n.runCtx().Err() == nil {
 			n.s.cfg.Logger.Debug("lease renewal failed", "node", n.name, "err", err)
 		}
-		return
+		return false
 	}
 	n.s.counters.renewals.Add(1)
 	n.s.metrics.renewal(true)
 	n.observeHeartbeat(due)
+	return true
 }
 
 // observeHeartbeat records an acknowledged heartbeat that was due at due.

@@ -199,7 +199,11 @@ func (n *node) recover(ctx context.Context) {
 	if n.s.cfg.FullStatusHeartbeat {
 		n.s.heartbeats.at(now, func(time.Time) { n.writeStatus(ctx, true) })
 	} else {
-		n.s.heartbeats.at(now, func(due time.Time) { n.renew(ctx, due) })
+		n.s.heartbeats.at(now, func(due time.Time) {
+			if !n.renew(ctx, due) {
+				n.retryHeartbeat(due, n.next(due, n.s.cfg.RenewInterval), 0, n.renew)
+			}
+		})
 		n.s.heartbeats.at(now, func(time.Time) { n.writeStatus(ctx, false) })
 	}
 	switch {

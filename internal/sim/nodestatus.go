@@ -169,10 +169,24 @@ func (n *node) fullStatusTask(due time.Time) {
 	if ctx.Err() != nil {
 		return
 	}
-	if n.writeStatus(ctx, true) {
-		n.observeHeartbeat(due)
+	next := n.next(due, n.s.cfg.RenewInterval)
+	if !n.fullStatusBeat(ctx, due) {
+		n.retryHeartbeat(due, next, 0, n.fullStatusBeat)
 	}
-	n.s.heartbeats.at(n.next(due, n.s.cfg.RenewInterval), n.fullStatusTask)
+	n.s.heartbeats.at(next, n.fullStatusTask)
+}
+
+// fullStatusBeat writes one full-status heartbeat; false if it failed and
+// should be retried.
+func (n *node) fullStatusBeat(ctx context.Context, due time.Time) bool {
+	if n.isFailed() {
+		return true
+	}
+	if !n.writeStatus(ctx, true) {
+		return false
+	}
+	n.observeHeartbeat(due)
+	return true
 }
 
 // next is the due time after due for period: due+period, or the next grid

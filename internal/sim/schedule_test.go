@@ -3,6 +3,9 @@ package sim
 import (
 	"context"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	"sync"
 	"testing"
 	"time"
@@ -139,5 +142,30 @@ func TestFailedNodeStopsRenewingAndRecovers(t *testing.T) {
 	}
 	if err := ts.Fail("no-such-node"); err == nil {
 		t.Error("Fail of an unknown node: no error")
+	}
+}
+
+// A failed renewal is retried with the kubelet's backoff (200 ms, 400 ms,
+// ...) and its lateness counts from the slot it missed.
+func TestFailedRenewalIsRetriedWithBackoff(t *testing.T) {
+	ts := newTestSim(t, 1, nil)
+	fails := 2
+	ts.client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if fails > 0 {
+			fails--
+			return true, nil, apierrors.NewTooManyRequests("busy", 1)
+		}
+		return false, nil, nil
+	})
+	updates := ts.record("update", "leases") // runs before the failing reactor
+	ts.run(t)
+	ts.advance(t, 11*time.Second, 100*time.Millisecond)
+	want := []time.Time{t0.Add(10 * time.Second), t0.Add(10*time.Second + 200*time.Millisecond), t0.Add(10*time.Second + 600*time.Millisecond)}
+	if got := updates.get("hollow-node-0"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("renewal attempts at %v, want %v", got, want)
+	}
+	st := ts.Stats()
+	if st.Renewals != 1 || st.RenewalErrors != 2 || st.LatenessMax != 600*time.Millisecond {
+		t.Errorf("renewals %d errors %d lateness max %v, want 1 2 600ms", st.Renewals, st.RenewalErrors, st.LatenessMax)
 	}
 }
