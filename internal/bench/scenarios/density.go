@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -114,19 +115,19 @@ func (c Density) Run(ctx context.Context, env *loadtest.Env) error {
 	deadline := start.Add(c.Timeout)
 	startT := env.Elapsed()
 	env.Progress.Phase("create deployments", int64(len(deployments)), deadline, nil)
-	var createErr error
+	var createErr atomic.Pointer[error]
 	pace(ctx, 1e6, 8, deadline, int64(len(deployments)), func(ctx context.Context, _ int, i int64) {
 		err := env.Latency.Time(key("POST", "deployments", "resource"), func() error {
 			_, err := env.Client.AppsV1().Deployments(ns).Create(ctx, deployments[i], metav1.CreateOptions{})
 			return err
 		})
-		if err != nil && createErr == nil {
-			createErr = err
+		if err != nil {
+			createErr.CompareAndSwap(nil, &err)
 		}
 		env.Progress.Add(1)
 	})
-	if createErr != nil {
-		return fmt.Errorf("creating deployments: %w", createErr)
+	if err := createErr.Load(); err != nil {
+		return fmt.Errorf("creating deployments: %w", *err)
 	}
 	createdAt := time.Now()
 
