@@ -21,6 +21,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/endpointutil"
+	"github.com/myriad-k8s/myriad/internal/controllers/queuemetrics"
 )
 
 // Name is the controller's name in --controllers (upstream's).
@@ -61,7 +62,7 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		endpoints: epInf.Lister(),
 		synced:    []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, epInf.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)}),
 		log: c.Logger.With("controller", Name),
 	}
 	add := func(key string) { ctrl.queue.Add(key) }

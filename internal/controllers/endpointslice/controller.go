@@ -18,6 +18,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/endpointutil"
+	"github.com/myriad-k8s/myriad/internal/controllers/queuemetrics"
 )
 
 // Name is the controller's name in --controllers.
@@ -78,7 +79,7 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		slices:   sliceInf.Informer().GetIndexer(),
 		synced:   []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, sliceInf.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)}),
 		log: c.Logger.With("controller", Name),
 		max: MaxEndpoints,
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/queuemetrics"
 )
 
 // Name is the controller's name in --controllers.
@@ -71,7 +72,7 @@ type Controller struct {
 func New(c *controllerctx.Context) (*Controller, error) {
 	q := func(name string) workqueue.TypedRateLimitingInterface[item] {
 		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[item](),
-			workqueue.TypedRateLimitingQueueConfig[item]{Name: name, Clock: c.Clock})
+			workqueue.TypedRateLimitingQueueConfig[item]{Name: name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)})
 	}
 	return &Controller{
 		client:            c.Client,

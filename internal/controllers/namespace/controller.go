@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/queuemetrics"
 	"github.com/myriad-k8s/myriad/internal/controllers/resources"
 )
 
@@ -53,7 +54,7 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		// pods' grace periods needs no faster polling.
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)}),
 		clock: c.Clock,
 		log:   c.Logger.With("controller", Name),
 	}

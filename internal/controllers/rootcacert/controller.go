@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/queuemetrics"
 )
 
 // Name is the controller's name in --controllers (upstream's).
@@ -75,7 +76,7 @@ func newWith(c *controllerctx.Context, ca []byte, nsInf cache.SharedIndexInforme
 		cmLister:   corelisters.NewConfigMapLister(cmInf.GetIndexer()),
 		synced:     []cache.InformerSynced{nsInf.HasSynced, cmInf.HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)}),
 		log: c.Logger.With("controller", Name),
 	}
 	if _, err := nsInf.AddEventHandler(cache.ResourceEventHandlerFuncs{

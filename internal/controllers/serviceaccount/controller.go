@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/queuemetrics"
 )
 
 // Name is the controller's name in --controllers.
@@ -48,7 +49,7 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		accounts:   saInf.Lister(),
 		synced:     []cache.InformerSynced{nsInf.Informer().HasSynced, saInf.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)}),
 		log: c.Logger.With("controller", Name),
 	}
 	enqueueNS := func(obj any) {
