@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 	"sync"
@@ -88,7 +89,7 @@ func TestLeaseRenewalsAreSpreadEvenly(t *testing.T) {
 	ts := newTestSim(t, nodes, nil)
 	updates := ts.record("update", "leases")
 	ts.run(t)
-	ts.advance(t, 25*time.Second, 20*time.Millisecond)
+	ts.advance(t, 25*time.Second, 100*time.Millisecond)
 
 	spacing := 10 * time.Second / nodes
 	for k, name := range ts.NodeNames() {
@@ -167,5 +168,56 @@ func TestFailedRenewalIsRetriedWithBackoff(t *testing.T) {
 	st := ts.Stats()
 	if st.Renewals != 1 || st.RenewalErrors != 2 || st.LatenessMax != 600*time.Millisecond {
 		t.Errorf("renewals %d errors %d lateness max %v, want 1 2 600ms", st.Renewals, st.RenewalErrors, st.LatenessMax)
+	}
+}
+
+// With FullStatusHeartbeat the heartbeat is the Node status every
+// RenewInterval and there is no Lease.
+func TestFullStatusHeartbeat(t *testing.T) {
+	ts := newTestSim(t, 4, func(c *Config) { c.FullStatusHeartbeat = true })
+	status := ts.record("update", "nodes")
+	ts.run(t)
+	ts.advance(t, 30*time.Second, 100*time.Millisecond)
+	leases, err := ts.client.CoordinationV1().Leases(LeaseNamespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases.Items) != 0 {
+		t.Errorf("%d Leases with FullStatusHeartbeat, want none", len(leases.Items))
+	}
+	// Node 2 of 4: offset 5 s; registered at t0, first beat from t0+5s.
+	want := []time.Time{t0.Add(5 * time.Second), t0.Add(15 * time.Second), t0.Add(25 * time.Second)}
+	if got := status.get("hollow-node-2"); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("status writes at %v, want %v", got, want)
+	}
+	if st := ts.Stats(); st.Renewals != 11 || st.NodeStatusUpdates != 0 {
+		t.Errorf("renewals %d status updates %d, want 11 (3+3+3+2) and 0", st.Renewals, st.NodeStatusUpdates)
+	}
+}
+
+// Greedy agents list all Services, each node every interval at its offset.
+func TestGreedyListsAreSpread(t *testing.T) {
+	ts := newTestSim(t, 4, func(c *Config) { c.GreedyListInterval = 2 * time.Second })
+	var mu sync.Mutex
+	var at []time.Duration
+	ts.client.PrependReactor("list", "services", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if ns := a.GetNamespace(); ns != "" {
+			t.Errorf("greedy list in namespace %q, want all namespaces", ns)
+		}
+		mu.Lock()
+		at = append(at, ts.clock.Now().Sub(t0))
+		mu.Unlock()
+		return false, nil, nil
+	})
+	ts.run(t)
+	ts.advance(t, 4*time.Second, 100*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	want := "[0s 500ms 1s 1.5s 2s 2.5s 3s 3.5s 4s]"
+	if fmt.Sprint(at) != want {
+		t.Errorf("lists at %v, want %s", at, want)
+	}
+	if st := ts.Stats(); st.GreedyLists != 9 {
+		t.Errorf("Stats.GreedyLists = %d, want 9", st.GreedyLists)
 	}
 }
