@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -121,7 +122,12 @@ func (l *Loop) processNext(ctx context.Context) bool {
 		// Shutting down: the next leader resyncs it.
 	case l.Queue.NumRequeues(key) < maxRetries:
 		l.syncs.WithLabelValues("error").Inc()
-		l.Logger.Info("sync failed, retrying", "key", key, "err", err)
+		level := slog.LevelInfo
+		if apierrors.IsConflict(err) {
+			// A write raced a newer version; the retry reads it. Routine.
+			level = slog.LevelDebug
+		}
+		l.Logger.Log(ctx, level, "sync failed, retrying", "key", key, "err", err)
 		l.Queue.AddRateLimited(key)
 	default:
 		l.syncs.WithLabelValues("error").Inc()
