@@ -306,7 +306,9 @@ func checkImages(t *testing.T, e *workloadEnv, image string, n int) {
 // affinity; a new node gets its pod, a tainted one does not.
 func TestWorkloadsDaemonSet(t *testing.T) {
 	e := startWorkloads(t, workloadControllers()...)
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.runKubelet(ctx, t, "default")
 	for i := range 4 {
 		labels := map[string]string{"role": "worker"}
 		if i == 3 {
@@ -381,6 +383,30 @@ func TestWorkloadsDaemonSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitWorkload(t, 30*time.Second, "pods following the nodes", want("node-1", "node-2", "node-4"))
+
+	// A rolling update, one node at a time, that kubectl sees finish.
+	e.s.mustKubectl(t, "", "rollout", "status", "daemonset/agent", "--timeout=60s")
+	e.s.mustKubectl(t, "", "set", "image", "daemonset/agent", "agent=agent:2")
+	out := e.s.mustKubectl(t, "", "rollout", "status", "daemonset/agent", "--timeout=60s")
+	if !strings.Contains(out, "successfully rolled out") {
+		t.Errorf("rollout status: %s", out)
+	}
+	pods, err := e.client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			live++
+			if p.Spec.Containers[0].Image != "agent:2" {
+				t.Errorf("pod %s still runs %s", p.Name, p.Spec.Containers[0].Image)
+			}
+		}
+	}
+	if live != 3 {
+		t.Errorf("%d pods after the update, want 3", live)
+	}
 }
 
 // TestWorkloadsStatefulSet: ordered creation with stable names and claims,
