@@ -46,8 +46,10 @@ func createNamespaces(ctx context.Context, c kubernetes.Interface, prefix string
 // confirm), config maps, services and deployments in namespaces, then
 // the namespaces. Best effort: errors are logged.
 func cleanupNamespaces(ctx context.Context, env *loadtest.Env, namespaces []string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
+	env.Progress.Phase("cleanup", int64(len(namespaces)), time.Time{}, nil)
+	defer env.Progress.Add(int64(len(namespaces)))
 	c := env.Client
 	zero := int64(0)
 	del := metav1.DeleteOptions{GracePeriodSeconds: &zero}

@@ -59,8 +59,9 @@ func hollowNodes(ctx context.Context, env *loadtest.Env, prefix string, n int, f
 // deleteNodes deletes the named Nodes and their Leases (best effort), so
 // a run against a long-lived server leaves no hollow nodes behind.
 func deleteNodes(ctx context.Context, env *loadtest.Env, names []string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
+	env.Progress.Phase("delete nodes", int64(len(names)), time.Time{}, nil)
 	next := make(chan string)
 	var wg sync.WaitGroup
 	for range 16 {
@@ -74,6 +75,7 @@ func deleteNodes(ctx context.Context, env *loadtest.Env, names []string) {
 				if err := env.Client.CoordinationV1().Leases(sim.LeaseNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 					env.Log.Warn("cleanup", "lease", name, "err", err)
 				}
+				env.Progress.Add(1)
 			}
 		}()
 	}
