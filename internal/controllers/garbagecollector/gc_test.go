@@ -158,6 +158,14 @@ func TestCollector(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 			check(true)
+			if tc.name == "dependent of a live owner stays" {
+				// Settled from the cache: no live reads, no writes.
+				for _, a := range md.Actions() {
+					if a.GetVerb() != "list" && a.GetVerb() != "watch" {
+						t.Fatalf("API call %s %s for an object with a live owner", a.GetVerb(), a.GetResource().Resource)
+					}
+				}
+			}
 			if gc.monitors.forGVR(schema.GroupVersionResource{Version: "v1", Resource: "events"}) != nil {
 				t.Fatal("events are monitored")
 			}

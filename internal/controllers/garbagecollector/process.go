@@ -43,6 +43,50 @@ func (gc *Controller) live(ctx context.Context, it item) (*metav1.PartialObjectM
 	return m, nil
 }
 
+// ownersAllCached reports whether the cached object is not being deleted
+// and every owner it names is cached, with the same UID, and not deleting
+// its dependents.
+func (gc *Controller) ownersAllCached(it item) bool {
+	mon := gc.monitors.forGVR(it.gvr)
+	if mon == nil {
+		return false
+	}
+	obj, ok, _ := mon.informer.GetIndexer().GetByKey(cacheKey(it.namespace, it.name))
+	if !ok {
+		return false
+	}
+	m := obj.(*metav1.PartialObjectMetadata)
+	if m.UID != it.uid || m.DeletionTimestamp != nil || len(m.OwnerReferences) == 0 {
+		return false
+	}
+	for _, ref := range m.OwnerReferences {
+		om := gc.monitors.forKind(refGroupKind(ref))
+		if om == nil {
+			return false
+		}
+		ns := ""
+		if om.res.Namespaced {
+			ns = m.Namespace
+		}
+		o, ok, _ := om.informer.GetIndexer().GetByKey(cacheKey(ns, ref.Name))
+		if !ok {
+			return false
+		}
+		owner := o.(*metav1.PartialObjectMetadata)
+		if owner.UID != ref.UID || (owner.DeletionTimestamp != nil && slices.Contains(owner.Finalizers, metav1.FinalizerDeleteDependents)) {
+			return false
+		}
+	}
+	return true
+}
+
+func cacheKey(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}
+
 // owner classifies one owner reference of an object in namespace ns.
 func (gc *Controller) owner(ctx context.Context, ns string, ref metav1.OwnerReference) (ownerState, error) {
 	mon := gc.monitors.forKind(refGroupKind(ref))
@@ -81,6 +125,12 @@ func (gc *Controller) owner(ctx context.Context, ns string, ref metav1.OwnerRefe
 // processDelete handles one attemptToDelete item: an owner deleting its
 // dependents in the foreground, or a dependent whose owners may be gone.
 func (gc *Controller) processDelete(ctx context.Context, it item) error {
+	// Every owned object is queued once when its informer first lists it;
+	// almost all have live owners. Settle those from the cache alone, so a
+	// takeover with 200,000 owned pods costs no API calls.
+	if gc.ownersAllCached(it) {
+		return nil
+	}
 	m, err := gc.live(ctx, it)
 	if err != nil || m == nil {
 		return err
