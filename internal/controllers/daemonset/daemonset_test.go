@@ -186,3 +186,20 @@ func TestShouldRun(t *testing.T) {
 		}
 	}
 }
+
+func TestWaitsForTerminatingPod(t *testing.T) {
+	ds := newDS()
+	old := daemonPod(ds, "a", templateHash(ds), true)
+	old.DeletionTimestamp = &metav1.Time{}
+	dc, client := newHarness(t, ds, node("a", map[string]string{"role": "worker"}), old)
+	if err := dc.sync(context.Background(), "kube-system/agent"); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(actions(client, "create")); n != 0 {
+		t.Errorf("%d pods created while the old one terminates", n)
+	}
+	got, _ := client.AppsV1().DaemonSets("kube-system").Get(context.Background(), "agent", metav1.GetOptions{})
+	if got.Status.DesiredNumberScheduled != 1 || got.Status.NumberAvailable != 0 || got.Status.NumberUnavailable != 1 {
+		t.Errorf("status %+v", got.Status)
+	}
+}

@@ -47,12 +47,9 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	var candidates []*corev1.Pod
-	for _, p := range all {
-		if p.DeletionTimestamp == nil {
-			candidates = append(candidates, p)
-		}
-	}
+	// Terminating pods stay in: a node whose daemon pod is still
+	// terminating gets its replacement only once it is gone (host ports
+	// and the like), as upstream.
 	pods, err := podcontrol.Claim(ctx, &podcontrol.RefManager{
 		Owner: ds, GVK: controllerKind, Selector: selector,
 		CanAdopt: podcontrol.RecheckOwner(ds, func(ctx context.Context) (metav1.Object, error) {
@@ -61,7 +58,7 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 		Patch: func(ctx context.Context, ns, name string, data []byte) (metav1.Object, error) {
 			return dc.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 		},
-	}, candidates)
+	}, all)
 	if err != nil {
 		return err
 	}
@@ -98,7 +95,7 @@ func (dc *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key stri
 			create = append(create, node.Name)
 		case keep:
 			var live []*corev1.Pod
-			for _, p := range pods {
+			for _, p := range alive(pods) {
 				if p.Status.Phase == corev1.PodFailed {
 					del = append(del, p) // replaced on a later sync
 					continue
@@ -111,12 +108,12 @@ func (dc *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key stri
 				del = append(del, live[1:]...)
 			}
 		default:
-			del = append(del, pods...)
+			del = append(del, alive(pods)...)
 		}
 	}
 	for node, pods := range byNode {
 		if !seen[node] {
-			del = append(del, pods...) // node gone, or pod never pinned
+			del = append(del, alive(pods)...) // node gone, or pod never pinned
 		}
 	}
 	if len(create) == 0 && len(del) == 0 {
@@ -189,7 +186,7 @@ func (dc *Controller) rollingUpdateVictims(ds *appsv1.DaemonSet, nodes []*corev1
 			continue
 		}
 		desired++
-		pods := byNode[node.Name]
+		pods := alive(byNode[node.Name])
 		if len(pods) == 0 {
 			unavailable++
 			continue
@@ -236,7 +233,7 @@ func (dc *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, te
 	now := dc.clock.Now()
 	for _, node := range nodes {
 		run, _ := shouldRun(template, node)
-		pods := byNode[node.Name]
+		pods := alive(byNode[node.Name])
 		if run {
 			st.DesiredNumberScheduled++
 		}
@@ -279,4 +276,15 @@ func statusEqual(a, b appsv1.DaemonSetStatus) bool {
 		a.NumberMisscheduled == b.NumberMisscheduled && a.NumberReady == b.NumberReady && a.NumberAvailable == b.NumberAvailable &&
 		a.NumberUnavailable == b.NumberUnavailable && a.UpdatedNumberScheduled == b.UpdatedNumberScheduled &&
 		a.ObservedGeneration == b.ObservedGeneration
+}
+
+// alive drops pods being deleted.
+func alive(pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
