@@ -13,8 +13,8 @@
 // Updates: RollingUpdate deletes old pods (those whose
 // controller-revision-hash label is not the current template's) at most
 // maxUnavailable at a time, counting already unavailable pods; the
-// replacement is created on the next sync. OnDelete only replaces pods the
-// user deletes. Status carries desired/current/misscheduled/ready/
+// replacement is created once the old pod is gone (a node never runs two
+// daemon pods at once). OnDelete only replaces pods the user deletes. Status carries desired/current/misscheduled/ready/
 // available/unavailable/updated counts and observedGeneration.
 //
 // Simplifications against upstream: the revision hash is the template hash
