@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -241,5 +242,48 @@ func TestEquivalenceClass(t *testing.T) {
 	d.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: v1.DoNotSchedule}}
 	if EquivalenceClass(d) != "" {
 		t.Fatal("spread-constrained pod batched")
+	}
+}
+
+type pdbs []*policyv1.PodDisruptionBudget
+
+func (p pdbs) PDBs() []*policyv1.PodDisruptionBudget { return p }
+
+func TestPreemptionPrefersNoPDBViolation(t *testing.T) {
+	budget := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "guard", Namespace: "ns"},
+		Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"guarded": "yes"}}},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}
+	h := newHarness(t, Config{PDBs: pdbs{budget}})
+	h.c.AddNode(node("a", "1", nil))
+	h.c.AddNode(node("b", "1", nil))
+	guarded := pod("guarded", "1", 1)
+	guarded.Labels["guarded"] = "yes"
+	guarded.Spec.NodeName = "a"
+	h.c.AddPod(guarded)
+	// Higher priority than guarded, still lower than the preemptor: the
+	// PDB outweighs victim priority, as upstream.
+	free := pod("free", "1", 5)
+	free.Spec.NodeName = "b"
+	h.c.AddPod(free)
+	h.add(pod("high", "1", 10))
+	h.drain(t)
+	if got := h.r.preempted["high"]; len(got) != 1 || got[0] != "free" {
+		t.Fatalf("victims %v, want [free]", got)
+	}
+}
+
+func TestPreemptionPolicyNever(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.c.AddNode(node("a", "1", nil))
+	low := pod("low", "1", 1)
+	low.Spec.NodeName = "a"
+	h.c.AddPod(low)
+	never := v1.PreemptNever
+	p := pod("high", "1", 10)
+	p.Spec.PreemptionPolicy = &never
+	h.add(p)
+	h.drain(t)
+	if len(h.r.preempted) != 0 || !strings.HasSuffix(h.r.unsch["high"], "preemption: not eligible due to preemptionPolicy=Never.") {
+		t.Fatalf("preempted %v, message %q", h.r.preempted, h.r.unsch["high"])
 	}
 }

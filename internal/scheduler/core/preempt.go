@@ -60,10 +60,22 @@ func (s *Scheduler) preempt(ctx context.Context, qp *queue.QueuedPod, res *searc
 				}
 			}
 		}
-		for _, n := range snap.Nodes() {
+		nodes := snap.Nodes()
+		// Like upstream's DryRunPreemption, stop once enough candidates
+		// are found (10% of nodes, at least 100).
+		enough := max(len(nodes)/10, 100)
+		found := 0
+		for _, n := range nodes {
 			st := res.failed[n.Name]
 			if st == nil || st.Code != framework.Unschedulable {
 				counts[reasonNotHelpful]++
+				continue
+			}
+			if found >= enough {
+				continue
+			}
+			if !couldFit(pod, n) {
+				counts[reasonNoVictims]++
 				continue
 			}
 			c := selectVictims(res.state, pod, n, pdbs)
@@ -71,6 +83,7 @@ func (s *Scheduler) preempt(ctx context.Context, qp *queue.QueuedPod, res *searc
 				counts[reasonNoVictims]++
 				continue
 			}
+			found++
 			if better(c, best) {
 				best = c
 			}
@@ -97,6 +110,26 @@ func (s *Scheduler) preempt(ctx context.Context, qp *queue.QueuedPod, res *searc
 	}
 	s.cfg.Logger.Info("preempted", "pod", pod.Key(), "node", best.node, "victims", len(victims))
 	return ""
+}
+
+// couldFit is a cheap bound before selectVictims copies the node: would
+// the pod's cpu, memory and pod count fit if every lower-priority pod went?
+func couldFit(pod *framework.PodInfo, n *framework.NodeInfo) bool {
+	var cpu, mem, pods int64
+	for _, p := range n.Pods {
+		if p.Priority < pod.Priority {
+			cpu += p.Requests.MilliCPU
+			mem += p.Requests.Memory
+			pods++
+		}
+	}
+	if pods == 0 {
+		return false
+	}
+	free := func(alloc, used, freed int64) int64 { return alloc - used + freed }
+	return pod.Requests.MilliCPU <= free(n.Allocatable.MilliCPU, n.Requested.MilliCPU, cpu) &&
+		pod.Requests.Memory <= free(n.Allocatable.Memory, n.Requested.Memory, mem) &&
+		int64(len(n.Pods))-pods+1 <= n.Allocatable.AllowedPodNumber
 }
 
 // selectVictims removes every lower-priority pod from a copy of n; if pod
