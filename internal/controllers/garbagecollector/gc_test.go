@@ -132,7 +132,7 @@ func TestCollector(t *testing.T) {
 				for _, w := range tc.want {
 					for {
 						testGets++
-					m, err := md.Resource(w.gvr).Namespace("ns").Get(ctx, w.name, metav1.GetOptions{})
+						m, err := md.Resource(w.gvr).Namespace("ns").Get(ctx, w.name, metav1.GetOptions{})
 						var ok bool
 						if w.gone {
 							ok = err != nil
@@ -154,11 +154,17 @@ func TestCollector(t *testing.T) {
 				}
 			}
 			check(false)
-			// Once the queues drain, nothing may have moved past the wanted state.
-			for gc.attemptToDelete.Len()+gc.attemptToOrphan.Len() > 0 {
+			// Once the caches have synced and the queues drained, nothing may
+			// have moved past the wanted state.
+			select {
+			case <-gc.warmed:
+			case <-ctx.Done():
+				t.Fatal("never warmed")
+			}
+			for !gc.monitors.synced() || gc.attemptToDelete.Len()+gc.attemptToOrphan.Len() > 0 {
 				time.Sleep(10 * time.Millisecond)
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(200 * time.Millisecond)
 			check(true)
 			if tc.name == "dependent of a live owner stays" {
 				// Settled from the cache: no live reads, no writes.
