@@ -20,6 +20,13 @@
 // Simplifications against upstream: succeeded and failed pods are counted
 // from the pod cache (upstream's tracking finalizers, which survive pod
 // deletion, are not used), so deleting finished pods by hand loses their
-// count; completionMode Indexed, podFailurePolicy, successPolicy,
-// backoffLimitPerIndex and podReplacementPolicy are not implemented.
+// count; podFailurePolicy, successPolicy, backoffLimitPerIndex and
+// podReplacementPolicy are not implemented.
+//
+// completionMode Indexed: one pod per index in [0, completions), lowest
+// pending indexes first up to parallelism, each named "<job>-<index>-…"
+// with hostname "<job>-<index>", the batch.kubernetes.io/job-completion-index
+// annotation and label, and JOB_COMPLETION_INDEX in every container from the
+// downward API; an index is done when one of its pods succeeded, and
+// status.completedIndexes lists them ("0-3,7").
 package job

@@ -85,6 +85,12 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 			}
 		}
 	}
+	var doneIndexes []int
+	if isIndexed(job) {
+		// Indexed: an index counts once however many pods succeeded for it.
+		doneIndexes = succeededIndexes(pods, ptr.Deref(job.Spec.Completions, 1))
+		succeeded = int32(len(doneIndexes))
+	}
 	now := jc.clock.Now()
 	st := job.Status.DeepCopy()
 	if st.StartTime == nil && !suspended(job) {
@@ -124,7 +130,11 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 	activeCount := len(active)
 	if finishCond == nil && jc.exp.Satisfied(key) {
 		var delta int
-		delta, manageErr = jc.manage(ctx, job, key, active, succeeded, failed, lastFailure)
+		if isIndexed(job) {
+			delta, manageErr = jc.manageIndexed(ctx, job, key, active, doneIndexes, failed, lastFailure)
+		} else {
+			delta, manageErr = jc.manage(ctx, job, key, active, succeeded, failed, lastFailure)
+		}
 		activeCount += delta
 	}
 	jc.suspendCondition(job, st)
@@ -132,6 +142,9 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 	st.Active = int32(activeCount)
 	st.Ready = ptr.To(ready)
 	st.Succeeded = succeeded
+	if isIndexed(job) {
+		st.CompletedIndexes = formatIndexes(doneIndexes)
+	}
 	st.Failed = failed
 	if err := jc.updateStatus(ctx, job, st); err != nil {
 		return errors.Join(manageErr, err)
@@ -174,28 +187,12 @@ func (jc *Controller) manage(ctx context.Context, job *batchv1.Job, key string, 
 	if diff == 0 {
 		return 0, nil
 	}
-	// Failed pods are replaced after an exponential backoff.
-	if failed > 0 && !lastFailure.IsZero() {
-		backoff := DefaultBackoff << min(failed-1, 10)
-		backoff = min(backoff, MaxBackoff)
-		if wait := lastFailure.Add(backoff).Sub(jc.clock.Now()); wait > 0 {
-			jc.queue.AddAfter(key, wait)
-			return 0, nil
-		}
+	if wait := jc.backoffWait(failed, lastFailure); wait > 0 {
+		jc.queue.AddAfter(key, wait)
+		return 0, nil
 	}
 	jc.exp.Expect(key, diff, nil)
-	template := job.Spec.Template.DeepCopy()
-	if template.Labels == nil {
-		template.Labels = map[string]string{}
-	}
-	for k, v := range map[string]string{
-		JobNameLabel: job.Name, legacyJobNameLabel: job.Name,
-		ControllerUIDLabel: string(job.UID), legacyControllerUIDLabel: string(job.UID),
-	} {
-		if _, ok := template.Labels[k]; !ok {
-			template.Labels[k] = v
-		}
-	}
+	template := jc.podTemplate(job)
 	ref := podcontrol.ControllerRef(job, controllerKind)
 	ok, err := podcontrol.SlowStartBatch(diff, podcontrol.SlowStartInitialBatch, func() error {
 		_, err := podcontrol.CreatePod(ctx, jc.client, jc.recorder, job, podcontrol.PodFromTemplate(template, job, ref))
@@ -208,6 +205,34 @@ func (jc *Controller) manage(ctx context.Context, job *batchv1.Job, key string, 
 		jc.exp.CreationObserved(key)
 	}
 	return ok, err
+}
+
+// backoffWait is how long re-creation must still wait after failures:
+// 10 s doubling per failed pod, at most 6 min, from the last failure.
+func (jc *Controller) backoffWait(failed int32, lastFailure time.Time) time.Duration {
+	if failed == 0 || lastFailure.IsZero() {
+		return 0
+	}
+	backoff := min(DefaultBackoff<<min(failed-1, 10), MaxBackoff)
+	return lastFailure.Add(backoff).Sub(jc.clock.Now())
+}
+
+// podTemplate is the job's template with the job-name and controller-uid
+// labels the API would have added.
+func (jc *Controller) podTemplate(job *batchv1.Job) *corev1.PodTemplateSpec {
+	template := job.Spec.Template.DeepCopy()
+	if template.Labels == nil {
+		template.Labels = map[string]string{}
+	}
+	for k, v := range map[string]string{
+		JobNameLabel: job.Name, legacyJobNameLabel: job.Name,
+		ControllerUIDLabel: string(job.UID), legacyControllerUIDLabel: string(job.UID),
+	} {
+		if _, ok := template.Labels[k]; !ok {
+			template.Labels[k] = v
+		}
+	}
+	return template
 }
 
 func (jc *Controller) deletePods(ctx context.Context, job *batchv1.Job, key string, pods []*corev1.Pod) error {
@@ -299,7 +324,7 @@ func (jc *Controller) updateStatus(ctx context.Context, job *batchv1.Job, st *ba
 }
 
 func statusEqual(a, b *batchv1.JobStatus) bool {
-	if a.Active != b.Active || a.Succeeded != b.Succeeded || a.Failed != b.Failed ||
+	if a.Active != b.Active || a.Succeeded != b.Succeeded || a.Failed != b.Failed || a.CompletedIndexes != b.CompletedIndexes ||
 		ptr.Deref(a.Ready, -1) != ptr.Deref(b.Ready, -1) || !a.StartTime.Equal(b.StartTime) ||
 		!a.CompletionTime.Equal(b.CompletionTime) || len(a.Conditions) != len(b.Conditions) {
 		return false
