@@ -175,6 +175,11 @@ func (e *elector) watchReleases(ctx context.Context) {
 			return
 		}
 		e.mu.Lock()
+		if e.mu.lease != nil && e.mu.lease.ResourceVersion == l.ResourceVersion {
+			// A relist replaying what we saw: not a renewal.
+			e.mu.Unlock()
+			return
+		}
 		e.mu.lease, e.mu.seen = l, time.Now()
 		if e.mu.expiry != nil {
 			e.mu.expiry.Stop()
