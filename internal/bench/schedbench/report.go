@@ -20,17 +20,17 @@ func (r *Result) Write(w io.Writer) error {
 	p("# myriad bench scheduler\n\n")
 	p("in-process scheduler core (no API server; bindings recorded in memory); GOMAXPROCS %d, %d filter goroutines; %d ReplicaSet-like templates; %s\n\n",
 		r.GoMaxProcs, r.Parallelism, r.Templates, r.Start.Format(time.RFC3339))
-	p("pods/s is scheduled pods over the scheduling time; with enqueue it also counts turning pods into queue entries (requests, equivalence class), which the informer handler does.\n\n")
-	p("| nodes | pods | mode | scheduled | unschedulable | enqueue | schedule | pods/s | pods/s with enqueue | CPU fraction mean | stddev | min | max |\n")
-	p("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("pods/s is scheduled pods over the scheduling time; with enqueue it also counts turning pods into queue entries (requests, equivalence class), which the informer handler does. pods/CPU-s divides by the process's CPU time while scheduling instead (steadier on a shared machine).\n\n")
+	p("| nodes | pods | mode | scheduled | unschedulable | enqueue | schedule | pods/s | pods/s with enqueue | pods/CPU-s | CPU fraction mean | stddev | min | max |\n")
+	p("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, x := range r.Runs {
 		pods := fmt.Sprintf("%d", x.Pods)
 		if x.Pods < x.Scenario.Pods {
 			pods = fmt.Sprintf("%d (capped from %d)", x.Pods, x.Scenario.Pods)
 		}
 		withEnqueue := float64(x.Scheduled) / (x.Enqueue + x.Schedule).Seconds()
-		p("| %d | %s | %s | %d | %d | %s | %s | %.0f | %.0f | %.3f | %.3f | %.3f | %.3f |\n", x.Scenario.Nodes, pods, x.Mode.Name,
-			x.Scheduled, x.Unschedulable, x.Enqueue.Round(time.Millisecond), x.Schedule.Round(time.Millisecond), x.PodsPerSec, withEnqueue,
+		p("| %d | %s | %s | %d | %d | %s | %s | %.0f | %.0f | %.0f | %.3f | %.3f | %.3f | %.3f |\n", x.Scenario.Nodes, pods, x.Mode.Name,
+			x.Scheduled, x.Unschedulable, x.Enqueue.Round(time.Millisecond), x.Schedule.Round(time.Millisecond), x.PodsPerSec, withEnqueue, x.PodsPerCPUSec,
 			x.CPUMean, x.CPUStddev, x.CPUMin, x.CPUMax)
 	}
 	return err

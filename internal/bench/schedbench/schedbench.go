@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -72,6 +73,11 @@ type RunResult struct {
 	// time from the first pop until the last binding was recorded.
 	Enqueue, Schedule time.Duration
 	PodsPerSec        float64 // Scheduled / Schedule
+	// ScheduleCPU is the process's CPU time (user+system, all threads,
+	// GC included) during Schedule: on a shared machine wall time
+	// stretches with other load, CPU time much less.
+	ScheduleCPU   time.Duration
+	PodsPerCPUSec float64
 	// Allocated CPU fraction across schedulable (untainted) nodes.
 	CPUMean, CPUStddev, CPUMin, CPUMax float64
 }
@@ -187,6 +193,7 @@ func runOne(ctx context.Context, cfg Config, sc Scenario, m Mode, nodes []*v1.No
 	r.Enqueue = time.Since(start)
 
 	start = time.Now()
+	cpu0 := processCPU()
 	for q.Lengths().Active > 0 {
 		if err := s.ScheduleOne(ctx); err != nil {
 			return r, err
@@ -195,9 +202,13 @@ func runOne(ctx context.Context, cfg Config, sc Scenario, m Mode, nodes []*v1.No
 	}
 	s.WaitForBindings()
 	r.Schedule = time.Since(start)
+	r.ScheduleCPU = processCPU() - cpu0
 	r.Scheduled = int(binder.bound.Load())
 	r.Unschedulable = rep.unschedulable
 	r.PodsPerSec = float64(r.Scheduled) / r.Schedule.Seconds()
+	if r.ScheduleCPU > 0 {
+		r.PodsPerCPUSec = float64(r.Scheduled) / r.ScheduleCPU.Seconds()
+	}
 	r.CPUMean, r.CPUStddev, r.CPUMin, r.CPUMax = cpuSpread(c)
 	return r, nil
 }
@@ -228,4 +239,13 @@ func cpuSpread(c *cache.Cache) (mean, stddev, lo, hi float64) {
 	}
 	stddev = math.Sqrt(stddev / float64(len(fr)))
 	return mean, stddev, lo, hi
+}
+
+// processCPU is the process's user+system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
