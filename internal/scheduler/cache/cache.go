@@ -43,11 +43,12 @@ type Cache struct {
 }
 
 // New returns an empty cache; assumed pods expire ttl after their binding
-// finished without confirmation (upstream: 15 minutes... we default to 30s
-// since Myriad's watch latency is milliseconds).
+// finished without confirmation (default 15 minutes, upstream's
+// durationToExpireAssumedPod: expiring early would free the room while the
+// confirmation is merely late, and over-commit the node).
 func New(ttl time.Duration) *Cache {
 	if ttl <= 0 {
-		ttl = 30 * time.Second
+		ttl = 15 * time.Minute
 	}
 	c := &Cache{ttl: ttl}
 	c.mu.nodes = map[string]*framework.NodeInfo{}
