@@ -98,12 +98,17 @@ func TestRankForDeletion(t *testing.T) {
 		pod("doubled-a", "n7", corev1.PodRunning, time.Hour, 0, 3*time.Hour),
 		pod("doubled-b", "n7", corev1.PodRunning, time.Hour, 0, 3*time.Hour),
 	}
+	cheap := pod("cheap", "n8", corev1.PodRunning, time.Minute, 0, time.Hour)
+	cheap.Annotations = map[string]string{PodDeletionCostAnnotation: "-10"}
+	dear := pod("dear", "n9", corev1.PodRunning, time.Minute, 0, time.Hour)
+	dear.Annotations = map[string]string{PodDeletionCostAnnotation: "100"}
+	pods = append(pods, dear, cheap)
 	RankForDeletion(pods)
 	var names []string
 	for _, p := range pods {
 		names = append(names, p.Name)
 	}
-	want := "unscheduled pending unknown running-not-ready doubled-a doubled-b new-ready crashy old-ready"
+	want := "unscheduled pending unknown running-not-ready cheap doubled-a doubled-b new-ready crashy old-ready dear"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("order\n got %s\nwant %s", got, want)
 	}

@@ -2,6 +2,7 @@ package podcontrol
 
 import (
 	"sort"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +46,8 @@ func IsPodAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 
 // RankForDeletion sorts pods so the ones to delete first come first, in
 // upstream's ActivePodsWithRanks order: unassigned before assigned;
-// Pending before Unknown before Running; not ready before ready; more pods
+// Pending before Unknown before Running; not ready before ready; lower
+// controller.kubernetes.io/pod-deletion-cost before higher; more pods
 // of the same controller on the node before fewer (spreads what remains);
 // ready for less time before more; more container restarts before fewer;
 // newer before older.
@@ -72,6 +74,9 @@ func RankForDeletion(pods []*corev1.Pod) {
 		}
 		if ra, rb := IsPodReady(a), IsPodReady(b); ra != rb {
 			return !ra
+		}
+		if ca, cb := deletionCost(a), deletionCost(b); ca != cb {
+			return ca < cb
 		}
 		if ra, rb := rank(a), rank(b); ra != rb {
 			return ra > rb
@@ -118,4 +123,20 @@ func afterOrZero(a, b *time.Time) bool {
 		return a.IsZero() && !b.IsZero()
 	}
 	return a.After(*b)
+}
+
+// PodDeletionCostAnnotation lets users order scale-down (upstream's
+// PodDeletionCost, GA): lower cost goes first; missing or invalid is 0.
+const PodDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
+
+func deletionCost(p *corev1.Pod) int32 {
+	v, ok := p.Annotations[PodDeletionCostAnnotation]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return int32(n)
 }
