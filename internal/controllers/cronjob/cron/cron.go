@@ -26,17 +26,33 @@ type bounds struct {
 	names    map[string]int
 }
 
-var (
-	minutes = bounds{0, 59, nil}
-	hours   = bounds{0, 23, nil}
-	doms    = bounds{1, 31, nil}
-	months  = bounds{1, 12, map[string]int{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12}}
-	dows    = bounds{0, 6, map[string]int{"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}}
-)
+// Field bounds; names are matched case-insensitively. Functions rather
+// than package variables so no table can be changed at run time.
+func minutes() bounds { return bounds{0, 59, nil} }
+func hours() bounds   { return bounds{0, 23, nil} }
+func doms() bounds    { return bounds{1, 31, nil} }
+func months() bounds {
+	return bounds{1, 12, map[string]int{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12}}
+}
+func dows() bounds {
+	return bounds{0, 6, map[string]int{"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}}
+}
 
-var descriptors = map[string]string{
-	"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
-	"@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *",
+// descriptor expands an @-descriptor to its 5 fields.
+func descriptor(d string) (string, bool) {
+	switch strings.ToLower(d) {
+	case "@yearly", "@annually":
+		return "0 0 1 1 *", true
+	case "@monthly":
+		return "0 0 1 * *", true
+	case "@weekly":
+		return "0 0 * * 0", true
+	case "@daily", "@midnight":
+		return "0 0 * * *", true
+	case "@hourly":
+		return "0 * * * *", true
+	}
+	return "", false
 }
 
 // Parse parses a standard cron schedule.
@@ -57,7 +73,7 @@ func Parse(spec string) (*Schedule, error) {
 		spec = strings.TrimSpace(spec[i:])
 	}
 	if strings.HasPrefix(spec, "@") {
-		d, ok := descriptors[strings.ToLower(spec)]
+		d, ok := descriptor(spec)
 		if !ok {
 			return nil, fmt.Errorf("%w: unknown descriptor %q", ErrSyntax, spec)
 		}
@@ -69,19 +85,19 @@ func Parse(spec string) (*Schedule, error) {
 	}
 	s := &Schedule{Location: loc}
 	var err error
-	if s.minute, _, err = parseField(fields[0], minutes); err != nil {
+	if s.minute, _, err = parseField(fields[0], minutes()); err != nil {
 		return nil, err
 	}
-	if s.hour, _, err = parseField(fields[1], hours); err != nil {
+	if s.hour, _, err = parseField(fields[1], hours()); err != nil {
 		return nil, err
 	}
-	if s.dom, s.domStar, err = parseField(fields[2], doms); err != nil {
+	if s.dom, s.domStar, err = parseField(fields[2], doms()); err != nil {
 		return nil, err
 	}
-	if s.month, _, err = parseField(fields[3], months); err != nil {
+	if s.month, _, err = parseField(fields[3], months()); err != nil {
 		return nil, err
 	}
-	if s.dow, s.dowStar, err = parseField(fields[4], dows); err != nil {
+	if s.dow, s.dowStar, err = parseField(fields[4], dows()); err != nil {
 		return nil, err
 	}
 	return s, nil
