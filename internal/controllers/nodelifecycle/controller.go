@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +71,8 @@ type Controller struct {
 		health map[string]*health
 		// zones tracks each zone's disruption state and pending taints.
 		zones map[string]*zone
+		// taintSeen dates undated NoExecute taints (see dateTaints).
+		taintSeen map[string]time.Time
 		// fullDisruption: every zone is fully disrupted (likely the
 		// controller's own network): evictions are stopped.
 		fullDisruption bool
@@ -105,6 +108,7 @@ func New(c *controllerctx.Context, opts Options) (*Controller, error) {
 	}
 	ctrl.mu.health = map[string]*health{}
 	ctrl.mu.zones = map[string]*zone{}
+	ctrl.mu.taintSeen = map[string]time.Time{}
 	return ctrl, nil
 }
 
@@ -169,6 +173,11 @@ func (c *Controller) forget(seen map[string]bool) {
 	for name := range c.mu.health {
 		if !seen[name] {
 			delete(c.mu.health, name)
+		}
+	}
+	for k := range c.mu.taintSeen {
+		if !seen[strings.SplitN(k, "\x00", 2)[0]] {
+			delete(c.mu.taintSeen, k)
 		}
 	}
 	for _, z := range c.mu.zones {

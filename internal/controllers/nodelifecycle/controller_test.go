@@ -334,3 +334,30 @@ func TestEvictionTime(t *testing.T) {
 		})
 	}
 }
+
+func TestUndatedTaintCountsFromFirstSight(t *testing.T) {
+	n := node("n1", "z", corev1.ConditionTrue)
+	n.Spec.Taints = []corev1.Taint{{Key: "example.com/drain", Effect: corev1.TaintEffectNoExecute}}
+	p := pod("p", "n1", nil)
+	p.Spec.Tolerations = []corev1.Toleration{{Key: "example.com/drain", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(60))}}
+	h := newHarness(t, Options{}, n, lease("n1", t0), p)
+	h.settle()
+	h.c.evictPass(h.ctx)
+	alive := func() bool {
+		got, err := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
+		return err == nil && got.DeletionTimestamp == nil
+	}
+	if !alive() {
+		t.Fatal("an undated taint evicted at once a pod tolerating it for 60s")
+	}
+	h.clock.Step(59 * time.Second)
+	h.c.evictPass(h.ctx)
+	if !alive() {
+		t.Fatal("evicted before 60s")
+	}
+	h.clock.Step(2 * time.Second)
+	h.c.evictPass(h.ctx)
+	if alive() {
+		t.Fatal("not evicted after 60s")
+	}
+}

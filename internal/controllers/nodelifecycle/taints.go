@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -199,6 +200,7 @@ func (c *Controller) evictPass(ctx context.Context) {
 				taints = append(taints, t)
 			}
 		}
+		c.dateTaints(n.Name, taints, now)
 		if len(taints) == 0 {
 			continue
 		}
@@ -220,6 +222,35 @@ func (c *Controller) evictPass(ctx context.Context) {
 			if c.recorder != nil {
 				c.recorder.Eventf(p, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", p.Namespace, p.Name)
 			}
+		}
+	}
+}
+
+// dateTaints gives NoExecute taints added without a timeAdded (by users,
+// or API servers that do not stamp it) the time this controller first saw
+// them, as upstream's taint manager does, so tolerationSeconds count from
+// then rather than from the epoch.
+func (c *Controller) dateTaints(node string, taints []corev1.Taint, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	current := map[string]bool{}
+	for i := range taints {
+		if taints[i].TimeAdded != nil {
+			continue
+		}
+		k := node + "\x00" + taints[i].Key + "\x00" + taints[i].Value
+		current[k] = true
+		first, ok := c.mu.taintSeen[k]
+		if !ok {
+			first = now
+			c.mu.taintSeen[k] = now
+		}
+		taints[i].TimeAdded = ptr(metav1.NewTime(first))
+	}
+	// A taint removed and added again is dated afresh.
+	for k := range c.mu.taintSeen {
+		if strings.HasPrefix(k, node+"\x00") && !current[k] {
+			delete(c.mu.taintSeen, k)
 		}
 	}
 }
