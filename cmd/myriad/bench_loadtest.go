@@ -132,7 +132,7 @@ func runChurnBench(ctx context.Context, args []string, stdout io.Writer) error {
 	var c scenarios.Churn
 	fs.IntVar(&c.Nodes, "nodes", 20, "hollow nodes the pods are bound to")
 	fs.Float64Var(&c.Rate, "rate", 20, "pod creations per second")
-	fs.DurationVar(&c.Lifetime, "lifetime", 5*time.Second, "each pod's life from create to delete")
+	fs.DurationVar(&c.Lifetime, "lifetime", 5*time.Second, "each pod's life from create to delete (keep it above the hollow nodes' 1s start delay, or pods are deleted before they run)")
 	fs.DurationVar(&c.Duration, "duration", 20*time.Second, "creating duration")
 	fs.Int64Var(&c.MaxPods, "max-pods", 0, "stop after this many pods (default rate × duration)")
 	if err := fs.Parse(args); err != nil {
