@@ -10,8 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol/podcontroltest"
 )
@@ -201,5 +203,60 @@ func TestWaitsForTerminatingPod(t *testing.T) {
 	got, _ := client.AppsV1().DaemonSets("kube-system").Get(context.Background(), "agent", metav1.GetOptions{})
 	if got.Status.DesiredNumberScheduled != 1 || got.Status.NumberAvailable != 0 || got.Status.NumberUnavailable != 1 {
 		t.Errorf("status %+v", got.Status)
+	}
+}
+
+func TestRollingUpdateSurge(t *testing.T) {
+	worker := map[string]string{"role": "worker"}
+	surgeDS := func() *appsv1.DaemonSet {
+		ds := newDS()
+		ds.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{
+			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+		}
+		return ds
+	}
+	newPod := func(ds *appsv1.DaemonSet, n string, ready bool) *corev1.Pod {
+		p := daemonPod(ds, n, templateHash(ds), ready)
+		p.Name, p.UID = "agent-new-"+n, types.UID("new-"+n)
+		return p
+	}
+	cases := []struct {
+		name       string
+		pods       func(ds *appsv1.DaemonSet) []runtime.Object
+		wantCreate []string // nodes
+		wantDelete []string // pod names
+	}{
+		{name: "one surge pod beside an old one", pods: func(ds *appsv1.DaemonSet) []runtime.Object {
+			return []runtime.Object{daemonPod(ds, "a", "old", true), daemonPod(ds, "b", "old", true), daemonPod(ds, "c", "old", true)}
+		}, wantCreate: []string{"a"}},
+		{name: "surge in progress blocks the next", pods: func(ds *appsv1.DaemonSet) []runtime.Object {
+			return []runtime.Object{daemonPod(ds, "a", "old", true), newPod(ds, "a", false), daemonPod(ds, "b", "old", true), daemonPod(ds, "c", "old", true)}
+		}},
+		{name: "new available: old goes", pods: func(ds *appsv1.DaemonSet) []runtime.Object {
+			return []runtime.Object{daemonPod(ds, "a", "old", true), newPod(ds, "a", true), daemonPod(ds, "b", "old", true), daemonPod(ds, "c", "old", true)}
+		}, wantDelete: []string{"agent-a"}},
+		{name: "next node once the first finished", pods: func(ds *appsv1.DaemonSet) []runtime.Object {
+			return []runtime.Object{newPod(ds, "a", true), daemonPod(ds, "b", "old", true), daemonPod(ds, "c", "old", true)}
+		}, wantCreate: []string{"b"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := surgeDS()
+			objs := append([]runtime.Object{ds, node("a", worker), node("b", worker), node("c", worker)}, tc.pods(ds)...)
+			dc, client := newHarness(t, objs...)
+			if err := dc.sync(context.Background(), "kube-system/agent"); err != nil {
+				t.Fatal(err)
+			}
+			var created, deleted []string
+			for _, a := range actions(client, "create") {
+				created = append(created, targetNode(a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)))
+			}
+			for _, a := range actions(client, "delete") {
+				deleted = append(deleted, a.(k8stesting.DeleteAction).GetName())
+			}
+			if !slices.Equal(created, tc.wantCreate) || !slices.Equal(deleted, tc.wantDelete) {
+				t.Errorf("created on %v deleted %v, want %v and %v", created, deleted, tc.wantCreate, tc.wantDelete)
+			}
+		})
 	}
 }

@@ -14,13 +14,16 @@
 // controller-revision-hash label is not the current template's) at most
 // maxUnavailable at a time, counting already unavailable pods; the
 // replacement is created once the old pod is gone (a node never runs two
-// daemon pods at once). OnDelete only replaces pods the user deletes. Status carries desired/current/misscheduled/ready/
+// daemon pods at once). With maxSurge > 0 a new pod starts beside the
+// old one instead, at most maxSurge nodes at a time (plus nodes whose old
+// pod is unavailable, within maxUnavailable), and the old pod is deleted
+// once the new one is available. Nodes are walked by name. OnDelete only
+// replaces pods the user deletes. Status carries desired/current/misscheduled/ready/
 // available/unavailable/updated counts and observedGeneration.
 //
 // Simplifications against upstream: the revision hash is the template hash
 // (podcontrol.ComputeHash) rather than a ControllerRevision, which Myriad's
 // API does not serve yet, so `kubectl rollout history/undo daemonset` have
-// nothing to read; rolling update with maxSurge > 0 is treated as
-// maxUnavailable-only; failed pods are replaced without upstream's
+// nothing to read; failed pods are replaced without upstream's
 // per-node backoff.
 package daemonset

@@ -43,6 +43,8 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	// By name, so rolling updates walk the nodes in a stable order.
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	all, err := podcontrol.PodsForOwner(dc.podInf, ns, ds.UID)
 	if err != nil {
 		return err
@@ -102,10 +104,8 @@ func (dc *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key stri
 				}
 				live = append(live, p)
 			}
-			// More than one: keep the oldest, as upstream.
 			if len(live) > 1 {
-				sort.Slice(live, func(i, j int) bool { return live[i].CreationTimestamp.Before(&live[j].CreationTimestamp) })
-				del = append(del, live[1:]...)
+				del = append(del, dc.duplicates(ds, live, hash)...)
 			}
 		default:
 			del = append(del, alive(pods)...)
@@ -117,7 +117,11 @@ func (dc *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key stri
 		}
 	}
 	if len(create) == 0 && len(del) == 0 {
-		del = dc.rollingUpdateVictims(ds, nodes, byNode, hash)
+		if surge := maxSurge(ds, nodes, template); surge > 0 {
+			create = dc.surgeNodes(ds, nodes, byNode, hash, template, surge)
+		} else {
+			del = dc.rollingUpdateVictims(ds, nodes, byNode, hash)
+		}
 	}
 	create = create[:min(len(create), burstReplicas)]
 	del = del[:min(len(del), burstReplicas)]
