@@ -227,14 +227,14 @@ func ctlCascade(t *testing.T, c kubernetes.Interface, policy metav1.DeletionProp
 		// The owner stays (with the foregroundDeletion finalizer) until the
 		// whole chain below it is gone.
 		for !gone("top") {
-			if len(cms()) == 0 && !gone("child") {
-				t.Fatal("dependents gone before their owner")
+			// Read bottom-up: what was seen gone stays gone.
+			n := len(cms())
+			childGone := gone("child")
+			if childGone && n > 0 {
+				t.Fatal("child gone before its own dependents")
 			}
 			if time.Since(start) > 20*time.Second {
 				t.Fatal("foreground deletion did not finish")
-			}
-			if gone("child") && len(cms()) > 0 {
-				t.Fatal("child gone before its own dependents")
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
