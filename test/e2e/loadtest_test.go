@@ -74,6 +74,12 @@ func checkReportDir(t *testing.T, dir string, res *loadtest.Result) {
 			t.Errorf("series %q missing or empty", name)
 		}
 	}
+	if f, ok := res.Figure("server_cpu_seconds"); !ok || f.Value <= 0 {
+		t.Errorf("server CPU figure %+v", f)
+	}
+	if len(res.ServerRequests) == 0 {
+		t.Error("no server-counted requests in results.json")
+	}
 	if len(res.Plots) < 3 {
 		t.Errorf("only %d plots", len(res.Plots))
 	}
@@ -195,6 +201,16 @@ func TestLoadtestScenarios(t *testing.T) {
 		}
 		// Every tick of 80/s × 5 s is a call or, when all workers were
 		// busy (a loaded machine), a dropped tick.
+		// The report's own table of the server's counts agrees too.
+		var gets float64
+		for _, c := range res.ServerRequests {
+			if c.Verb == "GET" && c.Resource == "configmaps" && c.Scope == "resource" && c.Subresource == "" {
+				gets += c.Count
+			}
+		}
+		if bench := calls(res, "GET", "configmaps", "resource"); float64(bench) != gets {
+			t.Errorf("report's server table: %v config map GETs, bench %d", gets, bench)
+		}
 		if made, dropped := figure(t, res, "calls"), figure(t, res, "dropped_ticks"); made+dropped < 380 || made+dropped > 400 || made < 50 {
 			t.Errorf("%v calls + %v dropped, want 400 in all", made, dropped)
 		}

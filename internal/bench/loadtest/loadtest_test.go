@@ -212,7 +212,8 @@ func sampleResult() *Result {
 		Latencies: []LatencyStat{{Key: Key{"POST", "pods", "resource"}, Count: 10, P50: Duration(time.Millisecond),
 			P90: Duration(2 * time.Millisecond), P99: Duration(3 * time.Millisecond), Max: Duration(4 * time.Millisecond),
 			SLO: Duration(time.Second), Pass: &pass}},
-		Series: []Series{{Name: "server cpu", Unit: "cores", Points: []Point{{1, 0.5}, {2, 0.7}}}},
+		Series:         []Series{{Name: "server cpu", Unit: "cores", Points: []Point{{1, 0.5}, {2, 0.7}}}},
+		ServerRequests: []RequestCount{{Verb: "PUT", Resource: "nodes", Subresource: "status", Scope: "resource", Code: "200", Count: 7}},
 	}
 	r.AddFigure("pods_per_second", "pods running per second", 118.5, "pods/s")
 	r.AddFigure("startup_p99", "pod startup p99", 1.5, "s")
@@ -251,7 +252,7 @@ func TestWriteReport(t *testing.T) {
 		"# myriad bench density: PASS", "`myriad bench density --nodes 2`", "2026-11-22T08:00:00Z", "2 CPUs, 24.00 GiB",
 		"| pods running per second | 118 pods/s |", "| pod startup p99 | 1.50 s |",
 		"| – | POST | pods | resource | 10 | 0 | 1.0 ms | 2.0 ms | 3.0 ms | 4.0 ms | ≤ 1s | PASS |",
-		"![CPU](cpu.svg)", "PID 42",
+		"![CPU](cpu.svg)", "PID 42", "| PUT | nodes/status | resource | 200 | 7 |",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)

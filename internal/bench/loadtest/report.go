@@ -50,6 +50,9 @@ func WriteReport(dir string, r *Result, plots []PlotSpec) error {
 	return nil
 }
 
+// maxRequestRows bounds the server-request table in report.md.
+const maxRequestRows = 25
+
 // WriteMarkdown writes r as report.md.
 func WriteMarkdown(w io.Writer, r *Result) error {
 	var err error
@@ -115,6 +118,24 @@ func WriteMarkdown(w io.Writer, r *Result) error {
 			}
 			p("| %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", phase, l.Verb, l.Resource, l.Scope, l.Count,
 				errorsCell(l), msCell(l, l.P50), msCell(l, l.P90), msCell(l, l.P99), msCell(l, l.Max), slo, v)
+		}
+	}
+	if len(r.ServerRequests) > 0 {
+		p("\n## Requests the server counted during the run\n\n(apiserver_request_total increase; watches count when they end)\n\n")
+		p("| verb | resource | scope | code | count |\n|---|---|---|---|---:|\n")
+		for i, c := range r.ServerRequests {
+			if i == maxRequestRows {
+				p("| … %d more series in results.json | | | | |\n", len(r.ServerRequests)-i)
+				break
+			}
+			res := c.Resource
+			if c.Subresource != "" {
+				res += "/" + c.Subresource
+			}
+			if res == "" {
+				res = "(non-resource)"
+			}
+			p("| %s | %s | %s | %s | %s |\n", c.Verb, res, c.Scope, c.Code, num(c.Count))
 		}
 	}
 	if len(r.Plots) > 0 {

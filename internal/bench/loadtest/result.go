@@ -35,6 +35,9 @@ type Result struct {
 	// Series are time series sampled during the run (T in seconds since
 	// Start).
 	Series []Series `json:"series"`
+	// ServerRequests is the increase of the server's
+	// apiserver_request_total over the run, by series, largest first.
+	ServerRequests []RequestCount `json:"serverRequests,omitempty"`
 	// Plots are the plot files written next to results.json.
 	Plots []PlotFile `json:"plots,omitempty"`
 	Notes []string   `json:"notes,omitempty"`
@@ -87,6 +90,16 @@ type Series struct {
 type Point struct {
 	T float64 `json:"t"`
 	V float64 `json:"v"`
+}
+
+// RequestCount is one apiserver_request_total series' increase.
+type RequestCount struct {
+	Verb        string  `json:"verb"`
+	Resource    string  `json:"resource"`
+	Subresource string  `json:"subresource,omitempty"`
+	Scope       string  `json:"scope"`
+	Code        string  `json:"code"`
+	Count       float64 `json:"count"`
 }
 
 // PlotFile is one plot written with the report.

@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -164,7 +166,8 @@ func Run(ctx context.Context, name string, opts Options, restartCommand string, 
 
 	runErr := fn(ctx, env)
 	env.Progress.Stop()
-	env.Monitor.Stop(context.WithoutCancel(ctx))
+	totals := env.Monitor.Stop(context.WithoutCancel(ctx))
+	addServerTotals(env, totals)
 	if err := finish(env, opts.Out, runErr); err != nil {
 		return env.Result, err
 	}
@@ -193,6 +196,38 @@ func finish(env *Env, out string, runErr error) error {
 		{File: "latency.svg", Title: "Bench call latency over time", YLabel: "ms", Series: []string{"call latency p50", "call latency p99"}},
 	}, env.Plots...)
 	return WriteReport(out, r, plots)
+}
+
+// addServerTotals adds the run's server-wide figures: CPU used, peak
+// RSS, and every apiserver_request_total series' increase.
+func addServerTotals(env *Env, t Totals) {
+	r := env.Result
+	secs := time.Since(env.Start).Seconds()
+	r.AddFigure("server_cpu_seconds", "server CPU time over the whole run", t.CPUSeconds, "s")
+	r.AddFigure("server_cpu_cores_mean", "server CPU over the whole run (mean)", t.CPUSeconds/secs, "cores")
+	var peak float64
+	for _, s := range env.Monitor.Series() {
+		if s.Name == "server rss" {
+			for _, p := range s.Points {
+				peak = max(peak, p.V)
+			}
+		}
+	}
+	if peak > 0 {
+		r.AddFigure("server_rss_max", "server RSS (max over the run)", peak, "MiB")
+	}
+	for k, v := range t.Requests {
+		if v > 0 {
+			r.ServerRequests = append(r.ServerRequests, RequestCount{Verb: k.Verb, Resource: k.Resource, Subresource: k.Subresource,
+				Scope: k.Scope, Code: k.Code, Count: v})
+		}
+	}
+	slices.SortFunc(r.ServerRequests, func(a, b RequestCount) int {
+		if a.Count != b.Count {
+			return cmp.Compare(b.Count, a.Count)
+		}
+		return cmp.Compare(a.Verb+a.Resource+a.Subresource+a.Scope+a.Code, b.Verb+b.Resource+b.Subresource+b.Scope+b.Code)
+	})
 }
 
 // latencyWindow picks windows giving about 60 points over the run, at
