@@ -114,8 +114,17 @@ func (n *node) renew(ctx context.Context, due time.Time) bool {
 	ctx, cancel := context.WithTimeout(ctx, n.s.cfg.RenewInterval)
 	defer cancel()
 	n.leaseSpec(l, nodeObj, n.s.cfg.Clock.Now())
-	got, err := n.s.client.CoordinationV1().Leases(LeaseNamespace).Update(ctx, l, metav1.UpdateOptions{})
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+	leases := n.s.client.CoordinationV1().Leases(LeaseNamespace)
+	got, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		// Usually our own earlier renewal, applied after its client timed
+		// out: take the server's copy and renew that.
+		if got, err = leases.Get(ctx, n.name, metav1.GetOptions{}); err == nil {
+			n.leaseSpec(got, nodeObj, n.s.cfg.Clock.Now())
+			got, err = leases.Update(ctx, got, metav1.UpdateOptions{})
+		}
+	}
+	if apierrors.IsNotFound(err) {
 		err = n.ensureLease(ctx)
 	} else if err == nil {
 		got.ManagedFields = nil // unused here; see doc.go, Memory

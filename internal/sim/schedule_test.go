@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -219,5 +220,34 @@ func TestGreedyListsAreSpread(t *testing.T) {
 	}
 	if st := ts.Stats(); st.GreedyLists != 9 {
 		t.Errorf("Stats.GreedyLists = %d, want 9", st.GreedyLists)
+	}
+}
+
+// A renewal that conflicts (our own earlier write, applied after a client
+// timeout) re-reads the Lease and renews it: GET and PUT, no create.
+func TestConflictingRenewalRereadsTheLease(t *testing.T) {
+	ts := newTestSim(t, 1, nil)
+	conflicts := 1
+	ts.client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicts > 0 {
+			conflicts--
+			return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), "hollow-node-0", fmt.Errorf("stale"))
+		}
+		return false, nil, nil
+	})
+	ts.run(t)
+	ts.client.ClearActions()
+	ts.advance(t, 10*time.Second, 100*time.Millisecond)
+	var verbs []string
+	for _, a := range ts.client.Actions() {
+		if a.GetResource().Resource == "leases" {
+			verbs = append(verbs, a.GetVerb())
+		}
+	}
+	if fmt.Sprint(verbs) != "[update get update]" {
+		t.Errorf("lease requests %v, want [update get update]", verbs)
+	}
+	if st := ts.Stats(); st.Renewals != 1 || st.RenewalErrors != 0 {
+		t.Errorf("renewals %d errors %d, want 1 0", st.Renewals, st.RenewalErrors)
 	}
 }
