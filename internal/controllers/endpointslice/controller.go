@@ -43,6 +43,7 @@ type Controller struct {
 	client   kubernetes.Interface
 	services corelisters.ServiceLister
 	pods     corelisters.PodLister
+	nodes    corelisters.NodeLister
 	slices   cache.Indexer
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
@@ -63,6 +64,7 @@ func New(c *controllerctx.Context) (*Controller, error) {
 	svcInf := c.Informers.Core().V1().Services()
 	podInf := c.Informers.Core().V1().Pods()
 	sliceInf := c.Informers.Discovery().V1().EndpointSlices()
+	nodeInf := c.Informers.Core().V1().Nodes()
 	if err := sliceInf.Informer().AddIndexers(cache.Indexers{serviceIndex: func(obj any) ([]string, error) {
 		s, ok := obj.(*discoveryv1.EndpointSlice)
 		if !ok || s.Labels[discoveryv1.LabelManagedBy] != ManagedBy || s.Labels[discoveryv1.LabelServiceName] == "" {
@@ -76,8 +78,9 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		client:   c.Client,
 		services: svcInf.Lister(),
 		pods:     podInf.Lister(),
+		nodes:    nodeInf.Lister(),
 		slices:   sliceInf.Informer().GetIndexer(),
-		synced:   []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, sliceInf.Informer().HasSynced},
+		synced:   []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, sliceInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)}),
 		log: c.Logger.With("controller", Name),
@@ -200,7 +203,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	p := plan(svc, pods, existing, c.max)
+	p := plan(svc, pods, existing, c.max, c.zoneOf)
 	for _, s := range p.create {
 		s.Labels = sliceLabels(svc)
 		s.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))}
@@ -244,6 +247,15 @@ func (c *Controller) apply(ctx context.Context, key string, create, update, del 
 		c.log.Debug("slices written", "service", key, "created", len(create), "updated", len(update), "deleted", len(del))
 	}
 	return nil
+}
+
+// zoneOf is the node's topology.kubernetes.io/zone label, from the cache.
+func (c *Controller) zoneOf(node string) string {
+	n, err := c.nodes.Get(node)
+	if err != nil {
+		return ""
+	}
+	return n.Labels[corev1.LabelTopologyZone]
 }
 
 func sliceLabels(svc *corev1.Service) map[string]string {

@@ -45,7 +45,10 @@ func deref[T any](p *T) T {
 }
 
 // desired groups the pods' endpoints.
-func desired(svc *corev1.Service, pods []*corev1.Pod) map[string]*group {
+// zoneFunc names the zone of a node ("" when unknown).
+type zoneFunc func(node string) string
+
+func desired(svc *corev1.Service, pods []*corev1.Pod, zoneOf zoneFunc) map[string]*group {
 	out := map[string]*group{}
 	for _, p := range pods {
 		at := discoveryv1.AddressTypeIPv4
@@ -72,14 +75,14 @@ func desired(svc *corev1.Service, pods []*corev1.Pod) map[string]*group {
 			g = &group{addressType: at, ports: ports, endpoints: map[string]discoveryv1.Endpoint{}}
 			out[k] = g
 		}
-		g.endpoints[p.Name] = endpointFor(svc, p)
+		g.endpoints[p.Name] = endpointFor(svc, p, zoneOf)
 	}
 	return out
 }
 
 // endpointFor is upstream's podToEndpoint: ready means serving and not
 // terminating (or the Service publishes not-ready addresses).
-func endpointFor(svc *corev1.Service, p *corev1.Pod) discoveryv1.Endpoint {
+func endpointFor(svc *corev1.Service, p *corev1.Pod, zoneOf zoneFunc) discoveryv1.Endpoint {
 	serving := endpointutil.Ready(p)
 	terminating := p.DeletionTimestamp != nil
 	ready := svc.Spec.PublishNotReadyAddresses || (serving && !terminating)
@@ -90,6 +93,11 @@ func endpointFor(svc *corev1.Service, p *corev1.Pod) discoveryv1.Endpoint {
 	}
 	if p.Spec.NodeName != "" {
 		ep.NodeName = ptr(p.Spec.NodeName)
+		if zoneOf != nil {
+			if z := zoneOf(p.Spec.NodeName); z != "" {
+				ep.Zone = ptr(z)
+			}
+		}
 	}
 	if p.Spec.Hostname != "" && p.Spec.Subdomain == svc.Name {
 		ep.Hostname = ptr(p.Spec.Hostname)
@@ -108,8 +116,8 @@ func endpointKey(ep discoveryv1.Endpoint) string {
 // whose endpoints are all unchanged are not touched; changed endpoints are
 // rewritten in place; new endpoints go first into slices already being
 // updated, then into slices with room, then into new slices.
-func plan(svc *corev1.Service, pods []*corev1.Pod, existing []*discoveryv1.EndpointSlice, max int) changes {
-	want := desired(svc, pods)
+func plan(svc *corev1.Service, pods []*corev1.Pod, existing []*discoveryv1.EndpointSlice, max int, zoneOf zoneFunc) changes {
+	want := desired(svc, pods, zoneOf)
 	labels := sliceLabels(svc)
 	byGroup := map[string][]*discoveryv1.EndpointSlice{}
 	var ch changes

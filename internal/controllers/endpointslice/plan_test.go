@@ -83,7 +83,7 @@ func count(slices []*discoveryv1.EndpointSlice) (total int, ready int) {
 func TestPlan(t *testing.T) {
 	svc := service(intstr.FromString("web"))
 	base := pods(250)
-	start := applyPlan(nil, plan(svc, base, nil, MaxEndpoints))
+	start := applyPlan(nil, plan(svc, base, nil, MaxEndpoints, nil))
 	tests := []struct {
 		name                      string
 		pods                      func() []*corev1.Pod
@@ -121,7 +121,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ch := plan(tc.svc, tc.pods(), start, MaxEndpoints)
+			ch := plan(tc.svc, tc.pods(), start, MaxEndpoints, nil)
 			if len(ch.create) != tc.creates || len(ch.update) != tc.updates || len(ch.delete) != tc.deletes {
 				t.Fatalf("create/update/delete = %d/%d/%d, want %d/%d/%d", len(ch.create), len(ch.update), len(ch.delete), tc.creates, tc.updates, tc.deletes)
 			}
@@ -130,7 +130,7 @@ func TestPlan(t *testing.T) {
 			if total != tc.wantTotal || ready != tc.wantReady {
 				t.Fatalf("after: %d endpoints, %d ready; want %d, %d", total, ready, tc.wantTotal, tc.wantReady)
 			}
-			if again := plan(tc.svc, tc.pods(), after, MaxEndpoints); len(again.create)+len(again.update)+len(again.delete) != 0 {
+			if again := plan(tc.svc, tc.pods(), after, MaxEndpoints, nil); len(again.create)+len(again.update)+len(again.delete) != 0 {
 				t.Fatalf("not converged: second plan %d/%d/%d", len(again.create), len(again.update), len(again.delete))
 			}
 		})
@@ -141,7 +141,7 @@ func TestPlanMissingNamedPort(t *testing.T) {
 	svc := service(intstr.FromString("web"))
 	odd := webPod(1, true)
 	odd.Spec.Containers[0].Ports = nil
-	ch := plan(svc, []*corev1.Pod{webPod(0, true), odd}, nil, MaxEndpoints)
+	ch := plan(svc, []*corev1.Pod{webPod(0, true), odd}, nil, MaxEndpoints, nil)
 	if len(ch.create) != 2 {
 		t.Fatalf("want one slice per port set, got %d", len(ch.create))
 	}
@@ -152,5 +152,13 @@ func TestPlanMissingNamedPort(t *testing.T) {
 		if s.Endpoints[0].TargetRef.Name == odd.Name && len(s.Ports) != 0 {
 			t.Fatalf("pod without the named port got ports %v", s.Ports)
 		}
+	}
+}
+
+func TestPlanZone(t *testing.T) {
+	zones := func(node string) string { return map[string]string{"n1": "zone-a"}[node] }
+	ch := plan(service(intstr.FromString("web")), []*corev1.Pod{webPod(0, true)}, nil, MaxEndpoints, zones)
+	if len(ch.create) != 1 || ch.create[0].Endpoints[0].Zone == nil || *ch.create[0].Endpoints[0].Zone != "zone-a" {
+		t.Fatalf("zone not set: %+v", ch.create)
 	}
 }
