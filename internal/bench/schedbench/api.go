@@ -64,6 +64,11 @@ type APIResult struct {
 	Create, Bound time.Duration
 	CreatePerSec  float64
 	BoundPerSec   float64
+	// BoundCPU is this process's CPU time (API server, scheduler and
+	// bench client together when in-process) from the start of the timed
+	// phase until all pods were bound; CPUPerPod divides it by the pods.
+	BoundCPU  time.Duration
+	CPUPerPod time.Duration
 }
 
 // RunAPI runs the end-to-end measurement.
@@ -173,6 +178,7 @@ func RunAPI(ctx context.Context, cfg APIConfig) (*APIResult, error) {
 	stopProgress := benchutil.ReportProgress(cfg.Progress, "bound", cfg.Pods, &bound)
 	defer stopProgress()
 	start := time.Now()
+	createCPU0 := processCPU()
 	if err := parallel(ctx, cfg.Workers, pods, func(p *v1.Pod) error {
 		_, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 		return err
@@ -180,9 +186,12 @@ func RunAPI(ctx context.Context, cfg APIConfig) (*APIResult, error) {
 		return nil, fmt.Errorf("schedbench: pods: %w", err)
 	}
 	res.Create = time.Since(start)
+	cpu0 := processCPU()
 	if cfg.Backlog {
 		start = time.Now()
 		startScheduler()
+	} else {
+		cpu0 = createCPU0
 	}
 	deadline := time.Now().Add(10 * time.Minute)
 	for bound.Load() < int64(cfg.Pods) {
@@ -196,6 +205,8 @@ func RunAPI(ctx context.Context, cfg APIConfig) (*APIResult, error) {
 		}
 	}
 	res.Bound = time.Since(start)
+	res.BoundCPU = processCPU() - cpu0
+	res.CPUPerPod = res.BoundCPU / time.Duration(cfg.Pods)
 	res.CreatePerSec = float64(cfg.Pods) / res.Create.Seconds()
 	res.BoundPerSec = float64(cfg.Pods) / res.Bound.Seconds()
 	return res, nil
@@ -213,8 +224,9 @@ func (r *APIResult) Write(w io.Writer) error {
 		where += "; pods created while the scheduler runs, bound/s timed from the first create"
 	}
 	_, err := fmt.Fprintf(w, "# myriad bench scheduler --through-api\n\n%s; %d nodes, %d pods, %d create workers\n\n"+
-		"| pods | created in | create/s | all bound after | bound/s |\n|---:|---:|---:|---:|---:|\n| %d | %s | %.0f | %s | %.0f |\n",
-		where, r.Nodes, r.Pods, r.Workers, r.Pods, r.Create.Round(time.Millisecond), r.CreatePerSec, r.Bound.Round(time.Millisecond), r.BoundPerSec)
+		"| pods | created in | create/s | all bound after | bound/s | process CPU in that time | CPU per pod |\n|---:|---:|---:|---:|---:|---:|---:|\n| %d | %s | %.0f | %s | %.0f | %s | %s |\n",
+		where, r.Nodes, r.Pods, r.Workers, r.Pods, r.Create.Round(time.Millisecond), r.CreatePerSec, r.Bound.Round(time.Millisecond), r.BoundPerSec,
+		r.BoundCPU.Round(time.Millisecond), r.CPUPerPod.Round(time.Microsecond))
 	return err
 }
 
