@@ -1,5 +1,3 @@
-// Package metrics defines the scheduler's Prometheus metrics with upstream
-// kube-scheduler's names and labels, registered on a caller's Registerer.
 package metrics
 
 import (
