@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -70,6 +71,7 @@ var apiMix = []apiOp{
 	{key("LIST", "configmaps", "cluster"), 0.5},
 	{key("POST", "pods", "resource"), 2},
 	{key("GET", "pods", "resource"), 3},
+	{key("PUT", "pods", "resource"), 1},
 	{key("PATCH", "pods", "resource"), 1},
 	{key("DELETE", "pods", "resource"), 1},
 	{key("LIST", "pods", "namespace"), 2},
@@ -81,7 +83,7 @@ var apiMix = []apiOp{
 type apiWorker struct {
 	ns   string
 	cms  []*corev1.ConfigMap
-	pods []string
+	pods []*corev1.Pod
 	seq  int
 	rnd  *rand.Rand
 }
@@ -248,22 +250,60 @@ func (wk *apiWorker) do(ctx context.Context, env *loadtest.Env, k loadtest.Key, 
 		}
 		switch k {
 		case key("POST", "pods", "resource"):
-			if rec.Time(k, func() error { _, err := c.Pods(wk.ns).Create(ctx, pod(name, ""), metav1.CreateOptions{}); return err }) == nil {
-				wk.pods = append(wk.pods, name)
+			var p *corev1.Pod
+			if rec.Time(k, func() (err error) {
+				p, err = c.Pods(wk.ns).Create(ctx, pod(name, ""), metav1.CreateOptions{})
+				return err
+			}) == nil {
+				wk.pods = append(wk.pods, p)
 			}
 		case key("GET", "pods", "resource"):
-			n := wk.pods[wk.rnd.IntN(len(wk.pods))]
+			n := wk.pods[wk.rnd.IntN(len(wk.pods))].Name
 			_ = rec.Time(k, func() error { _, err := c.Pods(wk.ns).Get(ctx, n, metav1.GetOptions{}); return err })
+		case key("PUT", "pods", "resource"):
+			// Others write pods too (the scheduler's status updates), so a
+			// cached copy can be stale: on 409, read and retry, as a
+			// controller would. Every call is recorded, the 409s included.
+			i := wk.rnd.IntN(len(wk.pods))
+			cur := wk.pods[i]
+			for range 3 {
+				p := cur.DeepCopy()
+				if p.Annotations == nil {
+					p.Annotations = map[string]string{}
+				}
+				p.Annotations["seq"] = fmt.Sprint(wk.seq)
+				var out *corev1.Pod
+				err := rec.Time(k, func() (err error) {
+					out, err = c.Pods(wk.ns).Update(ctx, p, metav1.UpdateOptions{})
+					return err
+				})
+				if err == nil {
+					wk.pods[i] = out
+					break
+				}
+				if !apierrors.IsConflict(err) {
+					break
+				}
+				if rec.Time(key("GET", "pods", "resource"), func() (err error) {
+					cur, err = c.Pods(wk.ns).Get(ctx, p.Name, metav1.GetOptions{})
+					return err
+				}) != nil {
+					break
+				}
+			}
 		case key("PATCH", "pods", "resource"):
-			n := wk.pods[wk.rnd.IntN(len(wk.pods))]
+			i := wk.rnd.IntN(len(wk.pods))
 			patch := fmt.Appendf(nil, `{"metadata":{"labels":{"seq":"%d"}}}`, wk.seq)
-			_ = rec.Time(k, func() error {
-				_, err := c.Pods(wk.ns).Patch(ctx, n, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+			var out *corev1.Pod
+			if rec.Time(k, func() (err error) {
+				out, err = c.Pods(wk.ns).Patch(ctx, wk.pods[i].Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 				return err
-			})
+			}) == nil {
+				wk.pods[i] = out
+			}
 		case key("DELETE", "pods", "resource"):
 			i := wk.rnd.IntN(len(wk.pods))
-			n := wk.pods[i]
+			n := wk.pods[i].Name
 			wk.pods = append(wk.pods[:i], wk.pods[i+1:]...)
 			zero := int64(0)
 			_ = rec.Time(k, func() error { return c.Pods(wk.ns).Delete(ctx, n, metav1.DeleteOptions{GracePeriodSeconds: &zero}) })
