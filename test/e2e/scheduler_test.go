@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -403,4 +405,54 @@ func TestSchedulerLeaderElection(t *testing.T) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, "p2", metav1.GetOptions{})
 		return err == nil && p.Spec.NodeName == "n"
 	})
+}
+
+// TestSchedulerCommand runs `myriad scheduler` as its own process against
+// the API server, as an operator would, and stops it with SIGTERM.
+func TestSchedulerCommand(t *testing.T) {
+	s, c := startSchedulerAPI(t)
+	ctx := context.Background()
+	const ns = "sched-cmd"
+	mkNamespace(t, c, ns)
+	createNode(t, c, schedNode("n", "4", nil))
+
+	log := &safeBuffer{}
+	cmd := exec.Command(binary, "scheduler", "--kubeconfig", s.kubeconfig, "--leader-elect-retry-period", "200ms")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, schedPod("p", "1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		p, err := c.CoreV1().Pods(ns).Get(ctx, "p", metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName == "n"
+	})
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("myriad scheduler exited with %v:\n%s", err, log.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("myriad scheduler did not stop on SIGTERM:\n%s", log.String())
+	}
+	// It released the Lease on the way out.
+	l, err := c.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := l.Spec.HolderIdentity; h != nil && *h != "" {
+		t.Fatalf("Lease still held by %q after shutdown", *h)
+	}
 }
