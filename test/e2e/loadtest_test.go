@@ -336,6 +336,9 @@ func TestLoadtestScenarios(t *testing.T) {
 		}
 		a := filepath.Join(dir, "api", "results.json")
 		b := filepath.Join(dir, "density", "results.json")
+		if _, err := os.Stat(b); err != nil {
+			t.Skip("density did not run")
+		}
 		out, err := exec.Command(binary, "bench", "compare", a, b).CombinedOutput()
 		if err != nil {
 			t.Fatalf("compare: %v\n%s", err, out)
