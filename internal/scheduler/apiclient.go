@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -38,17 +39,31 @@ func (b apiBinder) Bind(ctx context.Context, pod *v1.Pod, node string) error {
 type apiReporter struct {
 	client   kubernetes.Interface
 	recorder events.EventRecorder
+	// Condition patches run off the scheduling loop, at most cap(slots)
+	// at a time; wg joins them at shutdown.
+	slots chan struct{}
+	wg    *sync.WaitGroup
 }
 
-var _ core.Reporter = apiReporter{}
+var _ core.Reporter = (*apiReporter)(nil)
 
-func (r apiReporter) Scheduled(_ context.Context, pod *v1.Pod, node string) {
+func newAPIReporter(client kubernetes.Interface, recorder events.EventRecorder) *apiReporter {
+	return &apiReporter{client: client, recorder: recorder, slots: make(chan struct{}, 16), wg: &sync.WaitGroup{}}
+}
+
+// wait joins the in-flight condition patches.
+func (r *apiReporter) wait() { r.wg.Wait() }
+
+func (r *apiReporter) Scheduled(_ context.Context, pod *v1.Pod, node string) {
 	r.recorder.Eventf(pod, nil, v1.EventTypeNormal, "Scheduled", "Binding", "Successfully assigned %v/%v to %v", pod.Namespace, pod.Name, node)
 }
 
 // Unschedulable sets PodScheduled=False/Unschedulable with the message (if
-// it changed) and emits FailedScheduling, as upstream's handleSchedulingFailure.
-func (r apiReporter) Unschedulable(ctx context.Context, pod *v1.Pod, message string) {
+// it changed) and emits FailedScheduling, as upstream's
+// handleSchedulingFailure — but the patch runs in the background, so a
+// flood of unschedulable pods does not stall the scheduling loop on API
+// round trips.
+func (r *apiReporter) Unschedulable(ctx context.Context, pod *v1.Pod, message string) {
 	r.recorder.Eventf(pod, nil, v1.EventTypeWarning, "FailedScheduling", "Scheduling", message)
 	for _, c := range pod.Status.Conditions {
 		if c.Type == v1.PodScheduled && c.Status == v1.ConditionFalse && c.Reason == v1.PodReasonUnschedulable && c.Message == message {
@@ -60,10 +75,20 @@ func (r apiReporter) Unschedulable(ctx context.Context, pod *v1.Pod, message str
 		"message": message, "lastProbeTime": nil, "lastTransitionTime": metav1.Now(),
 	}
 	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []any{cond}}})
-	_ = r.patchStatus(ctx, pod, patch)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		select {
+		case r.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-r.slots }()
+		_ = r.patchStatus(ctx, pod, patch)
+	}()
 }
 
-func (r apiReporter) patchStatus(ctx context.Context, pod *v1.Pod, patch []byte) error {
+func (r *apiReporter) patchStatus(ctx context.Context, pod *v1.Pod, patch []byte) error {
 	_, err := r.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("patch status of %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -73,7 +98,7 @@ func (r apiReporter) patchStatus(ctx context.Context, pod *v1.Pod, patch []byte)
 
 // Preempt nominates node for pod and deletes the victims (graceful, with
 // a UID precondition), emitting "Preempted" on each.
-func (r apiReporter) Preempt(ctx context.Context, pod *v1.Pod, node string, victims []*v1.Pod) error {
+func (r *apiReporter) Preempt(ctx context.Context, pod *v1.Pod, node string, victims []*v1.Pod) error {
 	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"nominatedNodeName": node}})
 	if err := r.patchStatus(ctx, pod, patch); err != nil {
 		return err

@@ -49,6 +49,8 @@ func Run(ctx context.Context, cfg Config) error {
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(cfg.SchedulerName)
 
+	reporter := newAPIReporter(client, recorder)
+	defer reporter.wait()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	pdbs := factory.Policy().V1().PodDisruptionBudgets()
 	sched, err := core.New(core.Config{
@@ -62,7 +64,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Logger:                   log,
 		Metrics:                  m,
 		Binder:                   apiBinder{client: client},
-		Reporter:                 apiReporter{client: client, recorder: recorder},
+		Reporter:                 reporter,
 		PDBs:                     pdbLister{lister: pdbs.Lister()},
 	}, c, q)
 	if err != nil {
