@@ -42,7 +42,11 @@
 // work to a bounded worker pool. There are three classes, each with its own
 // scheduler and pool, so that a backlog of pod work or slow greedy lists can
 // never delay a Lease renewal: heartbeats (Leases and Node status), pods, and
-// greedy lists. Lateness is the time a renewal was acknowledged by the server
+// greedy lists. The heartbeat pool holds a second's worth of renewals
+// (Nodes/RenewInterval × 1 s), so renewals never wait for each other unless
+// the server takes longer than that; a failed renewal is retried with the
+// kubelet's backoff (200 ms doubling to 7 s) until the node's next slot.
+// Lateness is the time a renewal was acknowledged by the server
 // minus the time it was scheduled for; it is a Prometheus histogram and its
 // p50/p99/max are in Stats. Stats.MaxRenewGap is the longest time any node
 // went between two acknowledged renewals — it must stay under
