@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/myriad-k8s/myriad/internal/sim"
 )
@@ -72,6 +73,13 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	log, err := newLogger(*level)
 	if err != nil {
 		return err
+	}
+	if *level != "debug" {
+		// client-go logs every timed-out or cancelled request through klog;
+		// at 10,000 nodes that floods the terminal, and the status line
+		// counts the errors anyway.
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
