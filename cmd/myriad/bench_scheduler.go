@@ -19,7 +19,7 @@ func runSchedulerBench(ctx context.Context, args []string, stdout io.Writer) err
 	fs := flag.NewFlagSet("myriad bench scheduler", flag.ContinueOnError)
 	var cfg schedbench.Config
 	scenarios := fs.String("scenarios", "1000x30000,5000x50000", "comma-separated NODESxPODS cluster sizes")
-	modes := fs.String("modes", "full,sampling,equivalence,equivalence+sampling", "comma-separated modes: full, sampling, equivalence, equivalence+sampling")
+	modes := fs.String("modes", "full,sampling,equivalence,equivalence+sampling", "comma-separated modes: full, sampling, equivalence, equivalence+sampling, rebuild (sampling with the snapshot copied per pod)")
 	out := fs.String("out", "", "directory for report.md and results.json")
 	fs.IntVar(&cfg.Templates, "templates", 300, "ReplicaSet-like pod templates")
 	fs.IntVar(&cfg.Parallelism, "parallelism", 0, "filtering goroutines (default GOMAXPROCS)")
@@ -70,6 +70,7 @@ func runSchedulerBench(ctx context.Context, args []string, stdout io.Writer) err
 		all[m.Name] = m
 	}
 	all["full"] = all["full search"]
+	all["rebuild"] = schedbench.RebuildMode()
 	for m := range strings.SplitSeq(*modes, ",") {
 		mode, ok := all[strings.TrimSpace(m)]
 		if !ok {

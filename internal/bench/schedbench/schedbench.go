@@ -29,6 +29,15 @@ type Mode struct {
 	EquivalenceClasses bool
 	// Percentage of nodes to score: 0 adaptive (sampling), 100 all.
 	Percentage int
+	// RebuildSnapshot copies the whole cluster before every search, to
+	// show what the incremental cache saves.
+	RebuildSnapshot bool
+}
+
+// RebuildMode is sampling with the snapshot rebuilt per pod; not in the
+// defaults because it is slow on big clusters (use --max-pods-per-run).
+func RebuildMode() Mode {
+	return Mode{Name: "sampling, snapshot rebuilt per pod", RebuildSnapshot: true}
 }
 
 // DefaultModes are the four combinations.
@@ -168,7 +177,7 @@ func runOne(ctx context.Context, cfg Config, sc Scenario, m Mode, nodes []*v1.No
 	binder := &memBinder{}
 	rep := &countingReporter{}
 	s, err := core.New(core.Config{
-		EquivalenceClasses: m.EquivalenceClasses, PercentageOfNodesToScore: m.Percentage,
+		EquivalenceClasses: m.EquivalenceClasses, PercentageOfNodesToScore: m.Percentage, RebuildSnapshot: m.RebuildSnapshot,
 		Parallelism: cfg.Parallelism, Binder: binder, Reporter: rep, Seed: cfg.Seed,
 		// Every pod has priority 0: nothing to preempt, and the search for
 		// victims is not what is measured.

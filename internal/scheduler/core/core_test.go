@@ -112,6 +112,7 @@ func TestNoOvercommit(t *testing.T) {
 		{"plain", Config{Parallelism: 1}},
 		{"equivalence", Config{EquivalenceClasses: true, Parallelism: 1}},
 		{"parallel sampled", Config{EquivalenceClasses: true, Parallelism: 4, PercentageOfNodesToScore: 10}},
+		{"rebuilt snapshot", Config{EquivalenceClasses: true, RebuildSnapshot: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.cfg)

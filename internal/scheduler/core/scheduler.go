@@ -63,6 +63,11 @@ type Config struct {
 	Parallelism int
 	// DisablePreemption turns preemption off.
 	DisablePreemption bool
+	// RebuildSnapshot copies every node (and its pod list) before each
+	// search instead of reading the incrementally maintained cache: what a
+	// scheduler without incremental state pays per pod. For the benchmark's
+	// comparison only; batches are placed one pod per search in this mode.
+	RebuildSnapshot bool
 	// MaxConcurrentBinds bounds bindings in flight. Default 64: an API
 	// server answers 429 with Retry-After: 1s beyond its mutating-inflight
 	// limit (200 by default), so thousands of simultaneous bindings would
@@ -195,7 +200,7 @@ func (s *Scheduler) scheduleBatch(ctx context.Context, batch []*queue.QueuedPod,
 		start := s.cfg.Clock.Now()
 		res := s.search(batch[0].Info)
 		n := len(batch)
-		if res.state != nil && res.state.DependsOnOtherPods() {
+		if res.state != nil && (res.state.DependsOnOtherPods() || s.cfg.RebuildSnapshot) {
 			// Placing one changes where the next fits: one at a time.
 			n = 1
 		}

@@ -45,8 +45,17 @@ func (s *Scheduler) search(pi *framework.PodInfo) *searchResult {
 	res := &searchResult{}
 	s.cache.View(func(snap cache.Snapshot) {
 		nodes := snap.Nodes()
+		var cluster plugins.Cluster = snap
+		if s.cfg.RebuildSnapshot {
+			copied := make([]*framework.NodeInfo, len(nodes))
+			for i, n := range nodes {
+				copied[i] = n.Clone()
+			}
+			nodes = copied
+			cluster = rebuilt{nodes: nodes, affinity: snap.HavePodsWithAffinity()}
+		}
 		res.numNodes = len(nodes)
-		st, status := plugins.PreFilter(pi, snap)
+		st, status := plugins.PreFilter(pi, cluster)
 		if status != nil {
 			res.preFilter = status
 			return
@@ -210,3 +219,12 @@ func (h *scoreHeap) update(score int64) {
 	h.items[0].score = score
 	heap.Fix(h, 0)
 }
+
+// rebuilt is a per-search copy of the cluster (RebuildSnapshot mode).
+type rebuilt struct {
+	nodes    []*framework.NodeInfo
+	affinity bool
+}
+
+func (r rebuilt) Nodes() []*framework.NodeInfo { return r.nodes }
+func (r rebuilt) HavePodsWithAffinity() bool   { return r.affinity }
