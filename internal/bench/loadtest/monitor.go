@@ -59,7 +59,11 @@ type Monitor struct {
 	cfg  MonitorConfig
 	stop context.CancelFunc
 	done chan struct{}
-	mu   struct {
+	// scrapeMu serializes Mark: each scrape must be folded in before the
+	// next starts, or a slow scrape folded after a newer one would look
+	// like a counter reset (and be counted twice).
+	scrapeMu sync.Mutex
+	mu       struct {
 		sync.Mutex
 		prev      *Scrape
 		prevCPU   float64 // last CPU seconds of the current process
@@ -124,6 +128,8 @@ func (m *Monitor) Stop(ctx context.Context) Totals {
 // server restarting) it returns the totals of the last good one and the
 // error.
 func (m *Monitor) Mark(ctx context.Context) (Totals, error) {
+	m.scrapeMu.Lock()
+	defer m.scrapeMu.Unlock()
 	s, err := m.cfg.Metrics.Scrape(ctx)
 	pid := m.cfg.PID()
 	var proc ProcSample

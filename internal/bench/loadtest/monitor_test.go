@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestMonitorScrapesOverHTTP(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	mc, err := NewMetricsClient(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	mc, err := NewMetricsClient(&rest.Config{Host: srv.URL, QPS: -1, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,5 +66,45 @@ func TestMonitorScrapesOverHTTP(t *testing.T) {
 	}
 	if len(rss.Points) != int(scrapes) || rss.Points[0].V != 1 {
 		t.Errorf("rss series %+v for %d scrapes", rss, scrapes)
+	}
+}
+
+// TestMonitorConcurrentMarks checks that marks taken while the sampler
+// runs never count a request twice: with every scrape showing 10 more
+// requests, the total is exactly 10 per scrape after the first.
+func TestMonitorConcurrentMarks(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := n.Add(1)
+		if i%3 == 0 {
+			time.Sleep(3 * time.Millisecond) // some scrapes are slow
+		}
+		fmt.Fprintf(w, "# TYPE apiserver_request_total counter\n"+
+			"apiserver_request_total{verb=\"PUT\",resource=\"leases\",scope=\"resource\",code=\"200\"} %d\n"+
+			"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %d\n"+
+			"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1\n", 10*i, i)
+	}))
+	defer srv.Close()
+	mc, err := NewMetricsClient(&rest.Config{Host: srv.URL, QPS: -1, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := StartMonitor(t.Context(), MonitorConfig{Metrics: mc, Interval: 2 * time.Millisecond, Start: time.Now()})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				if _, err := m.Mark(t.Context()); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	tot := m.Stop(t.Context())
+	if want := float64(10 * (n.Load() - 1)); tot.Sum(nil) != want {
+		t.Errorf("requests %v after %d scrapes, want %v", tot.Sum(nil), n.Load(), want)
 	}
 }
