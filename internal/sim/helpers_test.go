@@ -65,6 +65,12 @@ func (ts *testSim) settle(t *testing.T) {
 		if ts.heartbeats.idle(now) && ts.podWork.idle(now) && ts.greedy.idle(now) {
 			return
 		}
+		// A dispatcher that read the clock just before a Step set its fake
+		// timer from the old time and would sleep past the due work: poke it
+		// to look again.
+		for _, s := range []*scheduler{ts.heartbeats, ts.podWork, ts.greedy} {
+			poke(s)
+		}
 		time.Sleep(100 * time.Microsecond)
 	}
 	t.Fatal("schedulers did not settle")
@@ -110,4 +116,11 @@ func (r *recorder) get(name string) []time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]time.Time(nil), r.times[name]...)
+}
+
+func poke(s *scheduler) {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
