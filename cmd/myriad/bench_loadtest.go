@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 
 	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
@@ -52,8 +53,7 @@ func runLoadtest(ctx context.Context, name string, o *loadtest.Options, args []s
 	o.Logger = log
 	// client-go logs through klog; when hollow nodes or informers stop,
 	// their cancelled requests would print lines across the progress line.
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	klog.SetLogger(logr.Discard())
 	res, runErr := loadtest.Run(ctx, name, *o, restartCommand, scenario)
 	if res != nil {
 		if err := loadtest.WriteMarkdown(stdout, res); err != nil {
