@@ -307,3 +307,53 @@ func TestWriteFailureUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d writes acknowledged before the disk filled", len(acked))
 }
+
+// TestCompactFailure fills the disk before a compaction: Compact returns an
+// error wrapping ENOSPC instead of letting Pebble's fatal commit error take
+// the process down, the store turns read-only, and reads keep working.
+func TestCompactFailure(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	enospc := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasSuffix(op.Path, ".log") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	full := &errorfs.Toggle{Injector: enospc}
+	s, err := Open(ctx, Options{Dir: dir, FS: errorfs.Wrap(vfs.Default, full), Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	last, err := s.Create(ctx, "/k", []byte("0"))
+	for i := 1; i < 10 && err == nil; i++ {
+		last, err = s.Update(ctx, "/k", []byte(strconv.Itoa(i)), last)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	full.On()
+	err = s.Compact(ctx, last-1)
+	if err == nil || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("compact on a full disk: %v, want an error wrapping ENOSPC", err)
+	}
+	if err := s.Health(ctx); err == nil {
+		t.Fatal("Health is nil after a failed compaction")
+	}
+	if _, err := s.Update(ctx, "/k", []byte("x"), last); err == nil {
+		t.Fatal("write after a failed compaction succeeded")
+	}
+	if err := s.Compact(ctx, last-1); err == nil {
+		t.Fatal("second compaction after a failure succeeded")
+	}
+	if kv, err := s.Get(ctx, "/k"); err != nil || kv.ModRevision != last {
+		t.Fatalf("read after failed compaction: %+v, %v", kv, err)
+	}
+	full.Off()
+	s.Close()
+	s = openTest(t, Options{Dir: dir})
+	if kv, err := s.Get(ctx, "/k"); err != nil || kv.ModRevision != last {
+		t.Fatalf("after reopen: %+v, %v", kv, err)
+	}
+}

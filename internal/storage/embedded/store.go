@@ -335,6 +335,9 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 	if revision <= s.compacted.Load() {
 		return nil
 	}
+	if p := s.writeErr.Load(); p != nil {
+		return fmt.Errorf("embedded: compact to revision %d: store is read-only after a failed write: %w", revision, *p)
+	}
 	return s.read(ctx, func() error {
 		b := s.db.NewBatch()
 		defer b.Close()
@@ -344,8 +347,19 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 		if err := b.Set([]byte(metaCompactedKey), encodeMeta(metaCompactedKey, revision), nil); err != nil {
 			return err
 		}
-		if err := b.Commit(pebble.Sync); err != nil {
-			return fmt.Errorf("embedded: compact to revision %d: %w", revision, err)
+		// A failed WAL write here (a full disk) is as fatal to Pebble's
+		// commit pipeline as one in the writer: commit the same way, so it
+		// comes back as an error and the store turns read-only.
+		err := s.applyNoSyncWait(b)
+		if err == nil {
+			err = b.SyncWait()
+		}
+		if err != nil {
+			err = fmt.Errorf("embedded: compact to revision %d: %w", revision, err)
+			if s.writeErr.CompareAndSwap(nil, &err) {
+				s.opts.Logger.Error("embedded store compaction failed; store is now read-only", "err", err)
+			}
+			return err
 		}
 		s.compacted.Store(revision)
 		return nil
