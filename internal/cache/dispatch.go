@@ -183,7 +183,7 @@ func (c *Cache) dispatch(evs []*winEvent) {
 	c.metrics.dispatched.Add(float64(delivered))
 	if len(dead) > 0 {
 		c.metrics.terminated.Add(float64(len(dead)))
-		c.cfg.Logger.Info("ended watchers that could not keep up", "count", len(dead))
+		c.cfg.Logger.Info("ended watchers that could not keep up or met an undecodable object", "count", len(dead))
 	}
 }
 

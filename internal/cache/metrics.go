@@ -11,7 +11,7 @@ import (
 type metrics struct {
 	reg                                                         prometheus.Registerer
 	all                                                         []prometheus.Collector
-	received, dispatched, terminated, initializations, restarts prometheus.Counter
+	received, dispatched, terminated, initializations, restarts, undecodable prometheus.Counter
 	capacity, objects, watchers                                 prometheus.Gauge
 }
 
@@ -30,11 +30,12 @@ func newMetrics(cfg Config) (*metrics, error) {
 		terminated:      counter("apiserver_terminated_watchers_total", "Watchers ended because they could not keep up."),
 		initializations: counter("apiserver_watch_cache_initializations_total", "Times the watch cache was (re)initialized from a list."),
 		restarts:        counter("myriad_watch_cache_store_watch_restarts_total", "Times the store watch ended and was re-established."),
+		undecodable:     counter("myriad_watch_cache_undecodable_objects_total", "Stored values that did not decode; reads of those keys fail until they are rewritten."),
 		capacity:        gauge("apiserver_watch_cache_capacity", "Event window capacity."),
 		objects:         gauge("myriad_watch_cache_objects", "Objects held by the watch cache."),
 		watchers:        gauge("myriad_watch_cache_watchers", "Watchers of the watch cache."),
 	}
-	m.all = []prometheus.Collector{m.restarts, m.received, m.dispatched, m.terminated, m.initializations, m.capacity, m.objects, m.watchers}
+	m.all = []prometheus.Collector{m.restarts, m.undecodable, m.received, m.dispatched, m.terminated, m.initializations, m.capacity, m.objects, m.watchers}
 	if m.reg != nil {
 		for i, col := range m.all {
 			if err := m.reg.Register(col); err != nil {

@@ -94,6 +94,9 @@ func (c *Cache) ListStored(ctx context.Context, opts ListOptions, emit func(stor
 		return ListResult{}, internalError(fmt.Errorf("ListStored on a cache that retains decoded objects"))
 	}
 	return c.list(ctx, opts, func(e *entry) error {
+		if err := undecodableErr(e); err != nil {
+			return err
+		}
 		return emit(storage.KeyValue{Key: e.key, Value: e.raw, ModRevision: e.rev, CreateRevision: e.createRev})
 	})
 }

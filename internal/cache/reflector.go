@@ -77,8 +77,7 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 	for _, kv := range kvs {
 		e, err := c.newEntry(kv)
 		if err != nil {
-			c.cfg.Logger.Error("skipping undecodable object", "key", kv.Key, "rev", kv.ModRevision, "err", err)
-			continue
+			e = c.undecodableEntry(kv, err)
 		}
 		st.put(e)
 	}
@@ -256,6 +255,9 @@ func (c *Cache) newEntry(kv storage.KeyValue) (*entry, error) {
 // object returns e's object: the retained one (shared, read-only), or a
 // fresh decode of the stored bytes (the caller's to keep).
 func (c *Cache) object(e *entry) (runtime.Object, error) {
+	if err := undecodableErr(e); err != nil {
+		return nil, err
+	}
 	if e.obj != nil {
 		return e.obj, nil
 	}
@@ -276,12 +278,10 @@ func (c *Cache) apply(batch []storage.Event) {
 		if ev.Type != storage.EventPut {
 			continue
 		}
-		e, err := c.newEntry(storage.KeyValue{Key: ev.Key, Value: ev.Value, ModRevision: ev.Revision, CreateRevision: ev.CreateRevision})
+		kv := storage.KeyValue{Key: ev.Key, Value: ev.Value, ModRevision: ev.Revision, CreateRevision: ev.CreateRevision}
+		e, err := c.newEntry(kv)
 		if err != nil {
-			// Keep the last good version rather than serve garbage; the
-			// revision still advances.
-			c.cfg.Logger.Error("skipping undecodable object", "key", ev.Key, "rev", ev.Revision, "err", err)
-			continue
+			e = c.undecodableEntry(kv, err)
 		}
 		entries[i] = e
 	}

@@ -122,11 +122,16 @@ func (w *Watcher) eventFor(ev *winEvent) *Event {
 	case prevOK:
 		e, err = ev.deletedEvent(w.c)
 	}
+	if err == nil && ev.cur != nil && !curOK && prevOK && undecodableErr(ev.cur) != nil {
+		// Not a change out of the selector: the new version's labels and
+		// fields are unknown.
+		err = undecodableErr(ev.cur)
+	}
 	if err != nil {
-		// Every stored value decoded once already; log the bug rather
-		// than end every watcher over one object.
+		// An undecodable object (corrupt.go): end the watch with a 500
+		// naming it rather than skip the change, a silent gap.
 		w.c.cfg.Logger.Error("cannot build watch event", "key", ev.key, "rev", ev.rev, "err", err)
-		return nil
+		return errorEvent(err)
 	}
 	return e
 }
@@ -152,6 +157,10 @@ func (w *Watcher) offer(ev *winEvent) (ok, sent bool) {
 	}
 	if e == nil {
 		return true, false
+	}
+	if e.Type == watch.Error {
+		w.endLocked(e)
+		return false, false
 	}
 	if !w.mu.live {
 		if len(w.mu.pending) >= maxPending {
@@ -300,7 +309,9 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 					obj, err := c.object(e)
 					if err != nil {
 						c.cfg.Logger.Error("cannot build watch event", "key", e.key, "rev", e.rev, "err", err)
-						return true
+						w.end(errorEvent(err))
+						ok = false
+						return false
 					}
 					ok = emit(&Event{Type: watch.Added, Object: obj, Revision: e.rev})
 					return ok
@@ -314,7 +325,12 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 				return true
 			}
 			for _, ev := range replay {
-				if e := w.eventFor(ev); e != nil && !emit(e) {
+				e := w.eventFor(ev)
+				if e != nil && e.Type == watch.Error {
+					w.end(e)
+					return false
+				}
+				if e != nil && !emit(e) {
 					return false
 				}
 			}
