@@ -9,10 +9,10 @@ import (
 // metrics uses upstream's watch-cache metric names where one exists, so
 // existing dashboards work; each cache labels them with its resource.
 type metrics struct {
-	reg                                                         prometheus.Registerer
-	all                                                         []prometheus.Collector
+	reg                                                                      prometheus.Registerer
+	all                                                                      []prometheus.Collector
 	received, dispatched, terminated, initializations, restarts, undecodable prometheus.Counter
-	capacity, objects, watchers                                 prometheus.Gauge
+	capacity, objects, watchers                                              prometheus.Gauge
 }
 
 func newMetrics(cfg Config) (*metrics, error) {
