@@ -164,7 +164,7 @@ func decodeHistoryFor(dbKey, rec []byte, prefix string) (storage.Event, error) {
 		return storage.Event{}, fmt.Errorf("embedded: history record at revision %d is %d bytes, shorter than its header: %w", rev, len(rec), storage.ErrCorrupt)
 	}
 	if got, want := checksum(dbKey, rec[4:]), binary.BigEndian.Uint32(rec); got != want {
-		return storage.Event{}, fmt.Errorf("embedded: history record at revision %d fails its checksum (stored %08x, computed %08x): %w", rev, want, got, storage.ErrCorrupt)
+		return storage.Event{}, fmt.Errorf("embedded: history record at revision %d%s fails its checksum (stored %08x, computed %08x): %w", rev, unverifiedKey(rec), want, got, storage.ErrCorrupt)
 	}
 	typ := storage.EventType(rec[4] &^ hasPrevFlag)
 	hasPrev := rec[4]&hasPrevFlag != 0
@@ -198,6 +198,16 @@ func decodeHistoryFor(dbKey, rec []byte, prefix string) (storage.Event, error) {
 		ev.Value = append([]byte{}, value...)
 	}
 	return ev, nil
+}
+
+// unverifiedKey names the key a damaged history record appears to be about,
+// for the operator reading the error; the damage may be in the key itself.
+func unverifiedKey(rec []byte) string {
+	keyLen, n := binary.Uvarint(rec[historyHeader:])
+	if n <= 0 || keyLen > uint64(len(rec)-historyHeader-n) || keyLen > 4096 {
+		return ""
+	}
+	return fmt.Sprintf(" (apparently for key %q)", rec[historyHeader+n:historyHeader+n+int(keyLen)])
 }
 
 func encodeMeta(dbKey string, rev int64) []byte {
