@@ -115,6 +115,10 @@ func TestControllers(t *testing.T) {
 		t.Parallel()
 		ctlNodeLeaseExpiry(t, c)
 	})
+	t.Run("NodeFailureReplacement", func(t *testing.T) {
+		t.Parallel()
+		ctlNodeFailureReplacement(t)
+	})
 }
 
 func ctlServiceAccountAndRootCA(t *testing.T, s *server, c kubernetes.Interface) {
