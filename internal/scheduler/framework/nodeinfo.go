@@ -21,10 +21,11 @@ type NodeInfo struct {
 	Requested                      Resource
 	NonZeroMilliCPU, NonZeroMemory int64
 	Pods                           []*PodInfo
-	// PodsWithAffinity counts pods with any pod (anti-)affinity term;
+	// PodsWithAffinity lists pods with any pod (anti-)affinity term (their
+	// terms score every incoming pod they match, as upstream);
 	// PodsWithRequiredAntiAffinity lists those whose required anti-affinity
 	// every incoming pod must respect.
-	PodsWithAffinity             int
+	PodsWithAffinity             []*PodInfo
 	PodsWithRequiredAntiAffinity []*PodInfo
 	UsedPorts                    HostPortSet
 	// Generation increases on every change, so holders of derived data
@@ -77,7 +78,7 @@ func (n *NodeInfo) AddPod(pi *PodInfo) {
 	n.NonZeroMilliCPU += pi.NonZeroMilliCPU
 	n.NonZeroMemory += pi.NonZeroMemory
 	if pi.HasAffinity() {
-		n.PodsWithAffinity++
+		n.PodsWithAffinity = append(n.PodsWithAffinity, pi)
 	}
 	if len(pi.RequiredAntiAffinity) > 0 {
 		n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, pi)
@@ -105,21 +106,29 @@ func (n *NodeInfo) RemovePod(uid types.UID) (*PodInfo, bool) {
 	n.NonZeroMilliCPU -= pi.NonZeroMilliCPU
 	n.NonZeroMemory -= pi.NonZeroMemory
 	if pi.HasAffinity() {
-		n.PodsWithAffinity--
+		n.PodsWithAffinity = removePodInfo(n.PodsWithAffinity, uid)
 	}
 	if len(pi.RequiredAntiAffinity) > 0 {
-		for j, p := range n.PodsWithRequiredAntiAffinity {
-			if p.Pod.UID == uid {
-				n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity[:j], n.PodsWithRequiredAntiAffinity[j+1:]...)
-				break
-			}
-		}
+		n.PodsWithRequiredAntiAffinity = removePodInfo(n.PodsWithRequiredAntiAffinity, uid)
 	}
 	for _, p := range pi.HostPorts {
 		n.UsedPorts.Remove(p)
 	}
 	n.Generation++
 	return pi, true
+}
+
+// removePodInfo removes the pod with uid from list in place, keeping the
+// order. Clone copies the lists, so no other NodeInfo shares the array.
+func removePodInfo(list []*PodInfo, uid types.UID) []*PodInfo {
+	for j, p := range list {
+		if p.Pod.UID == uid {
+			copy(list[j:], list[j+1:])
+			list[len(list)-1] = nil
+			return list[:len(list)-1]
+		}
+	}
+	return list
 }
 
 // Clone returns a copy that can be changed (preemption's what-if) without
@@ -130,7 +139,7 @@ func (n *NodeInfo) Clone() *NodeInfo {
 		Unschedulable: n.Unschedulable, FilterTaints: n.FilterTaints, TaintStatuses: n.TaintStatuses, PreferTaints: n.PreferTaints,
 		Requested: n.Requested.Clone(), NonZeroMilliCPU: n.NonZeroMilliCPU, NonZeroMemory: n.NonZeroMemory,
 		Pods:                         append([]*PodInfo(nil), n.Pods...),
-		PodsWithAffinity:             n.PodsWithAffinity,
+		PodsWithAffinity:             append([]*PodInfo(nil), n.PodsWithAffinity...),
 		PodsWithRequiredAntiAffinity: append([]*PodInfo(nil), n.PodsWithRequiredAntiAffinity...),
 		UsedPorts:                    n.UsedPorts.Clone(),
 		Generation:                   n.Generation,

@@ -12,8 +12,18 @@
 // PreFilter computes, once per pod (or per equivalence class), everything a
 // filter needs from the whole cluster (topology counts); Filter then looks
 // at one node and is safe to call from several goroutines at once.
-// Reasons are upstream's strings. Known gaps: no system-default topology
-// spreading (pods without constraints are not spread by owner), and pod
-// affinity terms with a non-empty namespaceSelector only see the namespaces
-// they list.
+// Reasons are upstream's strings. InterPodAffinity scores from both sides,
+// as upstream: the pod's preferred terms over existing pods, and existing
+// pods' terms (required ones with weight 1) over the pod.
+//
+// Files follow plugins: fit.go (NodeResourcesFit, BalancedAllocation),
+// taints.go (TaintToleration, NodeUnschedulable), affinity.go
+// (InterPodAffinity), spread.go (PodTopologySpread); state.go holds
+// PreFilter, the filter order and the one-line filters (NodeName,
+// NodeAffinity, NodePorts); score.go normalizes and weighs the scores.
+// Each has its table-driven tests beside it.
+//
+// Known gaps: no system-default topology spreading (pods without
+// constraints are not spread by owner), and pod affinity terms with a
+// non-empty namespaceSelector only see the namespaces they list.
 package plugins

@@ -3,46 +3,8 @@ package plugins
 import (
 	"math"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/myriad-k8s/myriad/internal/scheduler/framework"
 )
-
-// ScoreResources is LeastAllocated (weight 1) plus BalancedAllocation
-// (weight 1) for n with the pod added: the only scores that change when a
-// pod of the same class lands on n.
-func (s *State) ScoreResources(n *framework.NodeInfo) int64 {
-	return WeightLeastAllocated*leastAllocated(s.Pod, n) + WeightBalanced*balanced(s.Pod, n)
-}
-
-func leastAllocated(pod *framework.PodInfo, n *framework.NodeInfo) int64 {
-	la := func(req, alloc int64) int64 {
-		if alloc == 0 || req > alloc {
-			return 0
-		}
-		return (alloc - req) * MaxNodeScore / alloc
-	}
-	cpu := la(n.NonZeroMilliCPU+pod.NonZeroMilliCPU, n.Allocatable.MilliCPU)
-	mem := la(n.NonZeroMemory+pod.NonZeroMemory, n.Allocatable.Memory)
-	return (cpu + mem) / 2
-}
-
-func balanced(pod *framework.PodInfo, n *framework.NodeInfo) int64 {
-	frac := func(req, alloc int64) float64 {
-		if alloc == 0 {
-			return 1
-		}
-		f := float64(req) / float64(alloc)
-		if f > 1 {
-			f = 1
-		}
-		return f
-	}
-	c := frac(n.Requested.MilliCPU+pod.Requests.MilliCPU, n.Allocatable.MilliCPU)
-	m := frac(n.Requested.Memory+pod.Requests.Memory, n.Allocatable.Memory)
-	std := math.Abs(c-m) / 2
-	return int64((1 - std) * MaxNodeScore)
-}
 
 // ScoreStatic returns, for each node, the weighted normalized sum of the
 // scores that do not depend on the node's resources: preferred node
@@ -91,11 +53,11 @@ func (s *State) ScoreStatic(nodes []*framework.NodeInfo, out []int64) []int64 {
 		out[i] += WeightTaintToleration * score
 	}
 
-	// InterPodAffinity preferred: min-max normalized.
-	if s.affinity != nil && len(s.affinity.preferred) > 0 {
+	// InterPodAffinity preferred, both sides' terms: min-max normalized.
+	if s.affinity != nil && s.affinity.hasScores() {
 		min, max := int64(math.MaxInt64), int64(math.MinInt64)
 		for i, n := range nodes {
-			raw[i] = s.affinity.score(s.Pod, n)
+			raw[i] = s.affinity.score(n)
 			min, max = minInt(min, raw[i]), maxInt(max, raw[i])
 		}
 		for i := range nodes {
@@ -128,25 +90,6 @@ func (s *State) ScoreStatic(nodes []*framework.NodeInfo, out []int64) []int64 {
 		}
 	}
 	return out
-}
-
-func (s *State) intolerablePreferNoSchedule(n *framework.NodeInfo) int64 {
-	var c int64
-	for i := range n.PreferTaints {
-		t := &n.PreferTaints[i]
-		tolerated := false
-		for j := range s.Pod.Pod.Spec.Tolerations {
-			tol := &s.Pod.Pod.Spec.Tolerations[j]
-			if (tol.Effect == "" || tol.Effect == v1.TaintEffectPreferNoSchedule) && tol.ToleratesTaint(discardLogger(), t, enableComparisonOperator) {
-				tolerated = true
-				break
-			}
-		}
-		if !tolerated {
-			c++
-		}
-	}
-	return c
 }
 
 func minInt(a, b int64) int64 {

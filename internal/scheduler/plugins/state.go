@@ -3,9 +3,7 @@ package plugins
 import (
 	"fmt"
 
-	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
-	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/myriad-k8s/myriad/internal/scheduler/framework"
@@ -137,94 +135,3 @@ var (
 	statusCPU           = framework.NewStatus(framework.Unschedulable, "Insufficient cpu")
 	statusMemory        = framework.NewStatus(framework.Unschedulable, "Insufficient memory")
 )
-
-func (s *State) filterUnschedulable(n *framework.NodeInfo) *framework.Status {
-	if !n.Unschedulable {
-		return nil
-	}
-	taint := v1.Taint{Key: unschedulableTaintKey, Effect: v1.TaintEffectNoSchedule}
-	if v1helper.TolerationsTolerateTaint(logr.Discard(), s.Pod.Pod.Spec.Tolerations, &taint, enableComparisonOperator) {
-		return nil
-	}
-	return statusUnschedulable
-}
-
-// filterTaints returns the status of the first NoSchedule/NoExecute taint
-// the pod does not tolerate (upstream's FindMatchingUntoleratedTaint order),
-// without allocating: the taints and their statuses were built when the
-// node was cached.
-func (s *State) filterTaints(n *framework.NodeInfo) *framework.Status {
-	for i := range n.FilterTaints {
-		if !v1helper.TolerationsTolerateTaint(logr.Discard(), s.Pod.Pod.Spec.Tolerations, &n.FilterTaints[i], enableComparisonOperator) {
-			return n.TaintStatuses[i]
-		}
-	}
-	return nil
-}
-
-// FilterResources is NodeResourcesFit: the pod count, then every resource
-// the pod requests against allocatable minus what is requested (plus
-// nominated pods). All insufficient resources are reported, as upstream.
-func (s *State) FilterResources(n *framework.NodeInfo) *framework.Status {
-	req := &s.Pod.Requests
-	used := &n.Requested
-	podCount := int64(len(n.Pods))
-	var nom *framework.Resource
-	if s.Nominated != nil {
-		if r, ok := s.Nominated[n.Name]; ok {
-			nom = r
-			podCount += r.AllowedPodNumber
-		}
-	}
-	var reasons []string
-	if podCount+1 > n.Allocatable.AllowedPodNumber {
-		reasons = append(reasons, framework.ReasonTooManyPods)
-	}
-	if req.MilliCPU == 0 && req.Memory == 0 && req.EphemeralStorage == 0 && len(req.Scalar) == 0 {
-		return reasonsStatus(reasons)
-	}
-	extra := func(get func(*framework.Resource) int64) int64 {
-		if nom == nil {
-			return 0
-		}
-		return get(nom)
-	}
-	if req.MilliCPU > 0 && req.MilliCPU > n.Allocatable.MilliCPU-used.MilliCPU-extra(func(r *framework.Resource) int64 { return r.MilliCPU }) {
-		reasons = append(reasons, "Insufficient cpu")
-	}
-	if req.Memory > 0 && req.Memory > n.Allocatable.Memory-used.Memory-extra(func(r *framework.Resource) int64 { return r.Memory }) {
-		reasons = append(reasons, "Insufficient memory")
-	}
-	if req.EphemeralStorage > 0 && req.EphemeralStorage > n.Allocatable.EphemeralStorage-used.EphemeralStorage-extra(func(r *framework.Resource) int64 { return r.EphemeralStorage }) {
-		reasons = append(reasons, "Insufficient ephemeral-storage")
-	}
-	for name, q := range req.Scalar {
-		if q == 0 {
-			continue
-		}
-		var e int64
-		if nom != nil {
-			e = nom.Scalar[name]
-		}
-		if q > n.Allocatable.Scalar[name]-used.Scalar[name]-e {
-			reasons = append(reasons, fmt.Sprintf("Insufficient %s", name))
-		}
-	}
-	return reasonsStatus(reasons)
-}
-
-func reasonsStatus(reasons []string) *framework.Status {
-	switch {
-	case len(reasons) == 0:
-		return nil
-	case len(reasons) == 1 && reasons[0] == framework.ReasonTooManyPods:
-		return statusTooManyPods
-	case len(reasons) == 1 && reasons[0] == "Insufficient cpu":
-		return statusCPU
-	case len(reasons) == 1 && reasons[0] == "Insufficient memory":
-		return statusMemory
-	}
-	return framework.NewStatus(framework.Unschedulable, reasons...)
-}
-
-func discardLogger() logr.Logger { return logr.Discard() }
