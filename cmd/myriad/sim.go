@@ -46,17 +46,23 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.BoolVar(&cfg.FullStatusHeartbeat, "full-status-heartbeat", false, "heartbeat with the full Node status every --renew-interval instead of Leases (pre-KEP-0009)")
 	podWatch := fs.String("pod-watch", string(sim.PodWatchPerNode), "per-node (one watch per node, as kubelets) or shared (one watch for all)")
 	fs.DurationVar(&cfg.PodStartupDelay, "pod-startup-delay", time.Second, "admission to Running")
-	fs.DurationVar(&cfg.PodStartupJitter, "pod-startup-jitter", 0, "± uniform jitter on the startup delay")
+	fs.DurationVar(&cfg.PodStartupJitter, "pod-startup-jitter", 0, "± uniform jitter on the startup delay (default a fifth of --pod-startup-delay; negative: none)")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the startup jitter, to repeat a run (default random; logged at start)")
 	fs.DurationVar(&cfg.TerminationDelay, "termination-delay", time.Second, "containers terminated to grace-0 delete, at most the grace period")
 	fs.DurationVar(&cfg.JobRunTime, "job-run-time", 5*time.Second, "how long Job pods run (unless annotated "+sim.AnnotationRunSeconds+")")
 	fs.DurationVar(&cfg.GreedyListInterval, "greedy-list-interval", 0, "if > 0, every node lists all Services this often (the Civis greedy DaemonSet)")
 	fs.IntVar(&cfg.HeartbeatWorkers, "heartbeat-workers", 0, "workers for Lease renewals and Node status (default: one second of heartbeats, nodes/renew-interval, at least 64)")
 	fs.IntVar(&cfg.PodWorkers, "pod-workers", 128, "workers for pod status writes and deletes")
 	fs.IntVar(&cfg.GreedyWorkers, "greedy-workers", 0, "workers for greedy lists (default: one second of lists, at least 16)")
+	failNodes := fs.String("fail-nodes", "", "nodes that stop heartbeating (and handling pods) --fail-after registration, to test node lifecycle: a count N (the first N nodes) or a comma-separated list of names")
+	fs.DurationVar(&cfg.Fail.After, "fail-after", 0, "with --fail-nodes: how long after every node registered they fail")
+	fs.DurationVar(&cfg.Fail.RecoverAfter, "recover-after", 0, "with --fail-nodes: how long after failing they recover (0: never)")
 	var qps float64
 	fs.Float64Var(&qps, "qps", 0, "client-side QPS limit for all nodes together (0: none)")
 	fs.IntVar(&cfg.Burst, "burst", 0, "client-side burst with --qps")
-	metricsAddr := fs.String("metrics-address", "", "serve Prometheus /metrics here, e.g. 127.0.0.1:0 (default: off)")
+	metricsAddr := fs.String("metrics-address", "", "serve Prometheus /metrics, /debug/pprof/ and the node control API here, e.g. 127.0.0.1:0 (default: off): "+
+		"POST /fail?node=NAME[,NAME] stops nodes heartbeating, POST /recover?node=NAME[,NAME] brings them back, GET /failed lists them. "+
+		"No authentication: keep it on loopback")
 	statusEvery := fs.Duration("status-interval", 10*time.Second, "print a status line this often (0: never)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -100,11 +106,23 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	cfg.Zones = splitList(*zones)
+	if cfg.Fail.Count, cfg.Fail.Nodes, err = sim.ParseFailNodes(*failNodes); err != nil {
+		return fmt.Errorf("--fail-nodes: %w", err)
+	}
 
+	var reg *prometheus.Registry
 	if *metricsAddr != "" {
-		reg := prometheus.NewRegistry()
+		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector())
 		cfg.Metrics = reg
+	}
+	s, err := sim.New(cfg)
+	if err != nil {
+		return err
+	}
+	if reg != nil {
+		// Served from before Start, so registration can be watched; the
+		// control API answers 409 to a recovery until then.
 		l, err := net.Listen("tcp", *metricsAddr)
 		if err != nil {
 			return fmt.Errorf("--metrics-address: %w", err)
@@ -113,15 +131,11 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.Handle("/", s.ControlHandler()) // POST /fail, POST /recover, GET /failed
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = srv.Serve(l) }()
 		defer srv.Close()
-		fmt.Fprintf(os.Stderr, "serving metrics on http://%s/metrics\n", l.Addr())
-	}
-
-	s, err := sim.New(cfg)
-	if err != nil {
-		return err
+		fmt.Fprintf(os.Stderr, "serving metrics on http://%s/metrics, node control on http://%s/fail and /recover\n", l.Addr(), l.Addr())
 	}
 	start := time.Now()
 	fmt.Fprintf(stdout, "registering %d hollow nodes...\n", cfg.Nodes)

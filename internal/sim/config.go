@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,10 +94,18 @@ type Config struct {
 	// PodWatch chooses per-node watches (default) or one shared watch.
 	PodWatch PodWatch
 	// PodStartupDelay is how long after admission a pod turns Running;
-	// default 1s. PodStartupJitter spreads it uniformly by ± that much
-	// (default 0; negative values are an error).
+	// default 1s. PodStartupJitter spreads it uniformly over
+	// [delay-jitter, delay+jitter] (never below 0); default a fifth of
+	// PodStartupDelay, negative for none. Real pods never start in lockstep,
+	// and a fixed delay would make every pod of a burst turn Running in the
+	// same instant, a write spike no real cluster sees.
 	PodStartupDelay  time.Duration
 	PodStartupJitter time.Duration
+	// Seed seeds the startup jitter. Each node draws from its own generator
+	// seeded with (Seed, node index), so a run's delays do not depend on
+	// the order goroutines happen to run in. Default 0: a random seed
+	// (New fills it in; Start logs it so a run can be repeated).
+	Seed uint64
 	// TerminationDelay is how long after containers are reported terminated
 	// (on graceful deletion) the node confirms with a grace-0 delete, at most
 	// the pod's grace period; default 1s.
@@ -102,6 +113,11 @@ type Config struct {
 	// JobRunTime is how long a Job's pod runs before it Succeeds, unless
 	// AnnotationRunSeconds says otherwise; default 5s.
 	JobRunTime time.Duration
+
+	// Fail makes nodes fail by themselves, for node-lifecycle tests run from
+	// the command line; default none. Programs can call Sim.Fail and
+	// Sim.Recover (or serve Sim.ControlHandler) instead.
+	Fail FailPlan
 
 	// GreedyListInterval > 0 makes every node list all Services (cluster
 	// scope, a consistent read) every interval, spread evenly like renewals:
@@ -132,6 +148,60 @@ type Config struct {
 const (
 	defaultPrefix = "hollow-node-"
 )
+
+// FailPlan fails some nodes a while after they have all registered — their
+// Leases and Node status go stale, so the node lifecycle controller marks
+// them NotReady and evicts their pods — and optionally brings them back.
+// Count and Nodes are alternatives; both zero means no plan.
+type FailPlan struct {
+	// Count fails the first Count nodes by index (<NamePrefix><FirstIndex>
+	// onwards), so which nodes fail is predictable. At most Nodes.
+	Count int
+	// Nodes names the nodes to fail; each must be one of this simulator's.
+	Nodes []string
+	// After is how long after Start returns (every node registered) the
+	// nodes fail; default 0, at once.
+	After time.Duration
+	// RecoverAfter, if > 0, recovers the nodes that long after they failed;
+	// default 0, they stay failed.
+	RecoverAfter time.Duration
+}
+
+// ParseFailNodes reads a node selection as the command line gives it: a
+// bare number is a count (the first N nodes), anything else a
+// comma-separated list of node names. Empty means none.
+func ParseFailNodes(v string) (count int, names []string, err error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil, nil
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 0 {
+			return 0, nil, fmt.Errorf("sim: node count must not be negative, got %d", n)
+		}
+		return n, nil, nil
+	}
+	for _, name := range strings.Split(v, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			names = append(names, name)
+		}
+	}
+	return 0, names, nil
+}
+
+// validate checks the plan against a config with defaults filled in; names
+// are checked against the nodes in newSim.
+func (p FailPlan) validate(nodes int) error {
+	switch {
+	case p.Count < 0 || p.Count > nodes:
+		return fmt.Errorf("sim: Fail.Count must be in 0..%d (Nodes), got %d", nodes, p.Count)
+	case p.Count > 0 && len(p.Nodes) > 0:
+		return errors.New("sim: Fail.Count and Fail.Nodes are alternatives; set one")
+	case p.After < 0 || p.RecoverAfter < 0:
+		return fmt.Errorf("sim: Fail.After and Fail.RecoverAfter must not be negative, got %v and %v", p.After, p.RecoverAfter)
+	}
+	return nil
+}
 
 // withDefaults returns cfg with every zero field set to its default, or an
 // error if cfg cannot work.
@@ -187,13 +257,16 @@ func (cfg Config) withDefaults() (Config, error) {
 	setDur(&cfg.RenewInterval, 10*time.Second)
 	setDur(&cfg.NodeStatusInterval, 60*time.Second)
 	setDur(&cfg.PodStartupDelay, time.Second)
+	// Negative jitter means none and is kept as it is, so that filling in
+	// defaults twice changes nothing.
+	setDur(&cfg.PodStartupJitter, cfg.PodStartupDelay/5)
 	setDur(&cfg.TerminationDelay, time.Second)
 	setDur(&cfg.JobRunTime, 5*time.Second)
 	for name, d := range map[string]time.Duration{
 		"LeaseDuration": cfg.LeaseDuration, "RenewInterval": cfg.RenewInterval,
 		"NodeStatusInterval": cfg.NodeStatusInterval, "PodStartupDelay": cfg.PodStartupDelay,
-		"PodStartupJitter": cfg.PodStartupJitter, "TerminationDelay": cfg.TerminationDelay,
-		"JobRunTime": cfg.JobRunTime, "GreedyListInterval": cfg.GreedyListInterval,
+		"TerminationDelay": cfg.TerminationDelay, "JobRunTime": cfg.JobRunTime,
+		"GreedyListInterval": cfg.GreedyListInterval,
 	} {
 		if d < 0 {
 			return cfg, fmt.Errorf("sim: %s must not be negative, got %v", name, d)
@@ -225,6 +298,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	setInt(&cfg.PodWorkers, 128)
 	setInt(&cfg.GreedyWorkers, max(16, perSecond(cfg.GreedyListInterval)))
 	setInt(&cfg.RegistrationWorkers, 64)
+	if err := cfg.Fail.validate(cfg.Nodes); err != nil {
+		return cfg, err
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = rand.Uint64()
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -16,10 +16,11 @@
 //     watch for all nodes with PodWatch=PodWatchShared), admits them against
 //     its allocatable like a kubelet (rejecting with OutOfcpu, OutOfmemory,
 //     OutOfpods), runs them (status Running with IPs, container statuses and
-//     conditions after PodStartupDelay ± PodStartupJitter), runs Job pods and
-//     pods annotated with AnnotationRunSeconds to Succeeded, and honours
-//     graceful deletion (containers terminated, then a grace-0 delete with a
-//     UID precondition);
+//     conditions after PodStartupDelay ± PodStartupJitter, by default 1 s ±
+//     200 ms, drawn from a per-node generator seeded with Config.Seed), runs
+//     Job pods and pods annotated with AnnotationRunSeconds to Succeeded, and
+//     honours graceful deletion (containers terminated, then a grace-0
+//     delete with a UID precondition);
 //   - optionally lists all Services every GreedyListInterval (the Civis
 //     "greedy DaemonSet").
 //
@@ -33,6 +34,23 @@
 //	s.Stop()                 // stops every node and waits; idempotent
 //
 // sim.Run(ctx, cfg) is New+Start, then waits for ctx and Stops.
+//
+// # Failing nodes
+//
+// A failed node stops renewing its Lease, writing its status and handling
+// its pods, as if its kubelet had died, so the node lifecycle controller
+// marks it NotReady and evicts its pods; a recovered one renews and writes
+// Ready at once. Three ways to get there, all through Sim.Fail and
+// Sim.Recover:
+//
+//   - from a program, calling them;
+//   - on a schedule, with Config.Fail (myriad sim --fail-nodes N|NAME,...
+//     --fail-after D --recover-after D): the nodes fail D after every node
+//     registered, and optionally recover;
+//   - over HTTP while it runs, with Sim.ControlHandler (myriad sim serves it
+//     on --metrics-address): POST /fail?node=NAME, POST /recover?node=NAME,
+//     GET /failed. It has no authentication, like the pprof handlers next
+//     to it: keep the address on loopback.
 //
 // # Timing
 //

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -33,11 +34,16 @@ type node struct {
 		obj         *corev1.Node // last Node the server returned
 		lease       *coordv1.Lease
 		lastAck     time.Time // last acknowledged heartbeat; zero while failed
+		lastStatus  time.Time // last acknowledged Node status write (or registration)
 		transitions map[corev1.NodeConditionType]time.Time
 		pods        map[types.UID]*podState
 		ips         *ipPool
 		used        usage
 		stopWatch   context.CancelFunc // per-node pod watch
+		// rng draws pod startup jitter; one per node, seeded with
+		// (Config.Seed, index), so the draws are reproducible whatever
+		// order nodes' work runs in.
+		rng *rand.Rand
 	}
 }
 
@@ -54,6 +60,7 @@ func newNode(s *Sim, local int) *node {
 	n.mu.pods = map[types.UID]*podState{}
 	n.mu.ips = newIPPool(n.cidr, s.cfg.Pods)
 	n.mu.transitions = map[corev1.NodeConditionType]time.Time{}
+	n.mu.rng = rand.New(rand.NewPCG(s.cfg.Seed, uint64(idx)))
 	return n
 }
 

@@ -172,11 +172,17 @@ func (n *node) admitLocked(st *podState) {
 
 func (n *node) scheduleStartLocked(st *podState) {
 	cfg := &n.s.cfg
-	delay := cfg.PodStartupDelay
-	if j := cfg.PodStartupJitter; j > 0 {
-		delay += time.Duration(rand.Int64N(int64(2*j)+1)) - j
+	delay := startupDelay(cfg.PodStartupDelay, cfg.PodStartupJitter, n.mu.rng)
+	n.schedulePod(n.s.cfg.Clock.Now().Add(delay), st, n.startPod)
+}
+
+// startupDelay draws a pod's startup delay uniformly from
+// [delay-jitter, delay+jitter], clamped at 0; jitter <= 0 means none.
+func startupDelay(delay, jitter time.Duration, rng *rand.Rand) time.Duration {
+	if jitter > 0 {
+		delay += time.Duration(rng.Int64N(int64(2*jitter)+1)) - jitter
 	}
-	n.schedulePod(n.s.cfg.Clock.Now().Add(max(delay, 0)), st, n.startPod)
+	return max(delay, 0)
 }
 
 // advanceLocked decides what a known pod needs next after a change: a

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -13,10 +15,12 @@ import (
 )
 
 // podTestSim is one hollow node without a pod watch: tests deliver pod
-// events themselves.
+// events themselves. Its startup delay is exactly PodStartupDelay, without
+// jitter, so tests can expect a pod Running at a given instant
+// (TestPodStartupDelaysVary covers the jitter).
 func podTestSim(t *testing.T) (*testSim, *node) {
 	t.Helper()
-	ts := newTestSim(t, 1, nil)
+	ts := newTestSim(t, 1, func(c *Config) { c.PodStartupJitter = -1 })
 	ts.noPodWatch = true
 	ts.run(t)
 	return ts, ts.nodes[0]
@@ -275,5 +279,103 @@ func TestSyncListKeepsPodsNewerThanTheList(t *testing.T) {
 	}
 	if st := ts.Stats(); st.PodsStarting != 0 || st.PodsRunning != 0 {
 		t.Errorf("after the pod was forgotten: starting %d running %d, want 0 0", st.PodsStarting, st.PodsRunning)
+	}
+}
+
+func TestStartupDelayStaysWithinBounds(t *testing.T) {
+	const draws = 10000
+	tests := []struct {
+		name                string
+		delay, jitter       time.Duration
+		lo, hi              time.Duration
+		wantMean, meanSlack time.Duration
+	}{
+		{"default jitter", time.Second, 200 * time.Millisecond, 800 * time.Millisecond, 1200 * time.Millisecond, time.Second, 10 * time.Millisecond},
+		{"no jitter", time.Second, 0, time.Second, time.Second, time.Second, 0},
+		{"negative is none", time.Second, -1, time.Second, time.Second, time.Second, 0},
+		// A third of the range lies below zero and is clamped there.
+		{"clamped at zero", 100 * time.Millisecond, 300 * time.Millisecond, 0, 400 * time.Millisecond, 0, time.Hour},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			lo, hi, sum := time.Duration(1<<62), time.Duration(0), time.Duration(0)
+			for range draws {
+				d := startupDelay(tc.delay, tc.jitter, rng)
+				lo, hi, sum = min(lo, d), max(hi, d), sum+d
+			}
+			// Uniform over the whole range: both ends are (nearly) reached.
+			edge := (tc.hi - tc.lo) / 100
+			if lo < tc.lo || lo > tc.lo+edge || hi > tc.hi || hi < tc.hi-edge {
+				t.Errorf("delays in [%v, %v], want in [%v, %v] and reaching both ends", lo, hi, tc.lo, tc.hi)
+			}
+			if mean := sum / draws; mean < tc.wantMean-tc.meanSlack || mean > tc.wantMean+tc.meanSlack {
+				t.Errorf("mean delay %v, want %v ± %v", mean, tc.wantMean, tc.meanSlack)
+			}
+		})
+	}
+	// The same seed draws the same delays; another seed, others.
+	seq := func(seed uint64) string {
+		rng := rand.New(rand.NewPCG(seed, 0))
+		var out []time.Duration
+		for range 5 {
+			out = append(out, startupDelay(time.Second, 200*time.Millisecond, rng))
+		}
+		return fmt.Sprint(out)
+	}
+	if seq(7) != seq(7) || seq(7) == seq(8) {
+		t.Errorf("seed 7: %s then %s; seed 8: %s; want the first two equal, the third different", seq(7), seq(7), seq(8))
+	}
+}
+
+// With the default jitter (a fifth of the delay) pods admitted together
+// turn Running at different times within delay ± jitter, and exactly when
+// the node's generator, seeded with (Seed, node index), says.
+func TestPodStartupDelaysVary(t *testing.T) {
+	const (
+		pods  = 40
+		seed  = 42
+		delay = time.Second
+		step  = 10 * time.Millisecond
+	)
+	ts := newTestSim(t, 1, func(c *Config) { c.Seed = seed })
+	if ts.cfg.PodStartupJitter != delay/5 {
+		t.Fatalf("default jitter %v, want %v", ts.cfg.PodStartupJitter, delay/5)
+	}
+	ts.noPodWatch = true
+	running := ts.record("update", "pods")
+	ts.run(t)
+	n := ts.nodes[0]
+	for i := range pods {
+		ts.create(t, n, newPod(fmt.Sprintf("p%02d", i), ""))
+	}
+	ts.advance(t, delay+delay/5+step, step)
+
+	want := rand.New(rand.NewPCG(seed, 0)) // node index 0
+	distinct := map[time.Duration]bool{}
+	first, last := time.Duration(1<<62), time.Duration(0)
+	for i := range pods {
+		name := fmt.Sprintf("p%02d", i)
+		got := running.get(name)
+		if len(got) != 1 {
+			t.Fatalf("%s: status writes at %v, want one", name, got)
+		}
+		at := got[0].Sub(t0)
+		// The clock moves in steps, and the scheduler takes work due
+		// within its slack early.
+		due := startupDelay(delay, delay/5, want)
+		if at < due-slack || at >= due+step {
+			t.Errorf("%s Running at +%v, want at its drawn delay %v (to the %v step)", name, at, due, step)
+		}
+		if at < delay-delay/5-slack || at > delay+delay/5+step {
+			t.Errorf("%s Running at +%v, outside %v ± %v", name, at, delay, delay/5)
+		}
+		distinct[at] = true
+		first, last = min(first, at), max(last, at)
+	}
+	// 40 uniform draws over 41 steps land on about 26 different ones.
+	if len(distinct) < pods/3 || first > 900*time.Millisecond || last < 1100*time.Millisecond {
+		t.Errorf("%d pods turned Running at %d different times between +%v and +%v; want them spread over %v ± %v",
+			pods, len(distinct), first, last, delay, delay/5)
 	}
 }

@@ -19,6 +19,10 @@ const protobufType = "application/vnd.kubernetes.protobuf"
 // of this simulator's nodes.
 var ErrUnknownNode = errors.New("sim: unknown node")
 
+// ErrNotStarted is returned by Recover before Start: a recovered node needs
+// the run's context for its heartbeats and pod watch.
+var ErrNotStarted = errors.New("sim: not started")
+
 // Sim runs a set of hollow nodes. Create it with New, then Start it once.
 // Its methods are safe for concurrent use.
 type Sim struct {
@@ -108,6 +112,11 @@ func newSim(cfg Config, client kubernetes.Interface) (*Sim, error) {
 		s.nodes = append(s.nodes, n)
 		s.byName[n.name] = n
 	}
+	for _, name := range cfg.Fail.Nodes {
+		if _, ok := s.byName[name]; !ok {
+			return nil, fmt.Errorf("sim: Fail.Nodes: %w %q", ErrUnknownNode, name)
+		}
+	}
 	if cfg.Metrics != nil {
 		m, err := newMetrics(s, cfg.Metrics)
 		if err != nil {
@@ -167,7 +176,8 @@ func (s *Sim) Start(ctx context.Context) error {
 			s.watchPods(runCtx, "", nil)
 		}()
 	}
-	s.cfg.Logger.Info("hollow nodes registered", "nodes", len(s.nodes), "took", s.cfg.Clock.Since(s.start))
+	s.cfg.Logger.Info("hollow nodes registered", "nodes", len(s.nodes), "took", s.cfg.Clock.Since(s.start), "seed", s.cfg.Seed)
+	s.scheduleFailPlan(runCtx)
 	return nil
 }
 
@@ -263,7 +273,7 @@ func (s *Sim) Recover(name string) error {
 	ctx := s.mu.ctx
 	s.mu.Unlock()
 	if ctx == nil {
-		return errors.New("sim: not started")
+		return ErrNotStarted
 	}
 	n.recover(ctx)
 	return nil
