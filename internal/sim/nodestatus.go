@@ -148,18 +148,32 @@ func (n *node) ensureNode(ctx context.Context) error {
 	got.ManagedFields = nil // unused here; see doc.go, Memory
 	n.mu.Lock()
 	n.mu.obj = got
+	n.mu.lastStatus = now
 	n.mu.Unlock()
 	return nil
 }
 
-// statusTask writes Node status every NodeStatusInterval.
+// statusTask writes Node status on the node's NodeStatusInterval grid.
 func (n *node) statusTask(due time.Time) {
 	ctx := n.runCtx()
 	if ctx.Err() != nil {
 		return
 	}
-	n.writeStatus(ctx, false)
-	n.s.heartbeats.at(n.next(due, n.s.cfg.NodeStatusInterval), n.statusTask)
+	period := n.s.cfg.NodeStatusInterval
+	// The status carries nothing that changes by itself, so it is written
+	// when something changed (a recovery, which writes at once) or when the
+	// last report is a period old, as the kubelet does. A change write lands
+	// off the grid; skipping the slot that follows it only when that slot
+	// is under half a period away keeps the write on the node's slot (so
+	// nodes recovered together do not write together every period
+	// thereafter) and the reported status at most 1.5 periods old.
+	n.mu.Lock()
+	recent := n.s.cfg.Clock.Since(n.mu.lastStatus) < period/2
+	n.mu.Unlock()
+	if !recent {
+		n.writeStatus(ctx, false)
+	}
+	n.s.heartbeats.at(n.next(due, period), n.statusTask)
 }
 
 // fullStatusTask is the pre-Lease heartbeat: the whole status every
@@ -253,6 +267,7 @@ func (n *node) writeStatus(ctx context.Context, heartbeat bool) bool {
 	got.ManagedFields = nil // unused here; see doc.go, Memory
 	n.mu.Lock()
 	n.mu.obj = got
+	n.mu.lastStatus = n.s.cfg.Clock.Now()
 	n.mu.Unlock()
 	return true
 }

@@ -1,10 +1,14 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestNodeObject(t *testing.T) {
@@ -40,5 +44,70 @@ func TestNodeObject(t *testing.T) {
 	}
 	if len(b) < 13_000 || len(b) > 18_000 {
 		t.Errorf("full Node is %d bytes of JSON, want about 15 KB", len(b))
+	}
+}
+
+// With Leases, Node status is written on the node's grid every
+// NodeStatusInterval (60 s) and not in between, unless it changed: a
+// recovered node (whose Ready condition the node lifecycle controller will
+// have set to Unknown in a real cluster) writes at once, and then skips its
+// next slot if that is under half a period away.
+func TestNodeStatusWrittenEveryIntervalOrOnChange(t *testing.T) {
+	const never = time.Duration(0)
+	tests := []struct {
+		name              string
+		failAt, recoverAt time.Duration // since start; never for no failure
+		want              []time.Duration
+	}{
+		{"idle", never, never, []time.Duration{60 * time.Second, 120 * time.Second, 180 * time.Second, 240 * time.Second}},
+		{"recovery writes at once, next slot 25 s on skipped", 125 * time.Second, 155 * time.Second,
+			[]time.Duration{60 * time.Second, 120 * time.Second, 155 * time.Second, 240 * time.Second}},
+		{"recovery writes at once, next slot 40 s on kept", 125 * time.Second, 140 * time.Second,
+			[]time.Duration{60 * time.Second, 120 * time.Second, 140 * time.Second, 180 * time.Second, 240 * time.Second}},
+		{"failed over two slots", 110 * time.Second, 185 * time.Second,
+			[]time.Duration{60 * time.Second, 185 * time.Second, 240 * time.Second}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := newTestSim(t, 1, nil) // node 0 of 1: its slots are start + k·60 s
+			writes := ts.record("update", "nodes")
+			ts.run(t)
+			name := ts.NodeNames()[0]
+			advanceTo := func(d time.Duration) {
+				t.Helper()
+				ts.advance(t, d-ts.clock.Since(t0), time.Second)
+			}
+			if tc.failAt != never {
+				advanceTo(tc.failAt)
+				if err := ts.Fail(name); err != nil {
+					t.Fatal(err)
+				}
+				advanceTo(tc.recoverAt)
+				if err := ts.Recover(name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			advanceTo(245 * time.Second)
+			var got []time.Duration
+			for _, at := range writes.get(name) {
+				got = append(got, at.Sub(t0))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("status written at %v, want %v", got, tc.want)
+			}
+			if st := ts.Stats(); st.NodeStatusUpdates != uint64(len(tc.want)) || st.NodeStatusErrors != 0 {
+				t.Errorf("Stats: %d status updates, %d errors; want %d, 0", st.NodeStatusUpdates, st.NodeStatusErrors, len(tc.want))
+			}
+			obj, err := ts.client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := tc.want[len(tc.want)-1]
+			for _, c := range obj.Status.Conditions {
+				if c.Type == corev1.NodeReady && (c.Status != corev1.ConditionTrue || !c.LastHeartbeatTime.Time.Equal(t0.Add(last))) {
+					t.Errorf("Ready %s heartbeat +%v, want True at +%v", c.Status, c.LastHeartbeatTime.Sub(t0), last)
+				}
+			}
+		})
 	}
 }
