@@ -283,6 +283,100 @@ func TestSchedulerPlacement(t *testing.T) {
 	}
 }
 
+// TestSchedulerFreedCapacity: in a full cluster a pod that fits nowhere
+// gets the condition and the event, and is placed on the node that a
+// deleted pod frees. No node is added and nothing else changes, and a pod
+// waits up to five minutes in the unschedulable queue before a periodic
+// retry, so placing it within seconds shows the queue moved it on the pod
+// deletion itself.
+func TestSchedulerFreedCapacity(t *testing.T) {
+	s, c := startSchedulerAPI(t)
+	ctx := context.Background()
+	const ns = "sched-freed"
+	mkNamespace(t, c, ns)
+	createNode(t, c, schedNode("full-a", "2", nil))
+	createNode(t, c, schedNode("full-b", "2", nil))
+	startScheduler(t, s, scheduler.Config{})
+
+	// Four one-cpu pods fill both two-cpu nodes.
+	for i := 0; i < 4; i++ {
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, schedPod(fmt.Sprintf("fill-%d", i), "1"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		bound := 0
+		for _, p := range listPods(t, c, ns) {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		return bound == 4
+	})
+
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, schedPod("waiting", "1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const want = "0/2 nodes are available: 2 Insufficient cpu."
+	var cond *corev1.PodCondition
+	waitFor(t, 30*time.Second, func() bool {
+		p, err := c.CoreV1().Pods(ns).Get(ctx, "waiting", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.NodeName != "" {
+			t.Fatalf("waiting placed on the full node %s", p.Spec.NodeName)
+		}
+		cond = podScheduledCondition(p)
+		return cond != nil && cond.Reason == corev1.PodReasonUnschedulable
+	})
+	if cond.Status != corev1.ConditionFalse || !strings.HasPrefix(cond.Message, want) {
+		t.Fatalf("condition %+v, want False with a message starting %q", cond, want)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		evs, err := c.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "FailedScheduling" && e.Type == corev1.EventTypeWarning && e.Regarding.Name == "waiting" && strings.HasPrefix(e.Note, want) {
+				return true
+			}
+		}
+		return false
+	})
+
+	victim, err := c.CoreV1().Pods(ns).Get(ctx, "fill-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	if err := c.CoreV1().Pods(ns).Delete(ctx, victim.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	// Backoff after one failed attempt is a second or two; 15s leaves room
+	// on a loaded machine and stays far below the five-minute retry.
+	waitFor(t, 15*time.Second, func() bool {
+		p, err := c.CoreV1().Pods(ns).Get(ctx, "waiting", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.NodeName != "" && p.Spec.NodeName != victim.Spec.NodeName {
+			t.Fatalf("waiting placed on %s, but only %s has room", p.Spec.NodeName, victim.Spec.NodeName)
+		}
+		return p.Spec.NodeName == victim.Spec.NodeName
+	})
+	t.Logf("placed %v after the deletion", time.Since(start))
+	perNode := map[string]int{}
+	for _, p := range listPods(t, c, ns) {
+		perNode[p.Spec.NodeName]++
+	}
+	if perNode["full-a"] != 2 || perNode["full-b"] != 2 {
+		t.Fatalf("pods per node %v, want 2 on each", perNode)
+	}
+}
+
 // TestSchedulerPreemption: a high-priority pod that fits nowhere evicts the
 // fewest lowest-priority pods, and never pods of higher priority.
 func TestSchedulerPreemption(t *testing.T) {
