@@ -323,8 +323,9 @@ func TestStartupDelayStaysWithinBounds(t *testing.T) {
 		}
 		return fmt.Sprint(out)
 	}
-	if seq(7) != seq(7) || seq(7) == seq(8) {
-		t.Errorf("seed 7: %s then %s; seed 8: %s; want the first two equal, the third different", seq(7), seq(7), seq(8))
+	first, again, other := seq(7), seq(7), seq(8)
+	if first != again || first == other {
+		t.Errorf("seed 7: %s then %s; seed 8: %s; want the first two equal, the third different", first, again, other)
 	}
 }
 
