@@ -3,7 +3,6 @@ package pki
 import (
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,13 +37,15 @@ func WriteKubeconfig(path, serverURL string, creds *Credentials) error {
 	cfg.Contexts[KubeconfigContext] = kctx
 	cfg.CurrentContext = KubeconfigContext
 
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return fmt.Errorf("pki: write kubeconfig: %w", err)
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return fmt.Errorf("pki: encode kubeconfig: %w", err)
 	}
-	// WriteToFile keeps the mode of an existing file; the token in it makes
-	// it a secret either way.
-	if err := os.Chmod(path, 0o600); err != nil {
-		return fmt.Errorf("pki: %w", err)
+	// Atomic: scripts and tests wait for the file to appear and read it at
+	// once; a half-written one would fail to load. The token in it makes it
+	// a secret (0600).
+	if err := writeFileAtomic(path, data, 0o600); err != nil {
+		return fmt.Errorf("pki: write kubeconfig: %w", err)
 	}
 	return nil
 }
