@@ -1,7 +1,8 @@
 # The README's two commands are `make up` and `make test`.
 GO ?= go
 # Packages with concurrency at their heart run under the race detector too.
-RACE_PKGS = ./internal/storage/... ./internal/cache/... ./internal/apiserver/...
+RACE_PKGS = ./internal/storage/... ./internal/cache/... ./internal/apiserver/... \
+	./internal/scheduler/... ./internal/controllers/... ./internal/sim/... ./internal/bench/loadtest/...
 
 .PHONY: build up test test-unit test-race test-e2e check
 build:

@@ -37,6 +37,14 @@ func benchScenarios() []benchScenario {
 
 func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	scenarios := benchScenarios()
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprintln(stdout, "usage: myriad bench SCENARIO [flags]   (myriad bench SCENARIO -h lists its flags)")
+		fmt.Fprintln(stdout, "\nscenarios:")
+		for _, s := range scenarios {
+			fmt.Fprintf(stdout, "  %-15s %s\n", s.name, s.summary)
+		}
+		return nil
+	}
 	var names []string
 	for _, s := range scenarios {
 		if len(args) > 0 && s.name == args[0] {
@@ -46,7 +54,7 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	list := strings.Join(names, ", ")
 	if len(args) == 0 {
-		return fmt.Errorf("usage: myriad bench SCENARIO [flags] (scenarios: %s)", list)
+		return fmt.Errorf("usage: myriad bench SCENARIO [flags] (scenarios: %s; myriad bench -h describes them)", list)
 	}
 	return fmt.Errorf("unknown bench scenario %q (available: %s)", args[0], list)
 }

@@ -27,7 +27,7 @@ func commands() []command {
 		{"scheduler", "run the scheduler against an API server (--kubeconfig)", runScheduler},
 		{"controllers", "run the controller manager against an API server", runControllers},
 		{"sim", "run hollow nodes (simulated kubelets) against an API server", runSim},
-		{"bench", "run a benchmark scenario (store, api, restart)", runBench},
+		{"bench", "run a benchmark or SLO load-test scenario (myriad bench -h lists them)", runBench},
 		{"version", "print the version", runVersion},
 	}
 }
