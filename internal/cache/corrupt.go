@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -13,8 +14,12 @@ import (
 // version skew) or damage the store's checksums did not catch. The key stays
 // in the cache at its real revision so that reads of it fail with a 500
 // naming the key and revision, instead of serving the previous version as
-// if nothing had happened or dropping the object silently. With no labels or
-// fields known it matches only selectors that need none.
+// if nothing had happened or dropping the object silently. An update keeps
+// the previous version's labels and fields (apply), so selectors that found
+// the object still find it — and fail — rather than list it as gone (a
+// kubelet would kill a pod missing from its node's list). An object that
+// never decoded has none and is found only by selectors they satisfy.
+// Deleting it is the repair: watchers get a DELETED stub (window.go).
 type undecodable struct{ err error }
 
 func (u *undecodable) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
@@ -36,4 +41,16 @@ func undecodableErr(e *entry) error {
 		return internalError(u.err)
 	}
 	return nil
+}
+
+// stub is the object for a DELETED event of the undecodable entry e: an
+// empty object of the type with e's namespace and name, at revision rev.
+func (c *Cache) stub(e *entry, rev int64) runtime.Object {
+	obj := c.cfg.NewFunc()
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetNamespace(e.ns())
+		m.SetName(e.name())
+		m.SetResourceVersion(formatRV(rev))
+	}
+	return obj
 }

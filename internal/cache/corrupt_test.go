@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -67,6 +69,12 @@ func TestUndecodableValue(t *testing.T) {
 	wantUndecodable(t, "List", err, key, bad)
 	_, err = e.c.ListStored(e.ctx, ListOptions{Namespace: "ns"}, func(storage.KeyValue) error { return nil })
 	wantUndecodable(t, "ListStored", err, key, bad)
+	// Selectors that found the last good version find it still, and fail,
+	// rather than list it as gone (a kubelet would kill the pod).
+	_, err = e.c.List(e.ctx, ListOptions{Label: labels.SelectorFromSet(labels.Set{"app": "a"})}, func(runtime.Object) error { return nil })
+	wantUndecodable(t, "List app=a", err, key, bad)
+	_, err = e.c.List(e.ctx, ListOptions{Field: fields.OneTermEqualSelector("spec.nodeName", "n1")}, func(runtime.Object) error { return nil })
+	wantUndecodable(t, "List spec.nodeName=n1", err, key, bad)
 	n := 0
 	if _, err := e.c.List(e.ctx, ListOptions{Label: labels.SelectorFromSet(labels.Set{"app": "b"})}, func(runtime.Object) error { n++; return nil }); err != nil || n != 1 {
 		t.Fatalf("a list that cannot include the object: %d items, %v", n, err)
@@ -113,8 +121,18 @@ func TestUndecodableAtStart(t *testing.T) {
 	if ev := next(t, w); ev.Type != watch.Error {
 		t.Fatalf("initial events: %s, want an error event", ev.Type)
 	}
+	// Deleting it is the repair: a watcher sees a DELETED stub.
+	later, err := e.c.Watch(ctx, WatchOptions{ResourceVersion: strconv.FormatInt(e.c.Revision(), 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.Stop()
 	del := e.delete("ns", "junk")
 	e.waitRev(del)
+	ev := next(t, later)
+	if p, ok := ev.Object.(*corev1.Pod); ev.Type != watch.Deleted || !ok || p.Namespace != "ns" || p.Name != "junk" || p.ResourceVersion != strconv.FormatInt(del, 10) {
+		t.Fatalf("delete of an undecodable object: %s %#v, want DELETED ns/junk at %d", ev.Type, ev.Object, del)
+	}
 	if _, err := e.c.Get(ctx, key, ""); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get after delete: %v, want not found", err)
 	}

@@ -14,7 +14,9 @@ import (
 type entry struct {
 	key string // full storage key
 	// obj is the decoded object when Config.RetainObjects is set;
-	// otherwise raw holds the stored bytes and reads decode them.
+	// otherwise raw holds the stored bytes and reads decode them. For a
+	// value that does not decode, obj is an *undecodable (corrupt.go)
+	// in either mode and raw is nil.
 	obj       runtime.Object
 	raw       []byte
 	rev       int64 // ModRevision

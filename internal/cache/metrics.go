@@ -27,7 +27,7 @@ func newMetrics(cfg Config) (*metrics, error) {
 		reg:             cfg.Metrics,
 		received:        counter("apiserver_watch_cache_events_received_total", "Events received by the watch cache from the store."),
 		dispatched:      counter("apiserver_watch_cache_events_dispatched_total", "Events delivered to watchers."),
-		terminated:      counter("apiserver_terminated_watchers_total", "Watchers ended because they could not keep up."),
+		terminated:      counter("apiserver_terminated_watchers_total", "Watchers ended because they could not keep up (or met an undecodable object)."),
 		initializations: counter("apiserver_watch_cache_initializations_total", "Times the watch cache was (re)initialized from a list."),
 		restarts:        counter("myriad_watch_cache_store_watch_restarts_total", "Times the store watch ended and was re-established."),
 		undecodable:     counter("myriad_watch_cache_undecodable_objects_total", "Stored values that did not decode; reads of those keys fail until they are rewritten."),

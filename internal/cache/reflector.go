@@ -301,6 +301,11 @@ func (c *Cache) apply(batch []storage.Event) {
 			if entries[i] == nil {
 				continue
 			}
+			if undecodableErr(entries[i]) != nil {
+				if old := c.mu.st.get(ev.Key); old != nil {
+					entries[i].attrs, entries[i].nlabels = old.attrs, old.nlabels
+				}
+			}
 			prev := c.mu.st.put(entries[i])
 			we = &winEvent{key: ev.Key, cur: entries[i], prev: prev, rev: ev.Revision, at: now}
 		case storage.EventDelete:

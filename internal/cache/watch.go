@@ -35,7 +35,8 @@ type WatchOptions struct {
 // context given to Watch ending, the cache stopping, or the watcher falling
 // behind (its buffer was full; the client re-watches from the last revision
 // it saw). When the cache lost its position (it re-listed the store), a
-// final watch.Error event carrying a 410 Expired status comes first.
+// final watch.Error event carrying a 410 Expired status comes first; when a
+// change it would see is an undecodable object (corrupt.go), a 500.
 type Watcher struct {
 	c              *Cache
 	out            chan *Event
@@ -308,8 +309,12 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 					}
 					obj, err := c.object(e)
 					if err != nil {
+						// This goroutine owns out until the watch goes live:
+						// the error is sent like the initial events, not
+						// dropped when the buffer is full.
 						c.cfg.Logger.Error("cannot build watch event", "key", e.key, "rev", e.rev, "err", err)
-						w.end(errorEvent(err))
+						emit(errorEvent(err))
+						w.end(nil)
 						ok = false
 						return false
 					}
@@ -327,7 +332,8 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 			for _, ev := range replay {
 				e := w.eventFor(ev)
 				if e != nil && e.Type == watch.Error {
-					w.end(e)
+					emit(e)
+					w.end(nil)
 					return false
 				}
 				if e != nil && !emit(e) {

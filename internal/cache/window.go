@@ -44,6 +44,11 @@ func (w *winEvent) modifiedEvent(c *Cache) (*Event, error) {
 // client must be able to record the revision it has seen).
 func (w *winEvent) deletedEvent(c *Cache) (*Event, error) {
 	return w.lazy(&w.deleted, func() (*Event, error) {
+		if undecodableErr(w.prev) != nil {
+			// Deleting an undecodable object is how it is repaired: say
+			// so with what the key tells (corrupt.go).
+			return &Event{Type: watch.Deleted, Object: c.stub(w.prev, w.rev), Revision: w.rev}, nil
+		}
 		obj, err := c.object(w.prev)
 		if err != nil {
 			return nil, err
