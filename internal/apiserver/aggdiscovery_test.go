@@ -1,0 +1,72 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+)
+
+// TestAggregatedDiscovery: the apidiscovery.k8s.io/v2 documents kubectl and
+// client-go ask for first carry every resource with its verbs, scope, short
+// names, categories and subresources.
+func TestAggregatedDiscovery(t *testing.T) {
+	e := newEnv(t)
+	find := func(path, group, version, resource string) apidiscoveryv2.APIResourceDiscovery {
+		t.Helper()
+		resp := e.do("GET", path, nil, "Accept: "+aggregatedDiscoveryType+",application/json")
+		if resp.code != 200 || !strings.Contains(resp.header.Get("Content-Type"), "g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList") {
+			t.Fatalf("GET %s: %d %q", path, resp.code, resp.header.Get("Content-Type"))
+		}
+		var list apidiscoveryv2.APIGroupDiscoveryList
+		if err := json.Unmarshal(resp.body, &list); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		for _, g := range list.Items {
+			if g.Name != group {
+				continue
+			}
+			for _, v := range g.Versions {
+				if v.Version != version {
+					continue
+				}
+				for _, r := range v.Resources {
+					if r.Resource == resource {
+						return r
+					}
+				}
+			}
+		}
+		t.Fatalf("GET %s: no %s/%s %s", path, group, version, resource)
+		return apidiscoveryv2.APIResourceDiscovery{}
+	}
+	subresources := func(r apidiscoveryv2.APIResourceDiscovery) []string {
+		var out []string
+		for _, s := range r.Subresources {
+			out = append(out, s.Subresource)
+		}
+		return out
+	}
+
+	pods := find("/api", "", "v1", "pods")
+	if pods.Scope != apidiscoveryv2.ScopeNamespace || !slices.Contains(pods.ShortNames, "po") || !slices.Contains(pods.Categories, "all") ||
+		!slices.Contains(pods.Verbs, "watch") || !slices.Contains(pods.Verbs, "deletecollection") {
+		t.Fatalf("pods: %+v", pods)
+	}
+	for _, sub := range []string{"status", "binding", "eviction"} {
+		if !slices.Contains(subresources(pods), sub) {
+			t.Fatalf("pods subresources %v lack %s", subresources(pods), sub)
+		}
+	}
+	deploy := find("/apis", "apps", "v1", "deployments")
+	if !slices.Contains(deploy.ShortNames, "deploy") || deploy.ResponseKind == nil || deploy.ResponseKind.Kind != "Deployment" ||
+		!slices.Contains(subresources(deploy), "scale") {
+		t.Fatalf("deployments: %+v", deploy)
+	}
+	if nodes := find("/api", "", "v1", "nodes"); nodes.Scope != apidiscoveryv2.ScopeCluster {
+		t.Fatalf("nodes scope %q", nodes.Scope)
+	}
+	find("/apis", "coordination.k8s.io", "v1", "leases")
+}
