@@ -188,9 +188,24 @@ func (gc *Controller) processDelete(ctx context.Context, it item) error {
 func (gc *Controller) processDeletingDependents(ctx context.Context, it item, m *metav1.PartialObjectMetadata) error {
 	blocking := 0
 	for _, d := range gc.dependents(string(m.UID)) {
-		gc.attemptToDelete.Add(d)
 		if gc.blocks(d, m.UID) {
+			gc.attemptToDelete.Add(d)
 			blocking++
+			continue
+		}
+		if cached := gc.cached(d); cached == nil || cached.DeletionTimestamp != nil {
+			// Gone or already going (its own processing handles its
+			// dependents; settling it here could recurse around an
+			// ownership cycle).
+			gc.attemptToDelete.Add(d)
+			continue
+		}
+		// Settle a dependent that does not block now, while the owner
+		// still says it is deleting its dependents: queued, it could be
+		// looked at after the finalizer is gone, see an owner that is
+		// merely terminating (another finalizer holds it) and stay.
+		if err := gc.processDelete(ctx, d); err != nil {
+			return err
 		}
 	}
 	if blocking > 0 {
@@ -199,12 +214,11 @@ func (gc *Controller) processDeletingDependents(ctx context.Context, it item, m 
 	return gc.removeFinalizer(ctx, it, m, metav1.FinalizerDeleteDependents)
 }
 
-// blocks reports whether the cached dependent d holds a reference to
-// owner with blockOwnerDeletion set.
-func (gc *Controller) blocks(d item, owner types.UID) bool {
+// cached is d as its informer holds it, nil when it holds nothing.
+func (gc *Controller) cached(d item) *metav1.PartialObjectMetadata {
 	mon := gc.monitors.forGVR(d.gvr)
 	if mon == nil {
-		return false
+		return nil
 	}
 	key := d.name
 	if d.namespace != "" {
@@ -212,9 +226,19 @@ func (gc *Controller) blocks(d item, owner types.UID) bool {
 	}
 	obj, ok, _ := mon.informer.GetIndexer().GetByKey(key)
 	if !ok {
+		return nil
+	}
+	return obj.(*metav1.PartialObjectMetadata)
+}
+
+// blocks reports whether the cached dependent d holds a reference to
+// owner with blockOwnerDeletion set.
+func (gc *Controller) blocks(d item, owner types.UID) bool {
+	obj := gc.cached(d)
+	if obj == nil {
 		return false
 	}
-	for _, ref := range obj.(*metav1.PartialObjectMetadata).OwnerReferences {
+	for _, ref := range obj.OwnerReferences {
 		if ref.UID == owner && ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion {
 			return true
 		}
