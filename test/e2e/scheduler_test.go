@@ -116,6 +116,20 @@ func listPods(t *testing.T, c kubernetes.Interface, ns string) []corev1.Pod {
 	return l.Items
 }
 
+// waitBound waits until exactly n of the namespace's pods are bound.
+func waitBound(t *testing.T, c kubernetes.Interface, ns string, n int) {
+	t.Helper()
+	waitFor(t, 30*time.Second, func() bool {
+		bound := 0
+		for _, p := range listPods(t, c, ns) {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		return bound == n
+	})
+}
+
 func podScheduledCondition(p *corev1.Pod) *corev1.PodCondition {
 	for i := range p.Status.Conditions {
 		if p.Status.Conditions[i].Type == corev1.PodScheduled {
@@ -304,15 +318,7 @@ func TestSchedulerFreedCapacity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 30*time.Second, func() bool {
-		bound := 0
-		for _, p := range listPods(t, c, ns) {
-			if p.Spec.NodeName != "" {
-				bound++
-			}
-		}
-		return bound == 4
-	})
+	waitBound(t, c, ns, 4)
 
 	if _, err := c.CoreV1().Pods(ns).Create(ctx, schedPod("waiting", "1"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -418,15 +424,7 @@ func TestSchedulerPreemption(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 30*time.Second, func() bool {
-		bound := 0
-		for _, p := range listPods(t, c, ns) {
-			if p.Spec.NodeName != "" {
-				bound++
-			}
-		}
-		return bound == 4
-	})
+	waitBound(t, c, ns, 4)
 
 	high := schedPod("high", "1")
 	high.Spec.PriorityClassName = "high"

@@ -179,18 +179,7 @@ func checkCorrupt(t *testing.T, op string, err error, key, rev, what string) {
 func TestWriteFailure(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	enospc := errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasSuffix(op.Path, ".log") {
-			return syscall.ENOSPC
-		}
-		return nil
-	})
-	full := &errorfs.Toggle{Injector: enospc}
-	fs := errorfs.Wrap(vfs.Default, full)
-	s, err := Open(ctx, Options{Dir: dir, FS: fs, Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, full := openFullable(t, dir)
 	defer s.Close()
 	good, err := s.Create(ctx, "/good", []byte("v"))
 	if err != nil {
@@ -238,17 +227,7 @@ func TestWriteFailure(t *testing.T) {
 func TestWriteFailureUnderLoad(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	enospc := errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasSuffix(op.Path, ".log") {
-			return syscall.ENOSPC
-		}
-		return nil
-	})
-	full := &errorfs.Toggle{Injector: enospc}
-	s, err := Open(ctx, Options{Dir: dir, FS: errorfs.Wrap(vfs.Default, full), Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, full := openFullable(t, dir)
 	defer s.Close()
 	base, _ := s.CurrentRevision(ctx)
 	var (
@@ -314,17 +293,7 @@ func TestWriteFailureUnderLoad(t *testing.T) {
 func TestCompactFailure(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	enospc := errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasSuffix(op.Path, ".log") {
-			return syscall.ENOSPC
-		}
-		return nil
-	})
-	full := &errorfs.Toggle{Injector: enospc}
-	s, err := Open(ctx, Options{Dir: dir, FS: errorfs.Wrap(vfs.Default, full), Logger: discardLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, full := openFullable(t, dir)
 	defer s.Close()
 	last, err := s.Create(ctx, "/k", []byte("0"))
 	for i := 1; i < 10 && err == nil; i++ {
@@ -356,4 +325,22 @@ func TestCompactFailure(t *testing.T) {
 	if kv, err := s.Get(ctx, "/k"); err != nil || kv.ModRevision != last {
 		t.Fatalf("after reopen: %+v, %v", kv, err)
 	}
+}
+
+// openFullable opens a store in dir whose WAL writes fail with ENOSPC while
+// the returned toggle is on: a disk that fills up.
+func openFullable(t *testing.T, dir string) (*Store, *errorfs.Toggle) {
+	t.Helper()
+	enospc := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasSuffix(op.Path, ".log") {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	full := &errorfs.Toggle{Injector: enospc}
+	s, err := Open(context.Background(), Options{Dir: dir, FS: errorfs.Wrap(vfs.Default, full), Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, full
 }

@@ -355,11 +355,7 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 			err = b.SyncWait()
 		}
 		if err != nil {
-			err = fmt.Errorf("embedded: compact to revision %d: %w", revision, err)
-			if s.writeErr.CompareAndSwap(nil, &err) {
-				s.opts.Logger.Error("embedded store compaction failed; store is now read-only", "err", err)
-			}
-			return err
+			return s.turnReadOnly(fmt.Errorf("embedded: compact to revision %d: %w", revision, err))
 		}
 		s.compacted.Store(revision)
 		return nil

@@ -250,9 +250,15 @@ func (s *Store) runSyncer(staged <-chan *stagedBatch, done chan<- struct{}) {
 // too: the store stays readable and the operator restarts it (reopen
 // recovers exactly what the WAL holds).
 func (s *Store) commitFailed(sb *stagedBatch, err error) error {
-	err = fmt.Errorf("embedded: committing revisions %d..%d: %w", sb.from, sb.to, err)
+	return s.turnReadOnly(fmt.Errorf("embedded: committing revisions %d..%d: %w", sb.from, sb.to, err))
+}
+
+// turnReadOnly records the first failed commit, after which Pebble's commit
+// pipeline cannot be trusted: writes and compactions are refused and Health
+// fails. It returns err.
+func (s *Store) turnReadOnly(err error) error {
 	if s.writeErr.CompareAndSwap(nil, &err) {
-		s.opts.Logger.Error("embedded store write failed; store is now read-only", "err", err)
+		s.opts.Logger.Error("embedded store commit failed; store is now read-only", "err", err)
 	}
 	return err
 }
