@@ -56,8 +56,10 @@ type MonitorConfig struct {
 // keeps the series the reports plot: server CPU (cores), RSS (MiB), and
 // mutating and read request rates (per second).
 type Monitor struct {
-	cfg  MonitorConfig
-	stop context.CancelFunc
+	cfg MonitorConfig
+	// quit ends the sampling loop without cancelling a scrape in flight
+	// (a cancelled scrape the server already answered would be lost).
+	quit chan struct{}
 	done chan struct{}
 	// scrapeMu serializes Mark: each scrape must be folded in before the
 	// next starts, or a slow scrape folded after a newer one would look
@@ -87,13 +89,12 @@ func StartMonitor(ctx context.Context, cfg MonitorConfig) *Monitor {
 	if cfg.PID == nil {
 		cfg.PID = func() int { return 0 }
 	}
-	m := &Monitor{cfg: cfg, done: make(chan struct{})}
+	m := &Monitor{cfg: cfg, quit: make(chan struct{}), done: make(chan struct{})}
 	m.mu.totals = Totals{Requests: map[RequestKey]float64{}}
 	m.mu.cpu = Series{Name: "server cpu", Unit: "cores"}
 	m.mu.rss = Series{Name: "server rss", Unit: "MiB"}
 	m.mu.writes = Series{Name: "server writes", Unit: "req/s"}
 	m.mu.reads = Series{Name: "server reads", Unit: "req/s"}
-	ctx, m.stop = context.WithCancel(ctx)
 	_, _ = m.Mark(ctx)
 	go func() {
 		defer close(m.done)
@@ -103,6 +104,8 @@ func StartMonitor(ctx context.Context, cfg MonitorConfig) *Monitor {
 			select {
 			case <-ctx.Done():
 				return
+			case <-m.quit:
+				return
 			case <-t.C:
 				_, _ = m.Mark(ctx)
 			}
@@ -111,9 +114,10 @@ func StartMonitor(ctx context.Context, cfg MonitorConfig) *Monitor {
 	return m
 }
 
-// Stop ends sampling after one last sample and returns the totals.
+// Stop ends sampling after one last sample and returns the totals. Call
+// it once.
 func (m *Monitor) Stop(ctx context.Context) Totals {
-	m.stop()
+	close(m.quit)
 	<-m.done
 	t, err := m.Mark(ctx)
 	if err != nil {
