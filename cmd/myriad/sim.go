@@ -42,7 +42,7 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.StatusImages, "status-images", 0, "images listed in each Node status (default 0; 50, about 15 KB, with --full-status-heartbeat)")
 	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", 40*time.Second, "Lease leaseDurationSeconds")
 	fs.DurationVar(&cfg.RenewInterval, "renew-interval", 10*time.Second, "Lease renewal (heartbeat) period")
-	fs.DurationVar(&cfg.NodeStatusInterval, "node-status-interval", 60*time.Second, "Node status write period when nothing changed")
+	fs.DurationVar(&cfg.NodeStatusInterval, "node-status-interval", 5*time.Minute, "Node status write period when nothing changed (the kubelet's nodeStatusReportFrequency)")
 	fs.BoolVar(&cfg.FullStatusHeartbeat, "full-status-heartbeat", false, "heartbeat with the full Node status every --renew-interval instead of Leases (pre-KEP-0009)")
 	podWatch := fs.String("pod-watch", string(sim.PodWatchPerNode), "per-node (one watch per node, as kubelets) or shared (one watch for all)")
 	fs.DurationVar(&cfg.PodStartupDelay, "pod-startup-delay", time.Second, "admission to Running")

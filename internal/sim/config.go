@@ -85,7 +85,8 @@ type Config struct {
 	// RenewInterval is how often each node renews its Lease; default 10s.
 	RenewInterval time.Duration
 	// NodeStatusInterval is how often Node status is written when nothing
-	// changed; default 60s (the kubelet's nodeStatusReportFrequency).
+	// changed; default 5m, the kubelet's nodeStatusReportFrequency (its
+	// default since Leases carry the heartbeat).
 	NodeStatusInterval time.Duration
 	// FullStatusHeartbeat writes the whole Node status every RenewInterval
 	// and no Lease: the heartbeat before KEP-0009, to show what Leases save.
@@ -255,7 +256,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	setDur(&cfg.LeaseDuration, 40*time.Second)
 	setDur(&cfg.RenewInterval, 10*time.Second)
-	setDur(&cfg.NodeStatusInterval, 60*time.Second)
+	setDur(&cfg.NodeStatusInterval, 5*time.Minute)
 	setDur(&cfg.PodStartupDelay, time.Second)
 	// Negative jitter means none and is kept as it is, so that filling in
 	// defaults twice changes nothing.

@@ -48,7 +48,7 @@ func TestNodeObject(t *testing.T) {
 }
 
 // With Leases, Node status is written on the node's grid every
-// NodeStatusInterval (60 s) and not in between, unless it changed: a
+// NodeStatusInterval (60 s here) and not in between, unless it changed: a
 // recovered node (whose Ready condition the node lifecycle controller will
 // have set to Unknown in a real cluster) writes at once, and then skips its
 // next slot if that is under half a period away.
@@ -69,7 +69,8 @@ func TestNodeStatusWrittenEveryIntervalOrOnChange(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := newTestSim(t, 1, nil) // node 0 of 1: its slots are start + k·60 s
+			// node 0 of 1: its slots are start + k·60 s
+			ts := newTestSim(t, 1, func(c *Config) { c.NodeStatusInterval = time.Minute })
 			writes := ts.record("update", "nodes")
 			ts.run(t)
 			name := ts.NodeNames()[0]

@@ -13,7 +13,7 @@ import (
 
 // Heartbeat is the `heartbeat` scenario: Nodes hollow nodes idle for
 // Duration in each heartbeat mode — "lease" (KEP-0009: a Lease renewal
-// every 10 s, Node status on change or every 60 s) and "full-status" (the
+// every 10 s, Node status on change or every 5 min) and "full-status" (the
 // whole ~15 KB Node status every 10 s) — and the control plane's CPU,
 // memory and write rate are compared. An "idle" mode first measures the
 // control plane without the nodes: its own background (leader-election
