@@ -140,7 +140,9 @@ func (s *scheduler) runTask(t task) {
 // slack lets the dispatcher take tasks due up to this much in the future
 // along with those due now: at 10,000 nodes renewals are due every
 // millisecond, and waking once per task would cost more CPU than running it.
-const slack = 2 * time.Millisecond
+// 10 ms (ten renewals at 10,000 nodes) is nothing against a 40 s Lease and
+// cut the simulator's idle CPU by about a seventh against 2 ms.
+const slack = 10 * time.Millisecond
 
 func (s *scheduler) dispatchLoop(ctx context.Context) {
 	var ready []task
