@@ -93,16 +93,25 @@ func (o *objectStore) decode(kv storage.KeyValue) (runtime.Object, error) {
 // get reads the latest object straight from the store (writes need the
 // newest revision for their compare-and-swap, not the cache's view).
 func (o *objectStore) get(ctx context.Context, ns, name string) (runtime.Object, int64, error) {
-	defer o.metrics.observeStorage("get", o.gr.String(), time.Now())
-	kv, err := o.store.Get(ctx, o.key(ns, name))
-	if err != nil {
-		return nil, 0, storageError(err, o.gr, name)
-	}
-	obj, err := o.decode(kv)
+	kv, obj, err := o.read(ctx, ns, name)
 	if err != nil {
 		return nil, 0, err
 	}
 	return obj, kv.ModRevision, nil
+}
+
+// read is get with the stored bytes.
+func (o *objectStore) read(ctx context.Context, ns, name string) (storage.KeyValue, runtime.Object, error) {
+	defer o.metrics.observeStorage("get", o.gr.String(), time.Now())
+	kv, err := o.store.Get(ctx, o.key(ns, name))
+	if err != nil {
+		return storage.KeyValue{}, nil, storageError(err, o.gr, name)
+	}
+	obj, err := o.decode(kv)
+	if err != nil {
+		return storage.KeyValue{}, nil, err
+	}
+	return kv, obj, nil
 }
 
 func (o *objectStore) create(ctx context.Context, ns, name string, obj runtime.Object) (runtime.Object, error) {
@@ -123,6 +132,11 @@ func (o *objectStore) update(ctx context.Context, ns, name string, obj runtime.O
 	if err != nil {
 		return nil, err
 	}
+	return o.updateEncoded(ctx, ns, name, obj, data, expected)
+}
+
+// updateEncoded is update with obj already encoded (data).
+func (o *objectStore) updateEncoded(ctx context.Context, ns, name string, obj runtime.Object, data []byte, expected int64) (runtime.Object, error) {
 	defer o.metrics.observeStorage("update", o.gr.String(), time.Now())
 	rev, err := o.store.Update(ctx, o.key(ns, name), data, expected)
 	if err != nil {

@@ -60,14 +60,28 @@ type updateFunc func(old runtime.Object) (runtime.Object, error)
 // status/scale subresources. An object that names a resourceVersion must
 // match the stored one (409 otherwise); one that does not is retried
 // against the latest version.
+//
+// It starts from the watch cache's copy, as upstream's cachedExistingObject
+// does, and saves a store read per write; any failure on a cached copy (a
+// conflict, an error from tryUpdate or validation, a no-op) is retried
+// once on the store's, so a cache that is behind never shows.
 func (h *resourceHandler) guaranteedUpdate(ctx context.Context, ns, name, subresource string, opts writeOptions, tryUpdate updateFunc) (runtime.Object, error) {
-	for attempt := 0; ; attempt++ {
-		old, rev, err := h.objects.get(ctx, ns, name)
+	fresh := false
+	for attempt := 0; ; {
+		cur, err := h.current(ctx, ns, name, fresh)
 		if err != nil {
 			return nil, err
 		}
-		obj, err := tryUpdate(old)
+		// retryFresh reports whether to go round again on the store's copy.
+		retryFresh := func() bool {
+			fresh = true
+			return cur.cached
+		}
+		obj, err := tryUpdate(cur.obj)
 		if err != nil {
+			if retryFresh() {
+				continue
+			}
 			return nil, err
 		}
 		m, err := meta.Accessor(obj)
@@ -77,39 +91,90 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, ns, name, subres
 		pinned := m.GetResourceVersion() != ""
 		if pinned {
 			want, err := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
-			if err != nil || want != rev {
-				if err != nil {
-					return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", m.GetResourceVersion()))
+			if err != nil {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q", m.GetResourceVersion()))
+			}
+			if want != cur.rev {
+				if retryFresh() {
+					continue
 				}
 				return nil, conflictError(h.objects.gr, name)
 			}
 		}
-		out, finish, err := h.prepareUpdate(ctx, obj, old, subresource, opts)
+		out, finish, err := h.prepareUpdate(ctx, obj, cur.obj, subresource, opts)
 		if err != nil {
+			if retryFresh() {
+				continue
+			}
 			return nil, err
 		}
 		if opts.dryRun {
 			finish(false)
 			return out, nil
 		}
-		if done, err := h.finishDeletionIfFinalized(ctx, ns, name, out, rev); done {
+		if done, err := h.finishDeletionIfFinalized(ctx, ns, name, out, cur.rev); done {
 			finish(err == nil)
+			if err != nil && retryFresh() {
+				continue
+			}
 			return out, err
 		}
-		if unchanged, err := h.sameStored(out, old); err == nil && unchanged {
+		data, err := h.objects.encode(out)
+		if err != nil {
 			finish(false)
-			return old, nil
+			return nil, err
 		}
-		stored, err := h.objects.update(ctx, ns, name, out, rev)
+		if bytes.Equal(data, cur.raw) {
+			// A no-op neither writes nor bumps resourceVersion, as upstream;
+			// a cached copy must be confirmed first.
+			finish(false)
+			if retryFresh() {
+				continue
+			}
+			return cur.obj, nil
+		}
+		stored, err := h.objects.updateEncoded(ctx, ns, name, out, data, cur.rev)
 		finish(err == nil)
 		if err == nil {
 			return stored, nil
 		}
-		if apierrors.IsConflict(err) && !pinned && attempt < maxUpdateAttempts {
-			continue
+		if apierrors.IsConflict(err) {
+			if retryFresh() {
+				continue
+			}
+			if !pinned && attempt < maxUpdateAttempts {
+				attempt++
+				continue
+			}
 		}
 		return nil, err
 	}
+}
+
+// objectState is an object as a write starts from it.
+type objectState struct {
+	obj runtime.Object // private to the caller
+	rev int64
+	raw []byte // the stored bytes; shared, read-only
+	// cached: from the watch cache, which may be behind the store.
+	cached bool
+}
+
+// current is the object a write starts from: the watch cache's copy unless
+// fresh is set or the cache lacks it, else the store's.
+func (h *resourceHandler) current(ctx context.Context, ns, name string, fresh bool) (objectState, error) {
+	if !fresh && h.cache != nil {
+		if kv, ok := h.cache.GetStored(h.objects.key(ns, name)); ok {
+			if obj, err := h.objects.decode(kv); err == nil {
+				return objectState{obj: obj, rev: kv.ModRevision, raw: kv.Value, cached: true}, nil
+			}
+		}
+	}
+	kv, obj, err := h.objects.read(ctx, ns, name)
+	if err != nil {
+		return objectState{}, err
+	}
+	return objectState{obj: obj, rev: kv.ModRevision, raw: kv.Value}, nil
 }
 
 // prepareUpdate applies the strategy of the main resource or of a
@@ -159,20 +224,6 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Ob
 	return out, finish, nil
 }
 
-// sameStored reports whether obj would store exactly the bytes old has, so
-// a no-op update neither writes nor bumps resourceVersion, as upstream.
-func (h *resourceHandler) sameStored(obj, old runtime.Object) (bool, error) {
-	a, err := h.objects.encode(obj)
-	if err != nil {
-		return false, err
-	}
-	b, err := h.objects.encode(old.DeepCopyObject())
-	if err != nil {
-		return false, err
-	}
-	return bytes.Equal(a, b), nil
-}
-
 // finishDeletionIfFinalized removes an object that is being deleted once its
 // last finalizer is gone. done reports whether it handled the write.
 func (h *resourceHandler) finishDeletionIfFinalized(ctx context.Context, ns, name string, obj runtime.Object, rev int64) (bool, error) {
@@ -197,22 +248,41 @@ func (h *resourceHandler) finishDeletionIfFinalized(ctx context.Context, ns, nam
 // systemUpdate is a compare-and-swap loop for changes the server makes on
 // its own authority (binding, finalize, scale): mutate gets a private copy
 // of the latest object; no strategy runs, the caller vouches for the change.
+// Like guaranteedUpdate it starts from the watch cache's copy and retries a
+// failure on it once on the store's.
 func (h *resourceHandler) systemUpdate(ctx context.Context, ns, name string, mutate updateFunc) (runtime.Object, error) {
-	for attempt := 0; ; attempt++ {
-		old, rev, err := h.objects.get(ctx, ns, name)
+	fresh := false
+	for attempt := 0; ; {
+		cur, err := h.current(ctx, ns, name, fresh)
 		if err != nil {
 			return nil, err
 		}
-		obj, err := mutate(old)
+		retryFresh := func() bool {
+			fresh = true
+			return cur.cached
+		}
+		obj, err := mutate(cur.obj)
 		if err != nil {
+			if retryFresh() {
+				continue
+			}
 			return nil, err
 		}
-		if done, err := h.finishDeletionIfFinalized(ctx, ns, name, obj, rev); done {
+		if done, err := h.finishDeletionIfFinalized(ctx, ns, name, obj, cur.rev); done {
+			if err != nil && retryFresh() {
+				continue
+			}
 			return obj, err
 		}
-		out, err := h.objects.update(ctx, ns, name, obj, rev)
-		if apierrors.IsConflict(err) && attempt < maxUpdateAttempts {
-			continue
+		out, err := h.objects.update(ctx, ns, name, obj, cur.rev)
+		if apierrors.IsConflict(err) {
+			if retryFresh() {
+				continue
+			}
+			if attempt < maxUpdateAttempts {
+				attempt++
+				continue
+			}
 		}
 		return out, err
 	}

@@ -84,6 +84,25 @@ func (c *Cache) List(ctx context.Context, opts ListOptions, emit func(runtime.Ob
 // each object's stored bytes (the default), not decoded objects.
 func (c *Cache) KeepsStoredBytes() bool { return !c.cfg.RetainObjects }
 
+// GetStored is the stored bytes and revisions of key as the cache holds it
+// now, without waiting for anything: ok is false when the cache is not
+// ready, does not have the key, holds an undecodable value or keeps decoded
+// objects (KeepsStoredBytes false). The bytes are shared: never modify them.
+// Writers use it to skip a store read before a compare-and-swap, which
+// fails, and sends them to the store, when the cache was behind.
+func (c *Cache) GetStored(key string) (kv storage.KeyValue, ok bool) {
+	if c.cfg.RetainObjects || !c.Ready() {
+		return storage.KeyValue{}, false
+	}
+	c.mu.RLock()
+	e := c.mu.st.get(key)
+	c.mu.RUnlock()
+	if e == nil || undecodableErr(e) != nil {
+		return storage.KeyValue{}, false
+	}
+	return storage.KeyValue{Key: e.key, Value: e.raw, ModRevision: e.rev, CreateRevision: e.createRev}, true
+}
+
 // ListStored is List without decoding: emit gets each selected object's
 // stored bytes (shared and read-only: never modify them) with its
 // revisions, so a server can pass them to clients that speak the storage
