@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -74,11 +77,7 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 		}
 	}
 	st := newState(c.cfg.Prefix, c.cfg.IndexedFields, c.cfg.IndexedLabels)
-	for _, kv := range kvs {
-		e, err := c.newEntry(kv)
-		if err != nil {
-			e = c.undecodableEntry(kv, err)
-		}
+	for _, e := range c.newEntries(kvs) {
 		st.put(e)
 	}
 	kvs = nil // let the raw values go before the watch starts
@@ -250,6 +249,35 @@ func (c *Cache) newEntry(kv storage.KeyValue) (*entry, error) {
 		e.raw = kv.Value
 	}
 	return e, nil
+}
+
+// newEntries decodes a list into entries on every core: at a million
+// objects decoding is most of a restart. Undecodable values become
+// undecodable entries.
+func (c *Cache) newEntries(kvs []storage.KeyValue) []*entry {
+	entries := make([]*entry, len(kvs))
+	const chunk = 256
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(goruntime.GOMAXPROCS(0), len(kvs)/chunk+1) {
+		wg.Go(func() {
+			for {
+				lo := int(next.Add(chunk)) - chunk
+				if lo >= len(kvs) {
+					return
+				}
+				for i := lo; i < min(lo+chunk, len(kvs)); i++ {
+					e, err := c.newEntry(kvs[i])
+					if err != nil {
+						e = c.undecodableEntry(kvs[i], err)
+					}
+					entries[i] = e
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return entries
 }
 
 // object returns e's object: the retained one (shared, read-only), or a
