@@ -132,13 +132,29 @@ func (o *objectStore) update(ctx context.Context, ns, name string, obj runtime.O
 	if err != nil {
 		return nil, err
 	}
-	return o.updateEncoded(ctx, ns, name, obj, data, expected)
+	return o.updateEncoded(ctx, ns, name, obj, data, storage.KeyValue{ModRevision: expected})
 }
 
-// updateEncoded is update with obj already encoded (data).
-func (o *objectStore) updateEncoded(ctx context.Context, ns, name string, obj runtime.Object, data []byte, expected int64) (runtime.Object, error) {
+// updaterFrom is a store that takes the value an update replaces from the
+// caller instead of reading it again (the embedded store).
+type updaterFrom interface {
+	UpdateFrom(ctx context.Context, key string, value []byte, prev storage.KeyValue) (int64, error)
+}
+
+// updateEncoded is update with obj already encoded (data); prev is the
+// stored value it replaces (its ModRevision is the compare-and-swap's
+// expected revision; its Value, when set, spares the store a read).
+func (o *objectStore) updateEncoded(ctx context.Context, ns, name string, obj runtime.Object, data []byte, prev storage.KeyValue) (runtime.Object, error) {
 	defer o.metrics.observeStorage("update", o.gr.String(), time.Now())
-	rev, err := o.store.Update(ctx, o.key(ns, name), data, expected)
+	key := o.key(ns, name)
+	var rev int64
+	var err error
+	if u, ok := o.store.(updaterFrom); ok && prev.Value != nil {
+		prev.Key = key
+		rev, err = u.UpdateFrom(ctx, key, data, prev)
+	} else {
+		rev, err = o.store.Update(ctx, key, data, prev.ModRevision)
+	}
 	if err != nil {
 		return nil, storageError(err, o.gr, name)
 	}

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
 // maxUpdateAttempts bounds retries of an unconditional update that keeps
@@ -133,7 +135,7 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, ns, name, subres
 			}
 			return cur.obj, nil
 		}
-		stored, err := h.objects.updateEncoded(ctx, ns, name, out, data, cur.rev)
+		stored, err := h.objects.updateEncoded(ctx, ns, name, out, data, storage.KeyValue{Value: cur.raw, ModRevision: cur.rev})
 		finish(err == nil)
 		if err == nil {
 			return stored, nil
@@ -274,7 +276,11 @@ func (h *resourceHandler) systemUpdate(ctx context.Context, ns, name string, mut
 			}
 			return obj, err
 		}
-		out, err := h.objects.update(ctx, ns, name, obj, cur.rev)
+		data, err := h.objects.encode(obj)
+		if err != nil {
+			return nil, err
+		}
+		out, err := h.objects.updateEncoded(ctx, ns, name, obj, data, storage.KeyValue{Value: cur.raw, ModRevision: cur.rev})
 		if apierrors.IsConflict(err) {
 			if retryFresh() {
 				continue

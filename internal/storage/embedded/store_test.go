@@ -343,3 +343,41 @@ func TestKeyIndexRebuild(t *testing.T) {
 		t.Fatalf("Create of a deleted key after the rebuild: %v", err)
 	}
 }
+
+// TestUpdateFrom: an update given the value it replaces puts that value in
+// the event and its history, and fails with a conflict, like Update, when
+// the given revision is no longer the key's.
+func TestUpdateFrom(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := context.Background()
+	rev1, err := s.Create(ctx, "/k", []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, "/", rev1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	rev2, err := s.UpdateFrom(ctx, "/k", []byte("v2"), storage.KeyValue{Key: "/k", Value: []byte("v1"), ModRevision: rev1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := <-w.Events()
+	if ev.Revision != rev2 || string(ev.Value) != "v2" || string(ev.PrevValue) != "v1" || ev.PrevModRevision != rev1 {
+		t.Errorf("event %+v, want v2 at %d replacing v1 at %d", ev, rev2, rev1)
+	}
+	if _, err := s.UpdateFrom(ctx, "/k", []byte("v3"), storage.KeyValue{Key: "/k", Value: []byte("v1"), ModRevision: rev1}); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("update from a stale revision: %v, want a conflict", err)
+	}
+	// History replay (a watch from before the update) has the same
+	// previous value.
+	h, err := s.Watch(ctx, "/", rev1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	if ev := <-h.Events(); string(ev.PrevValue) != "v1" || ev.PrevModRevision != rev1 {
+		t.Errorf("replayed event %+v, want previous v1 at %d", ev, rev1)
+	}
+}

@@ -55,6 +55,18 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expectedRe
 	return r.rev, r.err
 }
 
+// UpdateFrom is Update for a caller that already holds the value it
+// replaces: prev is key's value at prev.ModRevision (the expected
+// revision), as read from this store or from a watch of it. It saves the
+// read Update makes for the event's PrevValue. prev.Value is kept, shared,
+// in the event: the caller must not modify it. If prev.ModRevision is not
+// the key's current revision the update fails with a conflict, as Update.
+func (s *Store) UpdateFrom(ctx context.Context, key string, value []byte, prev storage.KeyValue) (int64, error) {
+	op := &writeOp{kind: opUpdate, key: key, value: value, expected: prev.ModRevision, peek: prev, peeked: true}
+	r := s.submit(ctx, op)
+	return r.rev, r.err
+}
+
 // peek reads op's key before the op is queued, in the caller's goroutine,
 // for the event's PrevValue. Reading it in the writer would cost one LSM
 // lookup per update serialized behind every other write (the key index
