@@ -81,6 +81,7 @@ func runAPIServer(ctx context.Context, args []string, _ io.Writer) error {
 func runControlPlane(ctx context.Context, name string, args []string) error {
 	fs := flag.NewFlagSet("myriad "+name, flag.ContinueOnError)
 	cfg, level := controlPlaneFlags(fs)
+	applyMemoryLimit := memoryLimitFlag(fs)
 	var components func(*slog.Logger) []controlplane.Component
 	if name == "up" {
 		components = upComponents(fs)
@@ -93,6 +94,9 @@ func runControlPlane(ctx context.Context, name string, args []string) error {
 		})
 	}
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyMemoryLimit(); err != nil {
 		return err
 	}
 	log, err := newLogger(*level)
