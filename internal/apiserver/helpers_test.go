@@ -24,7 +24,7 @@ import (
 // testEnv is a real Server over a real embedded store in t.TempDir(),
 // served by an httptest.Server.
 type testEnv struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	store *embedded.Store
 	api   *Server
@@ -55,7 +55,7 @@ func withHandler(wrap func(http.Handler) http.Handler) envOption {
 
 // newEnv starts a store, a Server and an HTTP server, and creates the
 // "default" namespace.
-func newEnv(t *testing.T, opts ...envOption) *testEnv {
+func newEnv(t testing.TB, opts ...envOption) *testEnv {
 	t.Helper()
 	e := &testEnv{t: t, dir: t.TempDir()}
 	for _, o := range opts {
@@ -185,7 +185,7 @@ func (r response) wantStatus(t *testing.T, code int, reason metav1.StatusReason)
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
