@@ -18,7 +18,9 @@ import (
 // MYRIAD_STOREBENCH_WRITERS (default 64), MYRIAD_STOREBENCH_DIR (keep the
 // store there instead of a temporary directory), MYRIAD_STOREBENCH_CACHE_MB
 // (Pebble block cache; default the store's), MYRIAD_STOREBENCH_KEEP_HISTORY
-// (compact history to this many revisions every second; default never).
+// (compact history to this many revisions every second; default never),
+// MYRIAD_STOREBENCH_RATE (pace the measured writes at this many per second,
+// latency from each write's due time; default as fast as they go).
 func TestCapacity(t *testing.T) {
 	preload := envInt(t, "MYRIAD_STOREBENCH_PRELOAD", -1)
 	if preload < 0 {
@@ -34,6 +36,7 @@ func TestCapacity(t *testing.T) {
 		Progress:   os.Stderr,
 	}
 	cfg.KeepHistory = envInt(t, "MYRIAD_STOREBENCH_KEEP_HISTORY", 0)
+	cfg.Rate = float64(envInt(t, "MYRIAD_STOREBENCH_RATE", 0))
 	if mb := envInt(t, "MYRIAD_STOREBENCH_CACHE_MB", 0); mb > 0 {
 		cfg.StoreOptions.CacheSize = int64(mb) << 20
 	}

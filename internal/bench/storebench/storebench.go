@@ -42,6 +42,13 @@ type Config struct {
 	// Count is the number of measured writes (creates of new keys). Default
 	// 10,000.
 	Count int
+	// Rate, if positive, paces the measured writes at this many per second
+	// (open loop: write i is due at start + i/Rate, from a pool of Writers
+	// goroutines) and measures each from its due time, so a store that
+	// falls behind shows it in latency. This compares latency at one load,
+	// whatever the store's size; without Rate the writers write as fast as
+	// the store allows and latency follows throughput. Default 0.
+	Rate float64
 	// Preload is the number of objects written before measuring (capacity
 	// mode), with PreloadWriters writers. Default 0 and 256.
 	Preload        int
@@ -172,7 +179,7 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err 
 	values := newValuePool(cfg.ObjectSize)
 	if cfg.Preload > 0 {
 		start := time.Now()
-		if _, err := writeN(ctx, s, cfg.Preload, cfg.PreloadWriters, &next, values, cfg.Progress, "preload"); err != nil {
+		if _, err := writeN(ctx, s, cfg.Preload, cfg.PreloadWriters, &next, values, cfg.Progress, "preload", 0); err != nil {
 			return res, fmt.Errorf("storebench: preload: %w", err)
 		}
 		res.Preloaded = cfg.Preload
@@ -181,7 +188,7 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err 
 	}
 	res.ObjectsAtMeasure = int(next.Load())
 	start := time.Now()
-	lat, err := writeN(ctx, s, cfg.Count, cfg.Writers, &next, values, cfg.Progress, "write")
+	lat, err := writeN(ctx, s, cfg.Count, cfg.Writers, &next, values, cfg.Progress, "write", cfg.Rate)
 	if err != nil {
 		return res, fmt.Errorf("storebench: writes: %w", err)
 	}
@@ -212,8 +219,9 @@ func Key(i int) string {
 }
 
 // writeN creates n new objects from w goroutines and returns each call's
-// latency.
-func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, values valuePool, progress io.Writer, phase string) ([]time.Duration, error) {
+// latency: as fast as they go, or with rate > 0 write i at i/rate seconds
+// from the start, its latency counted from then.
+func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, values valuePool, progress io.Writer, phase string, rate float64) ([]time.Duration, error) {
 	lat := make([]time.Duration, n)
 	var (
 		done     atomic.Int64
@@ -225,6 +233,7 @@ func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, 
 	defer cancel()
 	stopProgress := benchutil.ReportProgress(progress, phase, n, &done)
 	defer stopProgress()
+	t0 := time.Now()
 	for range w {
 		wg.Add(1)
 		go func() {
@@ -238,6 +247,12 @@ func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, 
 				key := Key(i)
 				value := values.get(i)
 				start := time.Now()
+				if rate > 0 {
+					start = t0.Add(time.Duration(float64(slot) / rate * float64(time.Second)))
+					if d := time.Until(start); d > 0 {
+						time.Sleep(d)
+					}
+				}
 				_, err := s.Create(ctx, key, value)
 				lat[slot] = time.Since(start)
 				if err != nil {

@@ -35,6 +35,21 @@ func TestRunSmall(t *testing.T) {
 	}
 }
 
+// TestRunPaced: with Rate the writes take the time the rate says (300
+// writes at 1,000/s: 0.3 s), not less.
+func TestRunPaced(t *testing.T) {
+	res, err := Run(context.Background(), Config{Dir: t.TempDir(), Writers: 8, ObjectSize: 100, Count: 300, Rate: 1000, Reads: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.WriteTime < 299*time.Millisecond {
+		t.Errorf("300 writes at 1,000/s took %v, want at least 0.3 s", res.WriteTime)
+	}
+	if res.WriteP50 <= 0 || res.WriteP99 < res.WriteP50 {
+		t.Errorf("implausible latencies: %+v", res)
+	}
+}
+
 func TestPercentiles(t *testing.T) {
 	var lat []time.Duration
 	for i := 1; i <= 100; i++ {
