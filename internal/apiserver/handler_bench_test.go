@@ -13,11 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The API server's two hottest writes, through HTTP and a protobuf
-// client-go clientset, client and server in this process: a node's Lease
-// renewal and a pod create. `myriad bench api` measures the same against a
-// separate server at scale; these are for profiling the write path
-// (-cpuprofile, -memprofile) and watching its allocations.
+// The API server's hottest requests through HTTP and a protobuf client-go
+// clientset, client and server in this process: a node's Lease renewal, a
+// pod create, a kubelet's list of its pods. `myriad bench api` measures
+// them against a separate server at scale; these are for profiling the
+// handlers (-cpuprofile, -memprofile) and watching their allocations.
 
 func BenchmarkLeaseRenewal(b *testing.B) {
 	e := newEnv(b)
