@@ -31,7 +31,7 @@ const (
 )
 
 // setAttrs stores l and f in e compactly. e's key must be set.
-func (e *entry) setAttrs(in *interner, l labels.Set, f fields.Set) {
+func (e *entry) setAttrs(in *Interner, l labels.Set, f fields.Set) {
 	ns, name := e.ns(), e.name()
 	keep := func(k, v string) bool {
 		return v != "" && !(k == fieldName && v == name) && !(k == fieldNamespace && v == ns)
@@ -61,12 +61,13 @@ func (e *entry) setAttrs(in *interner, l labels.Set, f fields.Set) {
 	e.nlabels = int32(nl)
 }
 
-// interner shares the bytes of repeated strings. It is a fixed-size,
+// Interner shares the bytes of repeated strings. It is a fixed-size,
 // direct-mapped table: a string that is already in its slot is shared, any
 // other takes the slot. Strings that repeat (node names, app names, phases)
 // stay in their slots; unique ones (pod IPs) only pass through, so the
-// table (shared by all caches) neither grows nor keeps anything alive beyond its slots.
-type interner struct {
+// table neither grows nor keeps anything alive beyond its slots. It is safe
+// for concurrent use.
+type Interner struct {
 	seed   maphash.Seed
 	shards [internShards]internShard
 }
@@ -81,14 +82,10 @@ type internShard struct {
 	slots [internSlots]string
 }
 
-func newInterner() *interner { return &interner{seed: maphash.MakeSeed()} }
+// NewInterner returns an empty table (about 1 MiB).
+func NewInterner() *Interner { return &Interner{seed: maphash.MakeSeed()} }
 
-// strs is the interner of every cache: one table, since strings are
-// immutable and caches of different types share values (node names,
-// namespaces).
-var strs = newInterner()
-
-func (in *interner) intern(s string) string {
+func (in *Interner) intern(s string) string {
 	if s == "" {
 		return ""
 	}

@@ -242,7 +242,7 @@ func (c *Cache) newEntry(kv storage.KeyValue) (*entry, error) {
 	l, f := c.cfg.Attrs(obj)
 	e := &entry{rev: kv.ModRevision, createRev: kv.CreateRevision}
 	e.setKey(c.cfg.Prefix, kv.Key)
-	e.setAttrs(strs, l, f)
+	e.setAttrs(c.cfg.Strings, l, f)
 	if c.cfg.RetainObjects {
 		e.obj = obj
 	} else {
