@@ -71,7 +71,7 @@ type Controller struct {
 		health map[string]*health
 		// zones tracks each zone's disruption state and pending taints.
 		zones map[string]*zone
-		// taintSeen dates undated NoExecute taints (see dateTaints).
+		// taintSeen: when each NoExecute taint was first seen (see dateTaints).
 		taintSeen map[string]time.Time
 		// fullDisruption: every zone is fully disrupted (likely the
 		// controller's own network): evictions are stopped.

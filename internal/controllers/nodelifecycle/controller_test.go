@@ -361,3 +361,32 @@ func TestUndatedTaintCountsFromFirstSight(t *testing.T) {
 		t.Fatal("not evicted after 60s")
 	}
 }
+
+// A taint's timeAdded is stored in whole seconds: a taint added at 0.9 s
+// past a second reads as added 0.9 s earlier than it was. Its toleration
+// counts from when the controller first saw it, as upstream's, so a pod is
+// never evicted before its tolerationSeconds have passed.
+func TestTolerationCountsFromFirstSightNotTruncatedTimeAdded(t *testing.T) {
+	n := node("n1", "z", corev1.ConditionTrue)
+	truncated := metav1.NewTime(t0.Add(-900 * time.Millisecond))
+	n.Spec.Taints = []corev1.Taint{{Key: "example.com/drain", Effect: corev1.TaintEffectNoExecute, TimeAdded: &truncated}}
+	p := pod("p", "n1", nil)
+	p.Spec.Tolerations = []corev1.Toleration{{Key: "example.com/drain", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(1))}}
+	h := newHarness(t, Options{}, n, lease("n1", t0), p)
+	h.settle()
+	alive := func() bool {
+		got, err := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
+		return err == nil && got.DeletionTimestamp == nil
+	}
+	h.c.evictPass(h.ctx) // first sight, at t0
+	h.clock.Step(500 * time.Millisecond)
+	h.c.evictPass(h.ctx)
+	if !alive() {
+		t.Fatal("evicted 0.5 s after the taint was first seen, before its 1 s toleration")
+	}
+	h.clock.Step(600 * time.Millisecond)
+	h.c.evictPass(h.ctx)
+	if alive() {
+		t.Fatal("not evicted 1.1 s after the taint was first seen")
+	}
+}

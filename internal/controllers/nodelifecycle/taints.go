@@ -226,24 +226,27 @@ func (c *Controller) evictPass(ctx context.Context) {
 	}
 }
 
-// dateTaints gives NoExecute taints added without a timeAdded (by users,
-// or API servers that do not stamp it) the time this controller first saw
-// them, as upstream's taint manager does, so tolerationSeconds count from
-// then rather than from the epoch.
+// dateTaints dates every NoExecute taint by when this controller first saw
+// it, or its timeAdded if that is later (a taint removed and added again
+// between two passes), as upstream's taint manager counts tolerationSeconds
+// from when it sees a taint. timeAdded alone will not do: it is stored
+// with whole seconds, so counting from it evicts up to a second before the
+// toleration has run out; and a taint added without one (by a user) would
+// count from the epoch.
 func (c *Controller) dateTaints(node string, taints []corev1.Taint, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	current := map[string]bool{}
 	for i := range taints {
-		if taints[i].TimeAdded != nil {
-			continue
-		}
 		k := node + "\x00" + taints[i].Key + "\x00" + taints[i].Value
 		current[k] = true
 		first, ok := c.mu.taintSeen[k]
 		if !ok {
 			first = now
 			c.mu.taintSeen[k] = now
+		}
+		if added := taints[i].TimeAdded; added != nil && added.After(first) {
+			first = added.Time
 		}
 		taints[i].TimeAdded = ptr(metav1.NewTime(first))
 	}
