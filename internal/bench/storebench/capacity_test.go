@@ -20,7 +20,8 @@ import (
 // (Pebble block cache; default the store's), MYRIAD_STOREBENCH_KEEP_HISTORY
 // (compact history to this many revisions every second; default never),
 // MYRIAD_STOREBENCH_RATE (pace the measured writes at this many per second,
-// latency from each write's due time; default as fast as they go).
+// latency from each write's due time; default as fast as they go),
+// MYRIAD_STOREBENCH_VALUES (random, the default, or pods).
 func TestCapacity(t *testing.T) {
 	preload := envInt(t, "MYRIAD_STOREBENCH_PRELOAD", -1)
 	if preload < 0 {
@@ -37,6 +38,7 @@ func TestCapacity(t *testing.T) {
 	}
 	cfg.KeepHistory = envInt(t, "MYRIAD_STOREBENCH_KEEP_HISTORY", 0)
 	cfg.Rate = float64(envInt(t, "MYRIAD_STOREBENCH_RATE", 0))
+	cfg.Values = os.Getenv("MYRIAD_STOREBENCH_VALUES")
 	if mb := envInt(t, "MYRIAD_STOREBENCH_CACHE_MB", 0); mb > 0 {
 		cfg.StoreOptions.CacheSize = int64(mb) << 20
 	}

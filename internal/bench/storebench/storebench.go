@@ -42,6 +42,11 @@ type Config struct {
 	// Count is the number of measured writes (creates of new keys). Default
 	// 10,000.
 	Count int
+	// Values is what the objects hold: "random" (default) incompressible
+	// bytes, the worst case for the store's I/O, or "pods": protobuf-encoded
+	// Pods of about ObjectSize bytes, each with its own name, UID, node and
+	// labels, compressible as the API server's stored objects are.
+	Values string
 	// Rate, if positive, paces the measured writes at this many per second
 	// (open loop: write i is due at start + i/Rate, from a pool of Writers
 	// goroutines) and measures each from its due time, so a store that
@@ -176,7 +181,10 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err 
 	}
 	next := atomic.Int64{}
 	next.Store(existing)
-	values := newValuePool(cfg.ObjectSize)
+	values, err := newValues(cfg.Values, cfg.ObjectSize)
+	if err != nil {
+		return res, err
+	}
 	if cfg.Preload > 0 {
 		start := time.Now()
 		if _, err := writeN(ctx, s, cfg.Preload, cfg.PreloadWriters, &next, values, cfg.Progress, "preload", 0); err != nil {
@@ -221,7 +229,7 @@ func Key(i int) string {
 // writeN creates n new objects from w goroutines and returns each call's
 // latency: as fast as they go, or with rate > 0 write i at i/rate seconds
 // from the start, its latency counted from then.
-func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, values valuePool, progress io.Writer, phase string, rate float64) ([]time.Duration, error) {
+func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, values func(int) []byte, progress io.Writer, phase string, rate float64) ([]time.Duration, error) {
 	lat := make([]time.Duration, n)
 	var (
 		done     atomic.Int64
@@ -245,7 +253,7 @@ func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, 
 				}
 				i := int(next.Add(1)) - 1
 				key := Key(i)
-				value := values.get(i)
+				value := values(i)
 				start := time.Now()
 				if rate > 0 {
 					start = t0.Add(time.Duration(float64(slot) / rate * float64(time.Second)))
@@ -313,28 +321,6 @@ func percentiles(lat []time.Duration) (p50, p99, maxLat time.Duration) {
 	s := slices.Clone(lat)
 	slices.Sort(s)
 	return benchutil.Quantile(s, 0.50), benchutil.Quantile(s, 0.99), s[len(s)-1]
-}
-
-// valuePool hands out distinct, incompressible values without generating
-// random bytes per write: each value is a window into 4 MiB of random data
-// at an offset derived from the object index. One shared value would let the
-// engine's block compression shrink the data unrealistically.
-type valuePool struct {
-	data []byte
-	size int
-}
-
-func newValuePool(size int) valuePool {
-	data := make([]byte, 4<<20+size)
-	for i := range data {
-		data[i] = byte(rand.Uint32())
-	}
-	return valuePool{data: data, size: size}
-}
-
-func (p valuePool) get(i int) []byte {
-	off := int(uint64(i) * 0x9e3779b97f4a7c15 % uint64(len(p.data)-p.size+1))
-	return p.data[off : off+p.size]
 }
 
 // compactLoop compacts s every second, keeping keep revisions of history,
