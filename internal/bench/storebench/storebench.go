@@ -43,9 +43,9 @@ type Config struct {
 	// 10,000.
 	Count int
 	// Values is what the objects hold: "random" (default) incompressible
-	// bytes, the worst case for the store's I/O, or "pods": protobuf-encoded
-	// Pods of about ObjectSize bytes, each with its own name, UID, node and
-	// labels, compressible as the API server's stored objects are.
+	// bytes of ObjectSize, the worst case for the store's I/O, or "pods":
+	// Pods of about 1.5 KB (benchutil.StoredPod, whatever ObjectSize says)
+	// encoded as the API server stores them, as compressible as real ones.
 	Values string
 	// Rate, if positive, paces the measured writes at this many per second
 	// (open loop: write i is due at start + i/Rate, from a pool of Writers

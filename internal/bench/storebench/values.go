@@ -1,14 +1,15 @@
 package storebench
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+
+	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
+	"github.com/myriad-k8s/myriad/internal/registry"
 )
 
 // newValues returns the value of the i-th object for Config.Values.
@@ -17,7 +18,7 @@ func newValues(kind string, size int) (func(i int) []byte, error) {
 	case "", "random":
 		return randomValues(size), nil
 	case "pods":
-		return podValues(size), nil
+		return podValues()
 	}
 	return nil, fmt.Errorf("storebench: unknown values %q (random or pods)", kind)
 }
@@ -37,49 +38,20 @@ func randomValues(size int) func(int) []byte {
 	}
 }
 
-// podValues encodes, per object, a Pod like a Deployment's (one of 200
-// apps, on one of 10,000 nodes, its own name and UID), padded to about
-// size bytes with an annotation.
-func podValues(size int) func(int) []byte {
+// podValues encodes the i-th benchutil.StoredPod (about 1.5 KB) as the API
+// server stores it: protobuf in its runtime.Unknown envelope.
+func podValues() (func(int) []byte, error) {
+	scheme, err := registry.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	codec := protobuf.NewSerializer(scheme, scheme)
 	return func(i int) []byte {
-		app := fmt.Sprintf("app-%d", i%200)
-		h := uint64(i)*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:              fmt.Sprintf("%s-5d4f8c9b7-%08x", app, uint32(h)),
-				Namespace:         fmt.Sprintf("ns-%03d", i%100),
-				UID:               types.UID(fmt.Sprintf("%016x-%08x", h, i)),
-				CreationTimestamp: metav1.Unix(1_790_000_000+int64(i), 0),
-				Labels:            map[string]string{"app": app, "pod-template-hash": "5d4f8c9b7", "tier": "backend"},
-				OwnerReferences:   []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-5d4f8c9b7", UID: types.UID(fmt.Sprintf("rs-%d", i%200))}},
-			},
-			Spec: corev1.PodSpec{
-				NodeName: fmt.Sprintf("node-%05d", i%10000),
-				Containers: []corev1.Container{{
-					Name:  "main",
-					Image: "registry.example.com/team/" + app + ":v1.2.3",
-					Args:  []string{"--port=8080", "--log-level=info"},
-					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
-					Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-					},
-					TerminationMessagePath: corev1.TerminationMessagePathDefault,
-					ImagePullPolicy:        corev1.PullIfNotPresent,
-				}},
-				RestartPolicy:      corev1.RestartPolicyAlways,
-				DNSPolicy:          corev1.DNSClusterFirst,
-				ServiceAccountName: "default",
-				SchedulerName:      corev1.DefaultSchedulerName,
-			},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)},
-		}
-		if pad := size - pod.Size(); pad > 0 {
-			pod.Annotations = map[string]string{"example.com/config": strings.Repeat(app+"=on;", pad/(len(app)+4)+1)[:pad]}
-		}
-		b, err := pod.Marshal()
-		if err != nil {
+		var buf bytes.Buffer
+		pod := benchutil.StoredPod(i, fmt.Sprintf("ns-%03d", i%100), 10000)
+		if err := codec.Encode(runtime.Object(pod), &buf); err != nil {
 			panic(err) // a Pod built here always encodes
 		}
-		return b
-	}
+		return buf.Bytes()
+	}, nil
 }
