@@ -191,7 +191,6 @@ func load(ctx context.Context, cfg Config) error {
 
 func nsName(i int) string { return "restart-" + strconv.Itoa(i) }
 
-
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
