@@ -182,14 +182,15 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 			obj.GetObjectKind().SetGroupVersionKind(res.GroupVersionKind())
 			return obj
 		},
-		Decode:        h.objects.decode,
-		Attrs:         h.attrs,
-		IndexedFields: indexedFields,
-		IndexedLabels: append([]string{"app"}, s.cfg.IndexedLabels...),
-		Clock:         s.clock,
-		Logger:        s.log.With("resource", res.GroupVersionResource().String()),
-		Metrics:       s.metrics,
-		Strings:       s.strs,
+		Decode:         h.objects.decode,
+		DecodeForIndex: h.objects.decodeForIndex,
+		Attrs:          h.attrs,
+		IndexedFields:  indexedFields,
+		IndexedLabels:  append([]string{"app"}, s.cfg.IndexedLabels...),
+		Clock:          s.clock,
+		Logger:         s.log.With("resource", res.GroupVersionResource().String()),
+		Metrics:        s.metrics,
+		Strings:        s.strs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cache for %s: %w", res.GroupVersionResource(), err)

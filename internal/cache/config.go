@@ -38,6 +38,12 @@ type Config struct {
 	// Decode turns a stored value into an object and must set its
 	// metadata.resourceVersion to kv.ModRevision. Required.
 	Decode func(kv storage.KeyValue) (runtime.Object, error)
+	// DecodeForIndex, if set, decodes a value only as far as Attrs needs
+	// (an object without metadata.managedFields, say). The cache decodes
+	// every object it is given to index it and, unless RetainObjects,
+	// keeps only the stored bytes, so this is most of what a restart and
+	// every write cost it. Default Decode.
+	DecodeForIndex func(kv storage.KeyValue) (runtime.Object, error)
 	// Attrs returns the labels and the selectable fields of obj. The cache
 	// keeps them compactly (attrs.go): it answers metadata.name and
 	// metadata.namespace from the object's key, and reads a field that is

@@ -235,7 +235,11 @@ func (c *Cache) onTick(r *reflector, now time.Time) {
 // undecodable values before they are served), and keeps either the object
 // or, by default, only the stored bytes.
 func (c *Cache) newEntry(kv storage.KeyValue) (*entry, error) {
-	obj, err := c.cfg.Decode(kv)
+	decode := c.cfg.Decode
+	if c.cfg.DecodeForIndex != nil && !c.cfg.RetainObjects {
+		decode = c.cfg.DecodeForIndex
+	}
+	obj, err := decode(kv)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +295,8 @@ func (c *Cache) object(e *entry) (runtime.Object, error) {
 	}
 	obj, err := c.cfg.Decode(storage.KeyValue{Key: e.key, Value: e.raw, ModRevision: e.rev, CreateRevision: e.createRev})
 	if err != nil {
-		// It decoded when it was applied: this is a bug, not bad data.
+		// It decoded when it was applied (perhaps only as far as indexing
+		// needs, DecodeForIndex): a bug, or damage in what that skipped.
 		return nil, internalError(fmt.Errorf("decoding %s at revision %d: %w", e.key, e.rev, err))
 	}
 	return obj, nil
