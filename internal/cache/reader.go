@@ -88,8 +88,8 @@ func (c *Cache) KeepsStoredBytes() bool { return !c.cfg.RetainObjects }
 // now, without waiting for anything: ok is false when the cache is not
 // ready, does not have the key, holds an undecodable value or keeps decoded
 // objects (KeepsStoredBytes false). The bytes are shared: never modify them.
-// Writers use it to skip a store read before a compare-and-swap, which
-// fails, and sends them to the store, when the cache was behind.
+// Writers use it to skip a store read before a compare-and-swap; if the
+// cache was behind, the compare-and-swap fails and they read the store.
 func (c *Cache) GetStored(key string) (kv storage.KeyValue, ok bool) {
 	if c.cfg.RetainObjects || !c.Ready() {
 		return storage.KeyValue{}, false
