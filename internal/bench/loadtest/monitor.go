@@ -114,8 +114,9 @@ func StartMonitor(ctx context.Context, cfg MonitorConfig) *Monitor {
 	return m
 }
 
-// Stop ends sampling after one last sample and returns the totals. Call
-// it once.
+// Stop ends sampling and returns the totals after one last sample. A
+// scrape in flight is let finish (each is bounded at 10 s), so what the
+// server answered is counted. Call it once.
 func (m *Monitor) Stop(ctx context.Context) Totals {
 	close(m.quit)
 	<-m.done
