@@ -1,11 +1,7 @@
 package apiserver
 
 import (
-	"fmt"
-	"strconv"
-
 	"google.golang.org/protobuf/encoding/protowire"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
@@ -21,9 +17,12 @@ const objectMetaManagedFields = 17
 // of what decoding allocates. A value it cannot take apart (another
 // layout, damage) goes through decode, which reports it.
 func (o *objectStore) decodeForIndex(kv storage.KeyValue) (runtime.Object, error) {
+	if !o.metaField1 {
+		return o.decode(kv)
+	}
 	obj := o.res.New()
 	u, ok := obj.(interface{ Unmarshal([]byte) error })
-	if !ok || !metadataIsField1(obj) {
+	if !ok {
 		return o.decode(kv)
 	}
 	msg, err := unknownRaw(kv.Value)
@@ -35,15 +34,9 @@ func (o *objectStore) decodeForIndex(kv storage.KeyValue) (runtime.Object, error
 		return o.decode(kv)
 	}
 	if err := u.Unmarshal(stripped); err != nil {
-		return nil, fmt.Errorf("%w: decoding %s at revision %d: %v", storage.ErrCorrupt, kv.Key, kv.ModRevision, err)
+		return nil, corruptValue(kv, err)
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, err
-	}
-	m.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
-	obj.GetObjectKind().SetGroupVersionKind(o.gvk)
-	return obj, nil
+	return o.withRevision(obj, kv.ModRevision)
 }
 
 // withoutManagedFields returns msg, an object message whose field 1 is its

@@ -25,16 +25,21 @@ type objectStore struct {
 	gvk     schema.GroupVersionKind
 	gr      schema.GroupResource
 	metrics *serverMetrics
+	// metaField1: the kind's protobuf message has its ObjectMeta as field
+	// 1, which passing stored bytes through and cutting managedFields out
+	// of them rely on (metadataIsField1).
+	metaField1 bool
 }
 
 func newObjectStore(res *registry.Resource, st storage.Store, codec runtime.Serializer, metrics *serverMetrics) *objectStore {
 	return &objectStore{
-		res:     res,
-		store:   st,
-		codec:   codec,
-		gvk:     res.GroupVersionKind(),
-		gr:      res.GroupVersionResource().GroupResource(),
-		metrics: metrics,
+		res:        res,
+		store:      st,
+		codec:      codec,
+		gvk:        res.GroupVersionKind(),
+		gr:         res.GroupVersionResource().GroupResource(),
+		metrics:    metrics,
+		metaField1: metadataIsField1(res.New()),
 	}
 }
 
@@ -79,15 +84,14 @@ func (o *objectStore) encode(obj runtime.Object) ([]byte, error) {
 func (o *objectStore) decode(kv storage.KeyValue) (runtime.Object, error) {
 	obj, _, err := o.codec.Decode(kv.Value, nil, o.res.New())
 	if err != nil {
-		return nil, fmt.Errorf("%w: decoding %s at revision %d: %v", storage.ErrCorrupt, kv.Key, kv.ModRevision, err)
+		return nil, corruptValue(kv, err)
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return nil, err
-	}
-	m.SetResourceVersion(strconv.FormatInt(kv.ModRevision, 10))
-	obj.GetObjectKind().SetGroupVersionKind(o.gvk)
-	return obj, nil
+	return o.withRevision(obj, kv.ModRevision)
+}
+
+// corruptValue is the error for a stored value that does not decode.
+func corruptValue(kv storage.KeyValue, err error) error {
+	return fmt.Errorf("%w: decoding %s at revision %d: %v", storage.ErrCorrupt, kv.Key, kv.ModRevision, err)
 }
 
 // get reads the latest object straight from the store (writes need the

@@ -196,7 +196,7 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 		return nil, fmt.Errorf("cache for %s: %w", res.GroupVersionResource(), err)
 	}
 	h.cache = c
-	h.storedProtobuf = c.KeepsStoredBytes() && metadataIsField1(res.New())
+	h.storedProtobuf = c.KeepsStoredBytes() && h.objects.metaField1
 	return h, nil
 }
 
