@@ -120,6 +120,13 @@ func (h *harness) node(name string) *corev1.Node {
 	return n
 }
 
+// podAlive reports whether pod name in "default" exists and is not being
+// deleted.
+func (h *harness) podAlive(name string) bool {
+	p, err := h.client.CoreV1().Pods("default").Get(h.ctx, name, metav1.GetOptions{})
+	return err == nil && p.DeletionTimestamp == nil
+}
+
 func (h *harness) nodeWrites() int {
 	n := 0
 	for _, a := range h.client.Actions() {
@@ -285,21 +292,17 @@ func TestEviction(t *testing.T) {
 		node("n2", "z", corev1.ConditionTrue), lease("n2", t0),
 		pod("intolerant", "n1", nil), pod("tolerates-300", "n1", ptr(int64(300))), pod("elsewhere", "n2", nil))
 	h.pass()
-	exists := func(name string) bool {
-		p, err := h.client.CoreV1().Pods("default").Get(h.ctx, name, metav1.GetOptions{})
-		return err == nil && p.DeletionTimestamp == nil
-	}
-	if exists("intolerant") || !exists("tolerates-300") || !exists("elsewhere") {
-		t.Fatalf("after tainting: intolerant %v, tolerant %v, elsewhere %v", exists("intolerant"), exists("tolerates-300"), exists("elsewhere"))
+	if h.podAlive("intolerant") || !h.podAlive("tolerates-300") || !h.podAlive("elsewhere") {
+		t.Fatalf("after tainting: intolerant %v, tolerant %v, elsewhere %v", h.podAlive("intolerant"), h.podAlive("tolerates-300"), h.podAlive("elsewhere"))
 	}
 	h.clock.Step(299 * time.Second)
 	h.c.evictPass(h.ctx)
-	if !exists("tolerates-300") {
+	if !h.podAlive("tolerates-300") {
 		t.Fatal("evicted before its toleration ran out")
 	}
 	h.clock.Step(2 * time.Second)
 	h.c.evictPass(h.ctx)
-	if exists("tolerates-300") || !exists("elsewhere") {
+	if h.podAlive("tolerates-300") || !h.podAlive("elsewhere") {
 		t.Fatal("toleration expiry did not evict, or evicted a pod on a healthy node")
 	}
 }
@@ -343,21 +346,17 @@ func TestUndatedTaintCountsFromFirstSight(t *testing.T) {
 	h := newHarness(t, Options{}, n, lease("n1", t0), p)
 	h.settle()
 	h.c.evictPass(h.ctx)
-	alive := func() bool {
-		got, err := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
-		return err == nil && got.DeletionTimestamp == nil
-	}
-	if !alive() {
+	if !h.podAlive("p") {
 		t.Fatal("an undated taint evicted at once a pod tolerating it for 60s")
 	}
 	h.clock.Step(59 * time.Second)
 	h.c.evictPass(h.ctx)
-	if !alive() {
+	if !h.podAlive("p") {
 		t.Fatal("evicted before 60s")
 	}
 	h.clock.Step(2 * time.Second)
 	h.c.evictPass(h.ctx)
-	if alive() {
+	if h.podAlive("p") {
 		t.Fatal("not evicted after 60s")
 	}
 }
@@ -374,19 +373,15 @@ func TestTolerationCountsFromFirstSightNotTruncatedTimeAdded(t *testing.T) {
 	p.Spec.Tolerations = []corev1.Toleration{{Key: "example.com/drain", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(1))}}
 	h := newHarness(t, Options{}, n, lease("n1", t0), p)
 	h.settle()
-	alive := func() bool {
-		got, err := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
-		return err == nil && got.DeletionTimestamp == nil
-	}
 	h.c.evictPass(h.ctx) // first sight, at t0
 	h.clock.Step(500 * time.Millisecond)
 	h.c.evictPass(h.ctx)
-	if !alive() {
+	if !h.podAlive("p") {
 		t.Fatal("evicted 0.5 s after the taint was first seen, before its 1 s toleration")
 	}
 	h.clock.Step(600 * time.Millisecond)
 	h.c.evictPass(h.ctx)
-	if alive() {
+	if h.podAlive("p") {
 		t.Fatal("not evicted 1.1 s after the taint was first seen")
 	}
 }
