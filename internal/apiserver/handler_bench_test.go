@@ -9,8 +9,9 @@ import (
 
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 )
 
 // The API server's hottest requests through HTTP and a protobuf client-go
@@ -74,29 +75,12 @@ func BenchmarkPodCreate(b *testing.B) {
 	})
 }
 
-// benchPod is the kind of pod `myriad bench api` creates.
+// benchPod is the i-th pod as its ReplicaSet creates it: a
+// benchutil.StoredPod without what the server and the kubelet add later.
 func benchPod(i int64) *corev1.Pod {
-	app := fmt.Sprintf("app-%d", i%200)
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            fmt.Sprintf("bench-%08d", i),
-			Labels:          map[string]string{"app": app, "pod-template-hash": "5d4f8c9b7", "tier": "backend"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-5d4f8c9b7", UID: "11111111-2222-3333-4444-555555555555"}},
-		},
-		Spec: corev1.PodSpec{
-			NodeName: fmt.Sprintf("node-%d", i%1000),
-			Containers: []corev1.Container{{
-				Name:  "main",
-				Image: "registry.example.com/team/" + app + ":v1.2.3",
-				Args:  []string{"--port=8080", "--log-level=info"},
-				Env:   []corev1.EnvVar{{Name: "MODE", Value: "production"}},
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-				},
-			}},
-		},
-	}
+	p := benchutil.StoredPod(int(i), "default", 1000)
+	p.UID, p.ManagedFields, p.Status, p.CreationTimestamp = "", nil, corev1.PodStatus{}, metav1.Time{}
+	return p
 }
 
 // BenchmarkListPodsByNode lists the 20 pods of one node among 2,000, as a

@@ -5,10 +5,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
+
+	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 )
 
 // PATCH and every write's managedFields tracking are on the API server's
@@ -68,43 +67,13 @@ func BenchmarkFieldManagersApply(b *testing.B) {
 	}
 }
 
-// benchPod is the pod `myriad bench api` creates.
+// benchPod is a pod as its ReplicaSet creates it: benchutil.StoredPod
+// without what the server and the kubelet add later.
 func benchPod() *corev1.Pod {
-	return &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:       "apibench-1",
-			Name:            "bench-abcdef-00000001",
-			Labels:          map[string]string{"app": "app-1", "pod-template-hash": "5d4f8c9b7", "tier": "backend"},
-			Annotations:     map[string]string{"kubernetes.io/config.seen": "2026-11-22T04:00:00Z"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app-1-5d4f8c9b7", UID: "11111111-2222-3333-4444-555555555555"}},
-		},
-		Spec: corev1.PodSpec{
-			NodeName: "node-1",
-			Containers: []corev1.Container{{
-				Name:  "main",
-				Image: "registry.example.com/team/app-1:v1.2.3",
-				Args:  []string{"--port=8080", "--log-level=info"},
-				Env:   []corev1.EnvVar{{Name: "POD_NAME", Value: "x"}, {Name: "MODE", Value: "production"}},
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-				},
-				VolumeMounts:             []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
-				TerminationMessagePath:   corev1.TerminationMessagePathDefault,
-				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-				ImagePullPolicy:          corev1.PullIfNotPresent,
-			}},
-			Volumes:                       []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}},
-			ServiceAccountName:            "default",
-			RestartPolicy:                 corev1.RestartPolicyAlways,
-			DNSPolicy:                     corev1.DNSClusterFirst,
-			SchedulerName:                 corev1.DefaultSchedulerName,
-			TerminationGracePeriodSeconds: ptr.To[int64](30),
-			SecurityContext:               &corev1.PodSecurityContext{},
-		},
-	}
+	p := benchutil.StoredPod(1, "apibench-1", 10000)
+	p.UID, p.ManagedFields, p.Status = "", nil, corev1.PodStatus{}
+	p.Annotations = map[string]string{"kubernetes.io/config.seen": "2026-11-22T04:00:00Z"}
+	return p
 }
 
 // BenchmarkFieldManagersCreate is the managedFields part of a pod create.
