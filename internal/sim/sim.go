@@ -88,6 +88,11 @@ func New(cfg Config) (*Sim, error) {
 	if rc.UserAgent == "" {
 		rc.UserAgent = "myriad-sim"
 	}
+	if rc.Transport == nil {
+		if err := withSharedConnTransport(rc); err != nil {
+			return nil, err
+		}
+	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("sim: building client: %w", err)
