@@ -1,9 +1,12 @@
 package apiserver
 
 import (
+	"sync"
+
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
@@ -11,10 +14,29 @@ import (
 // ObjectMeta's protobuf message.
 const objectMetaManagedFields = 17
 
-// decodeForIndex is decode without metadata.managedFields, for the watch
-// cache, which decodes every object only to index its labels and fields:
-// in a typical stored pod managedFields are a third of the bytes and most
-// of what decoding allocates. A value it cannot take apart (another
+// indexSkip is what decodeForIndex leaves out of a resource's objects:
+// metadata.managedFields (field 1 is the ObjectMeta) and the resource's
+// own IndexSkip.
+func indexSkip(res *registry.Resource) registry.ProtoFields {
+	skip := registry.ProtoFields{1: {objectMetaManagedFields: nil}}
+	for num, sub := range res.IndexSkip {
+		if num == 1 {
+			panic("registry: IndexSkip of " + res.Resource + " names metadata, which the index reads")
+		}
+		skip[num] = sub
+	}
+	return skip
+}
+
+// pruneBufs holds the buffers pruned messages are built in: Unmarshal
+// copies what it keeps, so a buffer is free again once it returns.
+var pruneBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// decodeForIndex is decode without what the watch cache's index never
+// reads (indexSkip), for the cache, which decodes every object only to
+// index its labels and fields: in a typical stored pod managedFields are
+// a third of the bytes, and containers and their statuses most of what
+// decoding the rest allocates. A value it cannot take apart (another
 // layout, damage) goes through decode, which reports it.
 func (o *objectStore) decodeForIndex(kv storage.KeyValue) (runtime.Object, error) {
 	if !o.metaField1 {
@@ -29,78 +51,71 @@ func (o *objectStore) decodeForIndex(kv storage.KeyValue) (runtime.Object, error
 	if err != nil {
 		return o.decode(kv)
 	}
-	stripped, ok := withoutManagedFields(msg)
-	if !ok {
+	size := prunedSize(msg, o.indexSkip)
+	if size < 0 {
 		return o.decode(kv)
 	}
-	if err := u.Unmarshal(stripped); err != nil {
+	bufp := pruneBufs.Get().(*[]byte)
+	defer pruneBufs.Put(bufp)
+	pruned := appendPruned((*bufp)[:0], msg, o.indexSkip)
+	*bufp = pruned
+	if err := u.Unmarshal(pruned); err != nil {
 		return nil, corruptValue(kv, err)
 	}
 	return o.withRevision(obj, kv.ModRevision)
 }
 
-// withoutManagedFields returns msg, an object message whose field 1 is its
-// ObjectMeta, without ObjectMeta's managedFields entries: msg itself when
-// it has none, else a copy. ok is false when msg does not parse.
-func withoutManagedFields(msg []byte) (_ []byte, ok bool) {
-	var out []byte // nil until something is dropped
-	for off := 0; off < len(msg); {
-		num, typ, n := protowire.ConsumeTag(msg[off:])
-		if n < 0 {
-			return nil, false
-		}
-		m := protowire.ConsumeFieldValue(num, typ, msg[off+n:])
-		if m < 0 {
-			return nil, false
-		}
-		field := msg[off : off+n+m]
-		off += n + m
-		if num == 1 && typ == protowire.BytesType {
-			objMeta, _ := protowire.ConsumeBytes(field[n:])
-			kept, dropped, ok := dropField(objMeta, objectMetaManagedFields)
-			if !ok {
-				return nil, false
-			}
-			if dropped {
-				if out == nil {
-					out = append(make([]byte, 0, len(msg)), msg[:off-len(field)]...)
-				}
-				out = protowire.AppendTag(out, 1, protowire.BytesType)
-				out = protowire.AppendBytes(out, kept)
-				continue
-			}
-		}
-		if out != nil {
-			out = append(out, field...)
-		}
-	}
-	if out == nil {
-		return msg, true
-	}
-	return out, true
-}
-
-// dropField returns msg without every occurrence of field num, and
-// whether there was one.
-func dropField(msg []byte, num protowire.Number) (kept []byte, dropped, ok bool) {
+// prunedSize is the size of msg, a protobuf message, without the fields
+// skip names, or -1 if msg (or a message skip descends into) does not
+// parse.
+func prunedSize(msg []byte, skip registry.ProtoFields) int {
+	size := 0
 	for b := msg; len(b) > 0; {
-		fnum, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return nil, false, false
+			return -1
 		}
-		m := protowire.ConsumeFieldValue(fnum, typ, b[n:])
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
 		if m < 0 {
-			return nil, false, false
+			return -1
 		}
-		if fnum == num {
-			dropped = true
-		} else {
-			kept = append(kept, b[:n+m]...)
+		sub, named := skip[num]
+		switch {
+		case !named:
+			size += n + m
+		case sub == nil:
+			// dropped
+		case typ != protowire.BytesType:
+			return -1 // skip descends into a message; this is not one
+		default:
+			inner, _ := protowire.ConsumeBytes(b[n:])
+			s := prunedSize(inner, sub)
+			if s < 0 {
+				return -1
+			}
+			size += n + protowire.SizeBytes(s)
 		}
 		b = b[n+m:]
 	}
-	if !dropped {
-		return msg, false, true
+	return size
+}
+
+// appendPruned appends msg without the fields skip names to dst; msg must
+// have passed prunedSize.
+func appendPruned(dst, msg []byte, skip registry.ProtoFields) []byte {
+	for b := msg; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		switch sub, named := skip[num]; {
+		case !named:
+			dst = append(dst, b[:n+m]...)
+		case sub != nil:
+			inner, _ := protowire.ConsumeBytes(b[n:])
+			dst = append(dst, b[:n]...)
+			dst = protowire.AppendVarint(dst, uint64(prunedSize(inner, sub)))
+			dst = appendPruned(dst, inner, sub)
+		}
+		b = b[n+m:]
 	}
-	return kept, true, true
+	return dst
 }

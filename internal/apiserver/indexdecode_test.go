@@ -32,35 +32,53 @@ func podObjectStore(t testing.TB) *objectStore {
 	return newObjectStore(res, nil, protobuf.NewSerializer(scheme, scheme), nil)
 }
 
-// The cache's index decode is the full decode less managedFields, for
-// pods with and without them; what it cannot take apart is left to the
+// The cache's index decode keeps everything the index reads — the
+// metadata less managedFields, the selectable fields — for pods with and
+// without what it leaves out; what it cannot take apart is left to the
 // full decode, which reports it.
 func TestDecodeForIndex(t *testing.T) {
 	o := podObjectStore(t)
 	bare := benchutil.StoredPod(7, "ns", 10)
 	bare.ManagedFields = nil
-	for name, pod := range map[string]*corev1.Pod{"with managedFields": benchutil.StoredPod(7, "ns", 10), "without": bare} {
+	bare.Spec = corev1.PodSpec{NodeName: "node-3"}
+	bare.Status = corev1.PodStatus{}
+	full := benchutil.StoredPod(7, "ns", 10)
+	full.Spec.Volumes = []corev1.Volume{{Name: "data"}}
+	full.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox"}}
+	full.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}
+	full.Spec.HostNetwork = true
+	full.Status.NominatedNodeName = "node-9"
+	full.Status.PodIPs = []corev1.PodIP{{IP: "10.9.9.9"}}
+	for name, pod := range map[string]*corev1.Pod{"full": full, "bare": bare} {
 		t.Run(name, func(t *testing.T) {
 			data, err := o.encode(pod)
 			if err != nil {
 				t.Fatal(err)
 			}
 			kv := storage.KeyValue{Key: "/core/pods/ns/" + pod.Name, Value: data, ModRevision: 42}
-			full, err := o.decode(kv)
+			decoded, err := o.decode(kv)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := o.decodeForIndex(kv)
+			want := decoded.(*corev1.Pod)
+			obj, err := o.decodeForIndex(kv)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := full.(*corev1.Pod)
-			want.ManagedFields = nil
-			if !equality.Semantic.DeepEqual(got, want) {
-				t.Errorf("index decode differs from the full one less managedFields:\n got %+v\nwant %+v", got, want)
+			got := obj.(*corev1.Pod)
+			wantMeta := *want.ObjectMeta.DeepCopy()
+			wantMeta.ManagedFields = nil
+			if !equality.Semantic.DeepEqual(got.ObjectMeta, wantMeta) {
+				t.Errorf("metadata differs from the full decode's less managedFields:\n got %+v\nwant %+v", got.ObjectMeta, wantMeta)
 			}
-			if got.(*corev1.Pod).ResourceVersion != "42" {
-				t.Errorf("resourceVersion %q", got.(*corev1.Pod).ResourceVersion)
+			if g, w := o.res.SelectableFields(got), o.res.SelectableFields(want); !equality.Semantic.DeepEqual(g, w) {
+				t.Errorf("selectable fields %v, want %v", g, w)
+			}
+			if got.Spec.Containers != nil || got.Spec.Volumes != nil || got.Status.ContainerStatuses != nil {
+				t.Errorf("containers, volumes or container statuses decoded: %+v", got)
+			}
+			if got.ResourceVersion != "42" {
+				t.Errorf("resourceVersion %q", got.ResourceVersion)
 			}
 		})
 	}
@@ -79,22 +97,26 @@ func TestDecodeForIndex(t *testing.T) {
 	}
 }
 
-// FuzzWithoutManagedFields: whatever the bytes, no panic; what it accepts
-// parses again and has no managedFields left.
-func FuzzWithoutManagedFields(f *testing.F) {
+// FuzzPrune: whatever the bytes, no panic; what prunedSize accepts,
+// appendPruned writes at exactly that size, and it prunes again unchanged.
+func FuzzPrune(f *testing.F) {
 	o := podObjectStore(f)
 	data, _ := o.encode(benchutil.StoredPod(3, "ns", 10))
 	msg, _ := unknownRaw(data)
 	f.Add(msg)
 	f.Add([]byte{0x0a, 0x02, 0x8a, 0x01})
+	f.Add([]byte{0x12, 0x03, 0x0a, 0x01, 0x00})
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		out, ok := withoutManagedFields(msg)
-		if !ok {
+		size := prunedSize(msg, o.indexSkip)
+		if size < 0 {
 			return
 		}
-		again, ok := withoutManagedFields(out)
-		if !ok || !bytes.Equal(again, out) {
-			t.Fatalf("output does not parse again unchanged")
+		out := appendPruned(nil, msg, o.indexSkip)
+		if len(out) != size {
+			t.Fatalf("pruned to %d bytes, prunedSize said %d", len(out), size)
+		}
+		if again := appendPruned(nil, out, o.indexSkip); prunedSize(out, o.indexSkip) != size || !bytes.Equal(again, out) {
+			t.Fatalf("output does not prune again unchanged")
 		}
 	})
 }

@@ -29,6 +29,8 @@ type objectStore struct {
 	// 1, which passing stored bytes through and cutting managedFields out
 	// of them rely on (metadataIsField1).
 	metaField1 bool
+	// indexSkip is what decodeForIndex leaves out (indexdecode.go).
+	indexSkip registry.ProtoFields
 }
 
 func newObjectStore(res *registry.Resource, st storage.Store, codec runtime.Serializer, metrics *serverMetrics) *objectStore {
@@ -40,6 +42,7 @@ func newObjectStore(res *registry.Resource, st storage.Store, codec runtime.Seri
 		gr:         res.GroupVersionResource().GroupResource(),
 		metrics:    metrics,
 		metaField1: metadataIsField1(res.New()),
+		indexSkip:  indexSkip(res),
 	}
 }
 

@@ -52,6 +52,7 @@ func podResource(c clock) *Resource {
 		Strategy:         s,
 		Status:           statusOf(s),
 		SelectableFields: func(o runtime.Object) fields.Set { return podFields(o.(*corev1.Pod)) },
+		IndexSkip:        podIndexSkip,
 		Table:            podTable(c),
 		StorageKeyPrefix: storagePrefix(gv, "pods"),
 	}
@@ -233,6 +234,27 @@ func validatePodStatus(obj, _ *corev1.Pod) field.ErrorList {
 }
 
 // podFields are upstream's pod field-selector fields.
+// podIndexSkip is what of a Pod's protobuf message podFields does not
+// read (field numbers from k8s.io/api/core/v1/generated.proto). Keep the
+// two in step: apiserver's TestDecodeForIndex checks them.
+var podIndexSkip = ProtoFields{
+	2: { // spec
+		1:  nil, // volumes
+		2:  nil, // containers
+		18: nil, // affinity
+		20: nil, // initContainers
+		22: nil, // tolerations
+		33: nil, // topologySpreadConstraints
+		34: nil, // ephemeralContainers
+	},
+	3: { // status
+		2:  nil, // conditions
+		8:  nil, // containerStatuses
+		10: nil, // initContainerStatuses
+		13: nil, // ephemeralContainerStatuses
+	},
+}
+
 func podFields(p *corev1.Pod) fields.Set {
 	podIP := p.Status.PodIP
 	if len(p.Status.PodIPs) > 0 {

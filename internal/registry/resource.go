@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -43,6 +44,14 @@ type Resource struct {
 	// metadata.name and metadata.namespace, which the server adds itself
 	// (e.g. pods: spec.nodeName, status.phase).
 	SelectableFields func(obj runtime.Object) fields.Set
+
+	// IndexSkip names the parts of the kind's protobuf message that
+	// neither SelectableFields nor the labels read. The watch cache decodes
+	// every object it stores only to index it, and leaves these out (with
+	// metadata.managedFields, which no index reads either): for a pod its
+	// containers, volumes and container statuses, most of its bytes. Nil:
+	// nothing beyond managedFields.
+	IndexSkip ProtoFields
 
 	// Table returns the columns for kubectl get and the cells of one row,
 	// like upstream's printers. Cells must line up with Columns.
@@ -122,3 +131,8 @@ type TableConvertor interface {
 	// Cells returns one row's cells; the first is conventionally the name.
 	Cells(obj runtime.Object) []interface{}
 }
+
+// ProtoFields is a set of a protobuf message's fields by field number: a
+// nil value stands for the whole field, a non-nil one for those fields of
+// the message the field holds.
+type ProtoFields map[protowire.Number]ProtoFields
