@@ -1,8 +1,6 @@
 package apiserver
 
 import (
-	"sync"
-
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -28,10 +26,6 @@ func indexSkip(res *registry.Resource) registry.ProtoFields {
 	return skip
 }
 
-// pruneBufs holds the buffers pruned messages are built in: Unmarshal
-// copies what it keeps, so a buffer is free again once it returns.
-var pruneBufs = sync.Pool{New: func() any { return new([]byte) }}
-
 // decodeForIndex is decode without what the watch cache's index never
 // reads (indexSkip), for the cache, which decodes every object only to
 // index its labels and fields: in a typical stored pod managedFields are
@@ -55,8 +49,12 @@ func (o *objectStore) decodeForIndex(kv storage.KeyValue) (runtime.Object, error
 	if size < 0 {
 		return o.decode(kv)
 	}
-	bufp := pruneBufs.Get().(*[]byte)
-	defer pruneBufs.Put(bufp)
+	// Unmarshal copies what it keeps: the buffer is free again after it.
+	bufp, _ := o.pruneBufs.Get().(*[]byte)
+	if bufp == nil {
+		bufp = new([]byte)
+	}
+	defer o.pruneBufs.Put(bufp)
 	pruned := appendPruned((*bufp)[:0], msg, o.indexSkip)
 	*bufp = pruned
 	if err := u.Unmarshal(pruned); err != nil {

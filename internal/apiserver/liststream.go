@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/myriad-k8s/myriad/internal/cache"
-	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
 // Large lists are written while the cache produces them: each item is
@@ -82,11 +81,17 @@ func (h *resourceHandler) streamJSONList(w http.ResponseWriter, r *http.Request,
 	return bw.Flush()
 }
 
-// pbItem is one list item as protobuf: its message bytes, and a suffix
-// that sets metadata.resourceVersion (empty when msg already carries it).
-type pbItem struct{ msg, suffix []byte }
+// pbItem is one list item as protobuf: its message bytes (msg, or bytes
+// [off, off+n) of the cached value st), and a suffix that sets
+// metadata.resourceVersion (empty when msg already carries it).
+type pbItem struct {
+	msg    []byte
+	st     cache.Stored
+	off, n int
+	suffix []byte
+}
 
-func (it pbItem) size() int { return len(it.msg) + len(it.suffix) }
+func (it pbItem) size() int { return it.n + len(it.suffix) }
 
 func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Request, opts cache.ListOptions) error {
 	var items []pbItem
@@ -97,13 +102,22 @@ func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Requ
 		// The stored bytes are already this resource's protobuf encoding
 		// without resourceVersion: pass them through and set the version by
 		// appending a second metadata field holding only it, which protobuf
-		// parsers merge into the first. No decode, no re-encode.
-		res, err = h.cache.ListStored(r.Context(), opts, func(kv storage.KeyValue) error {
-			msg, err := unknownRaw(kv.Value)
-			if err != nil {
-				return fmt.Errorf("stored %s at revision %d: %w", kv.Key, kv.ModRevision, err)
+		// parsers merge into the first. No decode, no re-encode. Values the
+		// cache keeps compressed are decompressed only while written; their
+		// sizes come from the uncompressed head.
+		var scratch []byte
+		res, err = h.cache.ListStored(r.Context(), opts, func(st cache.Stored) error {
+			off, n, err := envelopeObject(st.Head(), st.Len())
+			if errors.Is(err, errEnvelopeCut) {
+				var v []byte
+				if v, err = st.Value(&scratch); err == nil {
+					off, n, err = envelopeObject(v, len(v))
+				}
 			}
-			it := pbItem{msg: msg, suffix: resourceVersionSuffix(kv.ModRevision)}
+			if err != nil {
+				return fmt.Errorf("stored %s at revision %d: %w", st.Key, st.ModRevision, err)
+			}
+			it := pbItem{st: st, off: off, n: n, suffix: resourceVersionSuffix(st.ModRevision)}
 			items = append(items, it)
 			total += it.size()
 			return nil
@@ -122,7 +136,7 @@ func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Requ
 			if _, err := m.MarshalToSizedBuffer(buf); err != nil {
 				return err
 			}
-			items = append(items, pbItem{msg: buf})
+			items = append(items, pbItem{msg: buf, n: len(buf)})
 			total += len(buf)
 			return nil
 		})
@@ -157,11 +171,25 @@ func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Requ
 	bw := bufio.NewWriterSize(w, 64<<10)
 	_, _ = bw.Write(head.Bytes())
 	var tag bytes.Buffer
+	var scratch []byte
 	for i, it := range items {
+		msg := it.msg
+		if msg == nil {
+			v, err := it.st.Value(&scratch)
+			if err == nil && len(v) < it.off+it.n {
+				err = errors.New("shorter than its envelope says")
+			}
+			if err != nil {
+				// The response is under way: all that is left is to cut
+				// it short, which the client sees as a broken list.
+				return fmt.Errorf("writing stored %s at revision %d: %w", it.st.Key, it.st.ModRevision, err)
+			}
+			msg = v[it.off : it.off+it.n]
+		}
 		tag.Reset()
 		writeTag(&tag, 2, uint64(it.size()))
 		_, _ = bw.Write(tag.Bytes())
-		_, _ = bw.Write(it.msg)
+		_, _ = bw.Write(msg)
 		if _, err := bw.Write(it.suffix); err != nil {
 			return nil // client gone
 		}
@@ -174,27 +202,58 @@ func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Requ
 // unknownRaw returns the object message inside a stored value: the
 // protobuf magic, then a runtime.Unknown whose field 2 holds it.
 func unknownRaw(stored []byte) ([]byte, error) {
-	if !bytes.HasPrefix(stored, protobufMagic) {
-		return nil, errors.New("not a protobuf envelope")
+	off, n, err := envelopeObject(stored, len(stored))
+	if err != nil {
+		return nil, err
 	}
-	b := stored[len(protobufMagic):]
-	for len(b) > 0 {
-		key, n := binary.Uvarint(b)
-		if n <= 0 || key&7 != 2 {
-			return nil, errors.New("malformed envelope")
+	return stored[off : off+n], nil
+}
+
+// errEnvelopeCut is envelopeObject's answer when prefix ends before the
+// object's field header: the caller needs more of the value.
+var errEnvelopeCut = errors.New("envelope header beyond the prefix")
+
+// envelopeObject finds the object message in a stored value of size
+// total, of which prefix is the beginning: its offset and length.
+func envelopeObject(prefix []byte, total int) (off, n int, err error) {
+	if !bytes.HasPrefix(prefix, protobufMagic) {
+		if len(prefix) < len(protobufMagic) && total > len(prefix) {
+			return 0, 0, errEnvelopeCut
 		}
-		b = b[n:]
-		l, n := binary.Uvarint(b)
-		if n <= 0 || uint64(len(b)-n) < l {
-			return nil, errors.New("malformed envelope")
+		return 0, 0, errors.New("not a protobuf envelope")
+	}
+	pos := len(protobufMagic)
+	for pos < total {
+		if pos >= len(prefix) {
+			return 0, 0, errEnvelopeCut
 		}
-		field := b[n : n+int(l)]
-		b = b[n+int(l):]
+		key, k := binary.Uvarint(prefix[pos:])
+		if k <= 0 {
+			if len(prefix) < total {
+				return 0, 0, errEnvelopeCut
+			}
+			return 0, 0, errors.New("malformed envelope")
+		}
+		if key&7 != 2 {
+			return 0, 0, errors.New("malformed envelope")
+		}
+		l, m := binary.Uvarint(prefix[pos+k:])
+		if m <= 0 {
+			if len(prefix) < total {
+				return 0, 0, errEnvelopeCut
+			}
+			return 0, 0, errors.New("malformed envelope")
+		}
+		start := pos + k + m
+		if uint64(total-start) < l {
+			return 0, 0, errors.New("malformed envelope")
+		}
 		if key>>3 == 2 {
-			return field, nil
+			return start, int(l), nil
 		}
+		pos = start + int(l)
 	}
-	return nil, errors.New("envelope has no object")
+	return 0, 0, errors.New("envelope has no object")
 }
 
 // resourceVersionSuffix is field 1 (metadata) holding only field 6

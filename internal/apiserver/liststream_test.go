@@ -3,17 +3,19 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
-	"encoding/json"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 
+	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
 )
@@ -153,4 +155,40 @@ func sameJSON(t *testing.T, items []corev1.Pod) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// envelopeObject on any prefix of a stored value finds the object where
+// the whole value has it, or says it needs more (errEnvelopeCut); a list
+// sizes its items from the cache's uncompressed head this way.
+func TestEnvelopeObjectFromPrefix(t *testing.T) {
+	o := podObjectStore(t)
+	pod := benchutil.StoredPod(5, "ns", 10)
+	value, err := o.encode(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOff, wantN, err := envelopeObject(value, len(value))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, _ := unknownRaw(value); len(msg) != wantN {
+		t.Fatalf("unknownRaw and envelopeObject disagree")
+	}
+	for cut := 0; cut <= len(value); cut++ {
+		off, n, err := envelopeObject(value[:cut], len(value))
+		switch {
+		case errors.Is(err, errEnvelopeCut):
+			if cut >= wantOff {
+				t.Errorf("prefix of %d bytes holds the header (object at %d) but was refused", cut, wantOff)
+			}
+		case err != nil:
+			t.Fatalf("prefix of %d bytes: %v", cut, err)
+		case off != wantOff || n != wantN:
+			t.Fatalf("prefix of %d bytes: object at %d+%d, want %d+%d", cut, off, n, wantOff, wantN)
+		}
+	}
+	// A total the envelope's object cannot fit in is malformed, not cut.
+	if _, _, err := envelopeObject(value[:wantOff], wantOff+1); err == nil || errors.Is(err, errEnvelopeCut) {
+		t.Errorf("object longer than the value: %v", err)
+	}
 }

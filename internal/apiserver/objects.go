@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -29,8 +30,10 @@ type objectStore struct {
 	// 1, which passing stored bytes through and cutting managedFields out
 	// of them rely on (metadataIsField1).
 	metaField1 bool
-	// indexSkip is what decodeForIndex leaves out (indexdecode.go).
+	// indexSkip is what decodeForIndex leaves out (indexdecode.go), and
+	// pruneBufs the buffers it builds the pruned messages in.
 	indexSkip registry.ProtoFields
+	pruneBufs sync.Pool
 }
 
 func newObjectStore(res *registry.Resource, st storage.Store, codec runtime.Serializer, metrics *serverMetrics) *objectStore {

@@ -184,6 +184,7 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 		},
 		Decode:         h.objects.decode,
 		DecodeForIndex: h.objects.decodeForIndex,
+		CompressValues: true, // at a million objects the stored bytes are most of the memory
 		Attrs:          h.attrs,
 		IndexedFields:  indexedFields,
 		IndexedLabels:  append([]string{"app"}, s.cfg.IndexedLabels...),

@@ -11,8 +11,9 @@ import (
 // memory. Create it with New, then Start it; all methods are safe for
 // concurrent use.
 type Cache struct {
-	cfg     Config
-	metrics *metrics
+	cfg        Config
+	metrics    *metrics
+	compressor compressor // with Config.CompressValues
 
 	// mu guards the mirrored state. Writers: the reflector goroutine only.
 	mu struct {

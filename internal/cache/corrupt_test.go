@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	testingclock "k8s.io/utils/clock/testing"
-
-	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
 // wantUndecodable checks err is a 500 naming key and rev.
@@ -67,7 +65,7 @@ func TestUndecodableValue(t *testing.T) {
 	wantUndecodable(t, "Get", err, key, bad)
 	_, err = e.c.List(e.ctx, ListOptions{}, func(runtime.Object) error { return nil })
 	wantUndecodable(t, "List", err, key, bad)
-	_, err = e.c.ListStored(e.ctx, ListOptions{Namespace: "ns"}, func(storage.KeyValue) error { return nil })
+	_, err = e.c.ListStored(e.ctx, ListOptions{Namespace: "ns"}, func(Stored) error { return nil })
 	wantUndecodable(t, "ListStored", err, key, bad)
 	// Selectors that found the last good version find it still, and fail,
 	// rather than list it as gone (a kubelet would kill the pod).

@@ -100,15 +100,16 @@ func (c *Cache) GetStored(key string) (kv storage.KeyValue, ok bool) {
 	if e == nil || undecodableErr(e) != nil {
 		return storage.KeyValue{}, false
 	}
-	return storage.KeyValue{Key: e.key, Value: e.raw, ModRevision: e.rev, CreateRevision: e.createRev}, true
+	kv, err := c.keyValue(e)
+	return kv, err == nil
 }
 
-// ListStored is List without decoding: emit gets each selected object's
-// stored bytes (shared and read-only: never modify them) with its
-// revisions, so a server can pass them to clients that speak the storage
-// encoding without a decode and re-encode per object. It fails when
-// KeepsStoredBytes is false.
-func (c *Cache) ListStored(ctx context.Context, opts ListOptions, emit func(storage.KeyValue) error) (ListResult, error) {
+// ListStored is List without decoding: emit gets each selected object as
+// the cache keeps it (Stored: its stored bytes, maybe compressed, with its
+// revisions), so a server can pass them to clients that speak the storage
+// encoding without a decode and re-encode per object. A Stored stays valid
+// after emit returns. It fails when KeepsStoredBytes is false.
+func (c *Cache) ListStored(ctx context.Context, opts ListOptions, emit func(Stored) error) (ListResult, error) {
 	if c.cfg.RetainObjects {
 		return ListResult{}, internalError(fmt.Errorf("ListStored on a cache that retains decoded objects"))
 	}
@@ -116,7 +117,7 @@ func (c *Cache) ListStored(ctx context.Context, opts ListOptions, emit func(stor
 		if err := undecodableErr(e); err != nil {
 			return err
 		}
-		return emit(storage.KeyValue{Key: e.key, Value: e.raw, ModRevision: e.rev, CreateRevision: e.createRev})
+		return emit(c.stored(e))
 	})
 }
 

@@ -247,9 +247,12 @@ func (c *Cache) newEntry(kv storage.KeyValue) (*entry, error) {
 	e := &entry{rev: kv.ModRevision, createRev: kv.CreateRevision}
 	e.setKey(c.cfg.Prefix, kv.Key)
 	e.setAttrs(c.cfg.Strings, l, f)
-	if c.cfg.RetainObjects {
+	switch {
+	case c.cfg.RetainObjects:
 		e.obj = obj
-	} else {
+	case c.cfg.CompressValues:
+		e.raw = c.compressor.compress(kv.Value)
+	default:
 		e.raw = kv.Value
 	}
 	return e, nil
@@ -257,7 +260,7 @@ func (c *Cache) newEntry(kv storage.KeyValue) (*entry, error) {
 
 // newEntries decodes a list into entries on every core: at a million
 // objects decoding is most of a restart. Undecodable values become
-// undecodable entries.
+// undecodable entries. It clears the values in kvs.
 func (c *Cache) newEntries(kvs []storage.KeyValue) []*entry {
 	entries := make([]*entry, len(kvs))
 	const chunk = 256
@@ -276,6 +279,9 @@ func (c *Cache) newEntries(kvs []storage.KeyValue) []*entry {
 						e = c.undecodableEntry(kvs[i], err)
 					}
 					entries[i] = e
+					// A value the entry keeps compressed is garbage now:
+					// let it go before the list is done.
+					kvs[i].Value = nil
 				}
 			}
 		})
@@ -293,7 +299,11 @@ func (c *Cache) object(e *entry) (runtime.Object, error) {
 	if e.obj != nil {
 		return e.obj, nil
 	}
-	obj, err := c.cfg.Decode(storage.KeyValue{Key: e.key, Value: e.raw, ModRevision: e.rev, CreateRevision: e.createRev})
+	kv, err := c.keyValue(e)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := c.cfg.Decode(kv)
 	if err != nil {
 		// It decoded when it was applied (perhaps only as far as indexing
 		// needs, DecodeForIndex): a bug, or damage in what that skipped.

@@ -1,0 +1,143 @@
+package cache
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// A value kept compressed reads back exactly, whatever its size and
+// however well it compresses; its head is its first bytes, uncompressed.
+func TestCompressedValues(t *testing.T) {
+	random := make([]byte, 3000)
+	rand.New(rand.NewSource(1)).Read(random)
+	for name, v := range map[string][]byte{
+		"empty":          {},
+		"short":          []byte("k8s\x00short"),
+		"head exactly":   bytes.Repeat([]byte{'a'}, storedHead),
+		"head and one":   bytes.Repeat([]byte{'b'}, storedHead+1),
+		"repetitive":     bytes.Repeat([]byte("metadata:name:"), 200),
+		"incompressible": random,
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := Stored{Key: "/k", ModRevision: 3, raw: new(compressor).compress(v), compressed: true}
+			if st.Len() != len(v) {
+				t.Errorf("Len %d, want %d", st.Len(), len(v))
+			}
+			if want := v[:min(len(v), storedHead)]; !bytes.Equal(st.Head(), want) {
+				t.Errorf("Head %q, want %q", st.Head(), want)
+			}
+			scratch := []byte("left over from an earlier value, longer than some")
+			got, err := st.Value(&scratch)
+			if err != nil || !bytes.Equal(got, v) {
+				t.Fatalf("Value = %q, %v; want %q", got, err, v)
+			}
+			if got, err := st.Value(nil); err != nil || !bytes.Equal(got, v) {
+				t.Fatalf("Value(nil) = %q, %v", got, err)
+			}
+			if len(v) > 1000 && name != "incompressible" && len(st.raw) > len(v)/2 {
+				t.Errorf("kept %d bytes of %d", len(st.raw), len(v))
+			}
+		})
+	}
+}
+
+// Damage to a kept value is an error naming the key, never a panic or
+// wrong bytes.
+func TestCompressedValueDamage(t *testing.T) {
+	raw := new(compressor).compress(bytes.Repeat([]byte("pod spec containers "), 50))
+	for name, bad := range map[string][]byte{
+		"truncated":   raw[:len(raw)/2],
+		"no header":   {},
+		"head beyond": {0x7f, 'a'},
+		"block bytes": append(append([]byte{}, raw[:storedHead+1]...), 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00),
+	} {
+		t.Run(name, func(t *testing.T) {
+			st := Stored{Key: "/k", ModRevision: 3, raw: bad, compressed: true}
+			_, err := st.Value(nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !bytes.Contains([]byte(err.Error()), []byte("/k at revision 3")) && !errors.Is(err, errBadCompressed) {
+				t.Errorf("error %v does not name the key", err)
+			}
+		})
+	}
+}
+
+// Without compression a Stored is the cache's own bytes.
+func TestUncompressedStored(t *testing.T) {
+	v := []byte("k8s\x00value")
+	st := Stored{raw: v}
+	if got, _ := st.Value(nil); &got[0] != &v[0] || st.Len() != len(v) || !bytes.Equal(st.Head(), v) {
+		t.Errorf("uncompressed Stored does not pass its bytes through")
+	}
+}
+
+func BenchmarkCompressValue(b *testing.B) {
+	v := bytes.Repeat([]byte("metadata name namespace spec containers image registry.example.com/team/app "), 22)
+	b.SetBytes(int64(len(v)))
+	for b.Loop() {
+		new(compressor).compress(v)
+	}
+}
+
+// Whether the cache keeps values compressed or not, GetStored, ListStored,
+// List and watch events give the bytes and objects the store holds: for
+// objects from the initial list and from the watch alike.
+func TestReadsAgreeWithAndWithoutCompression(t *testing.T) {
+	for _, compress := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compress=%v", compress), func(t *testing.T) {
+			e := newEnv(t, nil)
+			e.create(newPod("ns", "listed", "n1", map[string]string{"app": "a"}))
+			e.c.Stop()
+			e.startCache(func(c *Config) { c.CompressValues = compress })
+			w, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: "0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			next(t, w) // listed, as the watch's initial state
+			e.waitRev(e.create(newPod("ns", "watched", "n2", map[string]string{"app": "b"})))
+			if ev := next(t, w); ev.Object.(*corev1.Pod).Name != "watched" {
+				t.Fatalf("watch event for %s", describe(ev))
+			}
+
+			for _, name := range []string{"listed", "watched"} {
+				want, err := e.store.Get(e.ctx, podKey("ns", name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, ok := e.c.GetStored(podKey("ns", name))
+				if !ok || !bytes.Equal(got.Value, want.Value) || got.ModRevision != want.ModRevision {
+					t.Errorf("GetStored(%s) = %v, %d; want the store's %d bytes at %d", name, ok, got.ModRevision, len(want.Value), want.ModRevision)
+				}
+			}
+			var listed int
+			var scratch []byte
+			if _, err := e.c.ListStored(e.ctx, ListOptions{Namespace: "ns"}, func(st Stored) error {
+				want, err := e.store.Get(e.ctx, st.Key)
+				if err != nil {
+					return err
+				}
+				v, err := st.Value(&scratch)
+				if err != nil || !bytes.Equal(v, want.Value) || st.Len() != len(want.Value) {
+					t.Errorf("ListStored %s: %d bytes, %v; want the store's %d", st.Key, len(v), err, len(want.Value))
+				}
+				listed++
+				return nil
+			}); err != nil || listed != 2 {
+				t.Fatalf("ListStored: %d items, %v", listed, err)
+			}
+			got, _, err := e.list(ListOptions{Namespace: "ns", Label: labels.SelectorFromSet(labels.Set{"app": "b"})})
+			if err != nil || len(got) != 1 || names(got)[0] != "ns/watched" {
+				t.Errorf("List by label: %v, %v", got, err)
+			}
+		})
+	}
+}
