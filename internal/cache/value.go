@@ -58,7 +58,6 @@ func (cp *compressor) compress(value []byte) []byte {
 	return out[:len(out):len(out)]
 }
 
-
 var errBadCompressed = errors.New("cache: malformed compressed value")
 
 // split takes a compressed value apart.
