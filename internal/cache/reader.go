@@ -87,7 +87,8 @@ func (c *Cache) KeepsStoredBytes() bool { return !c.cfg.RetainObjects }
 // GetStored is the stored bytes and revisions of key as the cache holds it
 // now, without waiting for anything: ok is false when the cache is not
 // ready, does not have the key, holds an undecodable value or keeps decoded
-// objects (KeepsStoredBytes false). The bytes are shared: never modify them.
+// objects (KeepsStoredBytes false). The bytes are shared (never modify
+// them) unless the cache keeps values compressed.
 // Writers use it to skip a store read before a compare-and-swap; if the
 // cache was behind, the compare-and-swap fails and they read the store.
 func (c *Cache) GetStored(key string) (kv storage.KeyValue, ok bool) {
