@@ -29,6 +29,7 @@ func withSharedConnTransport(rc *rest.Config) error {
 	t := utilnet.SetOldTransportDefaults(&http.Transport{
 		TLSClientConfig:     tlsConfig,
 		MaxIdleConnsPerHost: 25, // client-go's idleConnsPerHost
+		DisableCompression:  rc.DisableCompression,
 	})
 	if tlsConfig != nil {
 		t2, err := http2.ConfigureTransports(t)
