@@ -73,8 +73,6 @@ type Server struct {
 	metrics    *prometheus.Registry
 	// serverMetrics are the handlers' own metrics.
 	serverMetrics *serverMetrics
-	// strs is the caches' one table of repeated index values.
-	strs *cache.Interner
 
 	handlers   map[schema.GroupVersionResource]*resourceHandler
 	namespaces *resourceHandler
@@ -122,7 +120,6 @@ func New(cfg Config) (*Server, error) {
 		paramCodec: runtime.NewParameterCodec(cfg.Scheme),
 		metrics:    cfg.Metrics,
 		handlers:   map[schema.GroupVersionResource]*resourceHandler{},
-		strs:       cache.NewInterner(),
 		stop:       make(chan struct{}),
 	}
 	if s.serverMetrics, err = newServerMetrics(cfg.Metrics); err != nil {
@@ -191,7 +188,6 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 		Clock:          s.clock,
 		Logger:         s.log.With("resource", res.GroupVersionResource().String()),
 		Metrics:        s.metrics,
-		Strings:        s.strs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cache for %s: %w", res.GroupVersionResource(), err)

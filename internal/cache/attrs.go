@@ -1,9 +1,8 @@
 package cache
 
 import (
-	"hash/maphash"
-	"strings"
-	"sync"
+	"encoding/binary"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -11,14 +10,15 @@ import (
 
 // Index attributes are kept compactly. A labels.Set and a fields.Set per
 // entry cost about 590 bytes for a pod (two Go maps); here they are one
-// slice of strings, label pairs sorted by key, then field pairs sorted by
-// key:
+// string of length-prefixed pairs, labels sorted by key, then fields
+// sorted by key:
 //
-//	[lk0 lv0 lk1 lv1 ... fk0 fv0 fk1 fv1 ...]
+//	uvarint(len(k)) k uvarint(len(v)) v ...
 //
-// Keys and values go through a small interning table, so a label value
-// (an app name, a template hash) or a field value (a node name, a phase)
-// repeated across thousands of objects is mostly one allocation.
+// One string, not a slice of strings: at a million objects the garbage
+// collector marks every pointer the cache holds on each cycle, and a
+// string's bytes hold none (a slice of interned strings was ~18 pointers
+// per pod). Lookups scan the pairs: an object has a handful.
 //
 // metadata.name and metadata.namespace are not stored when they equal the
 // entry's key parts (they always do for the API server's attrs), nor are
@@ -31,106 +31,86 @@ const (
 )
 
 // setAttrs stores l and f in e compactly. e's key must be set.
-func (e *entry) setAttrs(in *Interner, l labels.Set, f fields.Set) {
+func (e *entry) setAttrs(l labels.Set, f fields.Set) {
 	ns, name := e.ns(), e.name()
 	keep := func(k, v string) bool {
 		return v != "" && !(k == fieldName && v == name) && !(k == fieldNamespace && v == ns)
 	}
-	n := len(l)
+	var lk, fk []string
+	size := 0
+	for k, v := range l {
+		lk = append(lk, k)
+		size += pairSize(k, v)
+	}
 	for k, v := range f {
 		if keep(k, v) {
-			n++
+			fk = append(fk, k)
+			size += pairSize(k, v)
 		}
 	}
-	if n == 0 {
+	if size == 0 {
 		return
 	}
-	a := make([]string, 0, 2*n)
-	for k, v := range l {
-		a = append(a, in.intern(k), in.intern(v))
+	slices.Sort(lk)
+	slices.Sort(fk)
+	b := make([]byte, 0, size)
+	for _, k := range lk {
+		b = appendPair(b, k, l[k])
 	}
-	sortPairs(a)
-	nl := len(a)
-	for k, v := range f {
-		if keep(k, v) {
-			a = append(a, in.intern(k), in.intern(v))
-		}
+	nl := len(b)
+	for _, k := range fk {
+		b = appendPair(b, k, f[k])
 	}
-	sortPairs(a[nl:])
-	e.attrs = a
+	e.attrs = string(b)
 	e.nlabels = int32(nl)
 }
 
-// Interner shares the bytes of repeated strings. It is a fixed-size,
-// direct-mapped table: a string that is already in its slot is shared, any
-// other takes the slot. Strings that repeat (node names, app names, phases)
-// stay in their slots; unique ones (pod IPs) only pass through, so the
-// table neither grows nor keeps anything alive beyond its slots. It is safe
-// for concurrent use.
-type Interner struct {
-	seed   maphash.Seed
-	shards [internShards]internShard
+func pairSize(k, v string) int {
+	return varintLen(len(k)) + len(k) + varintLen(len(v)) + len(v)
 }
 
-const (
-	internShards = 16
-	internSlots  = 1 << 12 // per shard: 64k strings in all, about 1 MiB
-)
-
-type internShard struct {
-	mu    sync.Mutex
-	slots [internSlots]string
+func appendPair(b []byte, k, v string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(k)))
+	b = append(b, k...)
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
 }
 
-// NewInterner returns an empty table (about 1 MiB).
-func NewInterner() *Interner { return &Interner{seed: maphash.MakeSeed()} }
-
-func (in *Interner) intern(s string) string {
-	if s == "" {
-		return ""
+func varintLen(n int) int {
+	l := 1
+	for ; n >= 0x80; n >>= 7 {
+		l++
 	}
-	h := maphash.String(in.seed, s)
-	sh := &in.shards[h%internShards]
-	i := (h / internShards) % internSlots
-	sh.mu.Lock()
-	if sh.slots[i] == s {
-		s = sh.slots[i]
-	} else {
-		sh.slots[i] = s
-	}
-	sh.mu.Unlock()
-	return s
+	return l
 }
 
-// sortPairs sorts a's key/value pairs by key (insertion sort: a handful).
-func sortPairs(a []string) {
-	for i := 2; i < len(a); i += 2 {
-		for j := i; j > 0 && a[j] < a[j-2]; j -= 2 {
-			a[j], a[j-2] = a[j-2], a[j]
-			a[j+1], a[j-1] = a[j-1], a[j+1]
+// lookup finds key among the pairs packed in a (which setAttrs wrote).
+func lookup(a, key string) (string, bool) {
+	for len(a) > 0 {
+		k, rest := nextString(a)
+		v, rest := nextString(rest)
+		if k == key {
+			return v, true
 		}
-	}
-}
-
-// lookup finds key among a's sorted pairs.
-func lookup(a []string, key string) (string, bool) {
-	lo, hi := 0, len(a)/2
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		switch c := strings.Compare(a[2*m], key); {
-		case c == 0:
-			return a[2*m+1], true
-		case c < 0:
-			lo = m + 1
-		default:
-			hi = m
-		}
+		a = rest
 	}
 	return "", false
 }
 
-func (e *entry) labelPairs() []string { return e.attrs[:e.nlabels] }
-func (e *entry) fieldPairs() []string { return e.attrs[e.nlabels:] }
+// nextString splits a length-prefixed string off the front of a.
+func nextString(a string) (s, rest string) {
+	n, shift, i := 0, 0, 0
+	for ; a[i] >= 0x80; i++ {
+		n |= int(a[i]&0x7f) << shift
+		shift += 7
+	}
+	n |= int(a[i]) << shift
+	i++
+	return a[i : i+n], a[i+n:]
+}
+
+func (e *entry) labelPairs() string { return e.attrs[:e.nlabels] }
+func (e *entry) fieldPairs() string { return e.attrs[e.nlabels:] }
 
 // label returns the value of label k and whether e has it.
 func (e *entry) label(k string) (string, bool) { return lookup(e.labelPairs(), k) }

@@ -37,7 +37,7 @@ func TestEntryAttrsMatchLikeSets(t *testing.T) {
 			if e.ns() != tc.ns || e.name() != tc.name {
 				t.Fatalf("key %q: ns %q name %q", e.key, e.ns(), e.name())
 			}
-			e.setAttrs(NewInterner(), lab, tc.fs)
+			e.setAttrs(lab, tc.fs)
 			for _, s := range lsels {
 				sel, err := labels.Parse(s)
 				if err != nil {

@@ -117,10 +117,6 @@ type Config struct {
 	// Metrics receives the cache's metrics when set (several caches may
 	// share one registry: their series differ by the resource label).
 	Metrics prometheus.Registerer
-	// Strings shares the bytes of index attribute values repeated across
-	// objects (node names, app names, phases). Caches of one server should
-	// share one: values repeat across types too. Default: the cache's own.
-	Strings *Interner
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -174,9 +170,6 @@ func (cfg *Config) validateAndDefault() error {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
-	}
-	if cfg.Strings == nil {
-		cfg.Strings = NewInterner()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

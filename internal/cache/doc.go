@@ -40,8 +40,8 @@
 // window's newer events; there are no per-revision snapshots.
 //
 // Memory: by default the cache keeps each object's stored bytes (plus its
-// labels and selectable fields, as one slice of interned strings rather
-// than two maps: attrs.go) and decodes what it serves — about 1.3 KB per
+// labels and selectable fields, packed into one string rather than two
+// maps: attrs.go) and decodes what it serves — about 1.3 KB per
 // running pod instead of 6 KB — so a million objects fit the design's
 // memory budget; Config.CompressValues (the API server sets it) keeps
 // those bytes S2-compressed, two thirds of their size for a typical pod,

@@ -22,7 +22,7 @@ type entry struct {
 	rev       int64 // ModRevision
 	createRev int64
 	// attrs are the labels and selectable fields (attrs.go).
-	attrs   []string
+	attrs   string
 	nlabels int32
 	// The namespace and name are key[nsOff:nameOff-1] and key[nameOff:];
 	// nsOff == nameOff for a cluster-scoped key (setKey). Offsets rather

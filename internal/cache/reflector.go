@@ -246,7 +246,7 @@ func (c *Cache) newEntry(kv storage.KeyValue) (*entry, error) {
 	l, f := c.cfg.Attrs(obj)
 	e := &entry{rev: kv.ModRevision, createRev: kv.CreateRevision}
 	e.setKey(c.cfg.Prefix, kv.Key)
-	e.setAttrs(c.cfg.Strings, l, f)
+	e.setAttrs(l, f)
 	switch {
 	case c.cfg.RetainObjects:
 		e.obj = obj
