@@ -51,16 +51,17 @@ func (cp *compressor) compress(value []byte) []byte {
 		*bufp = make([]byte, n)
 	}
 	block := s2.Encode((*bufp)[:cap(*bufp)], rest)
-	out := make([]byte, 0, binary.MaxVarintLen64+len(head)+len(block))
-	out = binary.AppendUvarint(out, uint64(len(head)))
+	var hdr [binary.MaxVarintLen64]byte
+	h := binary.PutUvarint(hdr[:], uint64(len(head)))
+	out := make([]byte, 0, h+len(head)+len(block))
+	out = append(out, hdr[:h]...)
 	out = append(out, head...)
-	out = append(out, block...)
-	return out[:len(out):len(out)]
+	return append(out, block...)
 }
 
 var errBadCompressed = errors.New("cache: malformed compressed value")
 
-// split takes a compressed value apart.
+// splitCompressed takes a compressed value apart.
 func splitCompressed(raw []byte) (head, block []byte, err error) {
 	n, k := binary.Uvarint(raw)
 	if k <= 0 || n > uint64(len(raw)-k) {
@@ -69,7 +70,7 @@ func splitCompressed(raw []byte) (head, block []byte, err error) {
 	return raw[k : k+int(n)], raw[k+int(n):], nil
 }
 
-// Len is the length of the stored value.
+// Len is the length of the stored value, -1 if the kept bytes are damaged.
 func (s Stored) Len() int {
 	if !s.compressed {
 		return len(s.raw)
