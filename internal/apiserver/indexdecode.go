@@ -1,9 +1,9 @@
 package apiserver
 
 import (
-	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/myriad-k8s/myriad/internal/protoprune"
 	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
@@ -15,8 +15,8 @@ const objectMetaManagedFields = 17
 // indexSkip is what decodeForIndex leaves out of a resource's objects:
 // metadata.managedFields (field 1 is the ObjectMeta) and the resource's
 // own IndexSkip.
-func indexSkip(res *registry.Resource) registry.ProtoFields {
-	skip := registry.ProtoFields{1: {objectMetaManagedFields: nil}}
+func indexSkip(res *registry.Resource) protoprune.Fields {
+	skip := protoprune.Fields{1: {objectMetaManagedFields: nil}}
 	for num, sub := range res.IndexSkip {
 		if num == 1 {
 			panic("registry: IndexSkip of " + res.Resource + " names metadata, which the index reads")
@@ -45,7 +45,7 @@ func (o *objectStore) decodeForIndex(kv storage.KeyValue) (runtime.Object, error
 	if err != nil {
 		return o.decode(kv)
 	}
-	size := prunedSize(msg, o.indexSkip)
+	size := protoprune.Size(msg, o.indexSkip)
 	if size < 0 {
 		return o.decode(kv)
 	}
@@ -55,65 +55,10 @@ func (o *objectStore) decodeForIndex(kv storage.KeyValue) (runtime.Object, error
 		bufp = new([]byte)
 	}
 	defer o.pruneBufs.Put(bufp)
-	pruned := appendPruned((*bufp)[:0], msg, o.indexSkip)
+	pruned := protoprune.Append((*bufp)[:0], msg, o.indexSkip)
 	*bufp = pruned
 	if err := u.Unmarshal(pruned); err != nil {
 		return nil, corruptValue(kv, err)
 	}
 	return o.withRevision(obj, kv.ModRevision)
-}
-
-// prunedSize is the size of msg, a protobuf message, without the fields
-// skip names, or -1 if msg (or a message skip descends into) does not
-// parse.
-func prunedSize(msg []byte, skip registry.ProtoFields) int {
-	size := 0
-	for b := msg; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return -1
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return -1
-		}
-		sub, named := skip[num]
-		switch {
-		case !named:
-			size += n + m
-		case sub == nil:
-			// dropped
-		case typ != protowire.BytesType:
-			return -1 // skip descends into a message; this is not one
-		default:
-			inner, _ := protowire.ConsumeBytes(b[n:])
-			s := prunedSize(inner, sub)
-			if s < 0 {
-				return -1
-			}
-			size += n + protowire.SizeBytes(s)
-		}
-		b = b[n+m:]
-	}
-	return size
-}
-
-// appendPruned appends msg without the fields skip names to dst; msg must
-// have passed prunedSize.
-func appendPruned(dst, msg []byte, skip registry.ProtoFields) []byte {
-	for b := msg; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		switch sub, named := skip[num]; {
-		case !named:
-			dst = append(dst, b[:n+m]...)
-		case sub != nil:
-			inner, _ := protowire.ConsumeBytes(b[n:])
-			dst = append(dst, b[:n]...)
-			dst = protowire.AppendVarint(dst, uint64(prunedSize(inner, sub)))
-			dst = appendPruned(dst, inner, sub)
-		}
-		b = b[n+m:]
-	}
-	return dst
 }

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"errors"
 	"testing"
 
@@ -95,28 +94,4 @@ func TestDecodeForIndex(t *testing.T) {
 			}
 		})
 	}
-}
-
-// FuzzPrune: whatever the bytes, no panic; what prunedSize accepts,
-// appendPruned writes at exactly that size, and it prunes again unchanged.
-func FuzzPrune(f *testing.F) {
-	o := podObjectStore(f)
-	data, _ := o.encode(benchutil.StoredPod(3, "ns", 10))
-	msg, _ := unknownRaw(data)
-	f.Add(msg)
-	f.Add([]byte{0x0a, 0x02, 0x8a, 0x01})
-	f.Add([]byte{0x12, 0x03, 0x0a, 0x01, 0x00})
-	f.Fuzz(func(t *testing.T, msg []byte) {
-		size := prunedSize(msg, o.indexSkip)
-		if size < 0 {
-			return
-		}
-		out := appendPruned(nil, msg, o.indexSkip)
-		if len(out) != size {
-			t.Fatalf("pruned to %d bytes, prunedSize said %d", len(out), size)
-		}
-		if again := appendPruned(nil, out, o.indexSkip); prunedSize(out, o.indexSkip) != size || !bytes.Equal(again, out) {
-			t.Fatalf("output does not prune again unchanged")
-		}
-	})
 }

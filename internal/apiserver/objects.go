@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/myriad-k8s/myriad/internal/protoprune"
 	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
@@ -32,7 +33,7 @@ type objectStore struct {
 	metaField1 bool
 	// indexSkip is what decodeForIndex leaves out (indexdecode.go), and
 	// pruneBufs the buffers it builds the pruned messages in.
-	indexSkip registry.ProtoFields
+	indexSkip protoprune.Fields
 	pruneBufs sync.Pool
 }
 

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/myriad-k8s/myriad/internal/protoprune"
 )
 
 func podResource(c clock) *Resource {
@@ -237,7 +239,7 @@ func validatePodStatus(obj, _ *corev1.Pod) field.ErrorList {
 // podIndexSkip is what of a Pod's protobuf message podFields does not
 // read (field numbers from k8s.io/api/core/v1/generated.proto). Keep the
 // two in step: apiserver's TestDecodeForIndex checks them.
-var podIndexSkip = ProtoFields{
+var podIndexSkip = protoprune.Fields{
 	2: { // spec
 		1:  nil, // volumes
 		2:  nil, // containers

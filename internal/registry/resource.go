@@ -3,13 +3,14 @@ package registry
 import (
 	"context"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/myriad-k8s/myriad/internal/protoprune"
 )
 
 // Resource describes one served resource (one group/version/resource).
@@ -51,7 +52,7 @@ type Resource struct {
 	// metadata.managedFields, which no index reads either): for a pod its
 	// containers, volumes and container statuses, most of its bytes. Nil:
 	// nothing beyond managedFields.
-	IndexSkip ProtoFields
+	IndexSkip protoprune.Fields
 
 	// Table returns the columns for kubectl get and the cells of one row,
 	// like upstream's printers. Cells must line up with Columns.
@@ -131,8 +132,3 @@ type TableConvertor interface {
 	// Cells returns one row's cells; the first is conventionally the name.
 	Cells(obj runtime.Object) []interface{}
 }
-
-// ProtoFields is a set of a protobuf message's fields by field number: a
-// nil value stands for the whole field, a non-nil one for those fields of
-// the message the field holds.
-type ProtoFields map[protowire.Number]ProtoFields
