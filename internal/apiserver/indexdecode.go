@@ -45,18 +45,17 @@ func (o *objectStore) decodeForIndex(kv storage.KeyValue) (runtime.Object, error
 	if err != nil {
 		return o.decode(kv)
 	}
-	size := protoprune.Size(msg, o.indexSkip)
-	if size < 0 {
-		return o.decode(kv)
-	}
 	// Unmarshal copies what it keeps: the buffer is free again after it.
 	bufp, _ := o.pruneBufs.Get().(*[]byte)
 	if bufp == nil {
 		bufp = new([]byte)
 	}
 	defer o.pruneBufs.Put(bufp)
-	pruned := protoprune.Append((*bufp)[:0], msg, o.indexSkip)
+	pruned, ok := protoprune.Append((*bufp)[:0], msg, o.indexSkip)
 	*bufp = pruned
+	if !ok {
+		return o.decode(kv)
+	}
 	if err := u.Unmarshal(pruned); err != nil {
 		return nil, corruptValue(kv, err)
 	}

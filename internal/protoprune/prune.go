@@ -7,56 +7,59 @@ import "google.golang.org/protobuf/encoding/protowire"
 // message the field holds.
 type Fields map[protowire.Number]Fields
 
-// Size is the size of msg, a protobuf message, without the fields in
-// drop, or -1 if msg (or a message drop descends into) does not parse.
-func Size(msg []byte, drop Fields) int {
-	size := 0
+// Append appends msg, a protobuf message, without the fields in drop to
+// dst, in one pass. ok is false, and dst's contents beyond its original
+// length undefined, if msg (or a message drop descends into) does not
+// parse.
+func Append(dst, msg []byte, drop Fields) (_ []byte, ok bool) {
 	for b := msg; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return -1
+			return dst, false
 		}
 		m := protowire.ConsumeFieldValue(num, typ, b[n:])
 		if m < 0 {
-			return -1
+			return dst, false
 		}
 		sub, named := drop[num]
 		switch {
 		case !named:
-			size += n + m
+			dst = append(dst, b[:n+m]...)
 		case sub == nil:
 			// dropped
 		case typ != protowire.BytesType:
-			return -1 // drop descends into a message; this is not one
+			return dst, false // drop descends into a message; this is not one
 		default:
 			inner, _ := protowire.ConsumeBytes(b[n:])
-			s := Size(inner, sub)
-			if s < 0 {
-				return -1
+			if dst, ok = appendNested(dst, b[:n], inner, sub); !ok {
+				return dst, false
 			}
-			size += n + protowire.SizeBytes(s)
 		}
 		b = b[n+m:]
 	}
-	return size
+	return dst, true
 }
 
-// Append appends msg without the fields in drop to dst. msg must be one
-// Size accepted (Size(msg, drop) >= 0).
-func Append(dst, msg []byte, drop Fields) []byte {
-	for b := msg; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		switch sub, named := drop[num]; {
-		case !named:
-			dst = append(dst, b[:n+m]...)
-		case sub != nil:
-			inner, _ := protowire.ConsumeBytes(b[n:])
-			dst = append(dst, b[:n]...)
-			dst = protowire.AppendVarint(dst, uint64(Size(inner, sub)))
-			dst = Append(dst, inner, sub)
-		}
-		b = b[n+m:]
+// appendNested appends tag, then inner pruned by drop as a length-prefixed
+// message. The length is written after the content, in the room reserved
+// for inner's own (the pruned one is no longer), moving the content down
+// only when the shorter length takes fewer bytes.
+func appendNested(dst, tag, inner []byte, drop Fields) ([]byte, bool) {
+	dst = append(dst, tag...)
+	room := protowire.SizeVarint(uint64(len(inner)))
+	lenAt := len(dst)
+	for range room {
+		dst = append(dst, 0)
 	}
-	return dst
+	dst, ok := Append(dst, inner, drop)
+	if !ok {
+		return dst, false
+	}
+	size := len(dst) - lenAt - room
+	if used := protowire.SizeVarint(uint64(size)); used < room {
+		copy(dst[lenAt+used:], dst[lenAt+room:])
+		dst = dst[:len(dst)-(room-used)]
+	}
+	protowire.AppendVarint(dst[lenAt:lenAt], uint64(size))
+	return dst, true
 }

@@ -49,10 +49,10 @@ func TestPrune(t *testing.T) {
 		{"everything dropped", msg(2, msg(2, []byte("c"))), Fields{2: {2: nil}}, msg(2, []byte{})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			size := Size(tc.in, tc.drop)
-			got := Append(nil, tc.in, tc.drop)
-			if !bytes.Equal(got, tc.want) || size != len(tc.want) {
-				t.Errorf("got %x (Size %d), want %x", got, size, tc.want)
+			prefix := []byte("kept")
+			got, ok := Append(append([]byte(nil), prefix...), tc.in, tc.drop)
+			if !ok || !bytes.Equal(got, append(prefix, tc.want...)) {
+				t.Errorf("got %x, %v; want %x after the prefix", got, ok, tc.want)
 			}
 		})
 	}
@@ -73,29 +73,77 @@ func TestPruneRefuses(t *testing.T) {
 		{"nested garbage", msg(1, []byte{0x0a, 0x09})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Size(tc.in, podLike); got != -1 {
-				t.Errorf("Size = %d, want -1", got)
+			if got, ok := Append(nil, tc.in, podLike); ok {
+				t.Errorf("Append = %x, true; want a refusal", got)
 			}
 		})
 	}
 }
 
-// FuzzPrune: whatever the bytes, no panic; what Size accepts, Append
-// writes at exactly that size, and it prunes again unchanged.
+// A nested message whose pruned length takes fewer bytes than its original
+// one (128 bytes or more down to under 128) has its content moved down.
+func TestPruneShortensLengthPrefix(t *testing.T) {
+	inner := msg(1, []byte("name"), 17, bytes.Repeat([]byte("m"), 200))
+	got, ok := Append(nil, msg(1, inner, 4, uint64(9)), podLike)
+	want := msg(1, msg(1, []byte("name")), 4, uint64(9))
+	if !ok || !bytes.Equal(got, want) {
+		t.Errorf("got %x, %v; want %x", got, ok, want)
+	}
+}
+
+// prunedSize is an independent statement of what Append must write: the
+// size of msg without the fields in drop, -1 if it does not parse.
+func prunedSize(msg []byte, drop Fields) int {
+	size := 0
+	for b := msg; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return -1
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return -1
+		}
+		sub, named := drop[num]
+		switch {
+		case !named:
+			size += n + m
+		case sub == nil:
+		case typ != protowire.BytesType:
+			return -1
+		default:
+			inner, _ := protowire.ConsumeBytes(b[n:])
+			s := prunedSize(inner, sub)
+			if s < 0 {
+				return -1
+			}
+			size += n + protowire.SizeBytes(s)
+		}
+		b = b[n+m:]
+	}
+	return size
+}
+
+// FuzzPrune: whatever the bytes, no panic; Append accepts exactly what
+// parses, writes exactly prunedSize bytes, and prunes its output again
+// unchanged.
 func FuzzPrune(f *testing.F) {
 	f.Add(msg(1, msg(1, []byte("n"), 17, []byte("m")), 2, msg(2, []byte("c"), 10, []byte("node")), 3, msg(8, []byte("s"), 1, []byte("Running"))))
 	f.Add([]byte{0x0a, 0x02, 0x8a, 0x01})
 	f.Add([]byte{0x12, 0x03, 0x0a, 0x01, 0x00})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		size := Size(in, podLike)
-		if size < 0 {
+		size := prunedSize(in, podLike)
+		out, ok := Append(nil, in, podLike)
+		if ok != (size >= 0) {
+			t.Fatalf("Append ok %v, prunedSize %d", ok, size)
+		}
+		if !ok {
 			return
 		}
-		out := Append(nil, in, podLike)
 		if len(out) != size {
-			t.Fatalf("pruned to %d bytes, Size said %d", len(out), size)
+			t.Fatalf("pruned to %d bytes, want %d", len(out), size)
 		}
-		if Size(out, podLike) != size || !bytes.Equal(Append(nil, out, podLike), out) {
+		if again, ok := Append(nil, out, podLike); !ok || !bytes.Equal(again, out) {
 			t.Fatalf("output does not prune again unchanged")
 		}
 	})
