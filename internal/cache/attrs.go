@@ -2,23 +2,24 @@ package cache
 
 import (
 	"encoding/binary"
-	"slices"
+	"strings"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Index attributes are kept compactly. A labels.Set and a fields.Set per
 // entry cost about 590 bytes for a pod (two Go maps); here they are one
-// string of length-prefixed pairs, labels sorted by key, then fields
-// sorted by key:
+// string of length-prefixed pairs, the labels, then the fields (in map
+// order: lookups scan the pairs, an object has a handful):
 //
 //	uvarint(len(k)) k uvarint(len(v)) v ...
 //
 // One string, not a slice of strings: at a million objects the garbage
 // collector marks every pointer the cache holds on each cycle, and a
 // string's bytes hold none (a slice of interned strings was ~18 pointers
-// per pod). Lookups scan the pairs: an object has a handful.
+// per pod).
 //
 // metadata.name and metadata.namespace are not stored when they equal the
 // entry's key parts (they always do for the API server's attrs), nor are
@@ -36,52 +37,43 @@ func (e *entry) setAttrs(l labels.Set, f fields.Set) {
 	keep := func(k, v string) bool {
 		return v != "" && !(k == fieldName && v == name) && !(k == fieldNamespace && v == ns)
 	}
-	var lk, fk []string
 	size := 0
 	for k, v := range l {
-		lk = append(lk, k)
 		size += pairSize(k, v)
 	}
 	for k, v := range f {
 		if keep(k, v) {
-			fk = append(fk, k)
 			size += pairSize(k, v)
 		}
 	}
 	if size == 0 {
 		return
 	}
-	slices.Sort(lk)
-	slices.Sort(fk)
-	b := make([]byte, 0, size)
-	for _, k := range lk {
-		b = appendPair(b, k, l[k])
+	var b strings.Builder // its String does not copy
+	b.Grow(size)
+	for k, v := range l {
+		writePair(&b, k, v)
 	}
-	nl := len(b)
-	for _, k := range fk {
-		b = appendPair(b, k, f[k])
+	nl := b.Len()
+	for k, v := range f {
+		if keep(k, v) {
+			writePair(&b, k, v)
+		}
 	}
-	e.attrs = string(b)
+	e.attrs = b.String()
 	e.nlabels = int32(nl)
 }
 
 func pairSize(k, v string) int {
-	return varintLen(len(k)) + len(k) + varintLen(len(v)) + len(v)
+	return protowire.SizeBytes(len(k)) + protowire.SizeBytes(len(v))
 }
 
-func appendPair(b []byte, k, v string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(k)))
-	b = append(b, k...)
-	b = binary.AppendUvarint(b, uint64(len(v)))
-	return append(b, v...)
-}
-
-func varintLen(n int) int {
-	l := 1
-	for ; n >= 0x80; n >>= 7 {
-		l++
-	}
-	return l
+func writePair(b *strings.Builder, k, v string) {
+	var n [binary.MaxVarintLen64]byte
+	b.Write(binary.AppendUvarint(n[:0], uint64(len(k))))
+	b.WriteString(k)
+	b.Write(binary.AppendUvarint(n[:0], uint64(len(v))))
+	b.WriteString(v)
 }
 
 // lookup finds key among the pairs packed in a (which setAttrs wrote).
