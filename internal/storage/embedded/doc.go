@@ -26,6 +26,11 @@
 //	m/compacted  history at or below this revision has been deleted
 //	m/format     the i<key> records exist
 //
+// Records of 256 bytes or more (the latest and history records of any real
+// object) are written to Pebble's blob files when the memtable is flushed,
+// and the sstables keep a handle to them (Options.BlobValueMinSize), so
+// compactions of the growing LSM rewrite keys and handles, not objects.
+//
 // Every write stores its latest, index and history records, plus m/current,
 // in one batch; so after a crash they always agree. Each record's CRC32C
 // covers the Pebble key too; a record that fails it is reported as

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -98,6 +99,21 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	// miss probes every level's index. The profile showed it as a third of
 	// the store's CPU at 10k objects.
 	popts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	if opts.BlobValueMinSize > 0 {
+		policy := pebble.ValueSeparationPolicy{
+			Enabled:     true,
+			MinimumSize: opts.BlobValueMinSize,
+			// As Pebble's own benchmark tool (cmd/pebble) sets them: bound
+			// how many blob files one sstable's values may be spread over;
+			// and, unlike it, rewrite a blob file once a fifth of it is
+			// garbage (compacted history, replaced latest values) and it
+			// is five minutes old, so disk usage stays bounded.
+			MaxBlobReferenceDepth: 10,
+			RewriteMinimumAge:     5 * time.Minute,
+			TargetGarbageRatio:    0.2,
+		}
+		popts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return policy }
+	}
 	db, err := pebble.Open(opts.Dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: opening pebble in %s: %w", opts.Dir, err)
