@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -27,6 +28,26 @@ import (
 // Protobuf needs the total length up front, so it keeps each item's
 // encoding — the size of the response itself, not of decoded objects.
 
+// listWriter returns a 64 KiB buffered writer onto w from the server's pool.
+// A list handed to the HTTP/2 server in pieces that large costs one hand-off
+// to the connection's goroutine per 64 KiB instead of per 4 KiB (its own
+// buffer's size); pooling them keeps a 64 KiB allocation per list (the
+// largest allocation of a small list, ~100 MB/s of garbage at 1,500 lists
+// by node per second) off the heap.
+func (s *Server) listWriter(w io.Writer) *bufio.Writer {
+	if bw, ok := s.listWriters.Get().(*bufio.Writer); ok {
+		bw.Reset(w)
+		return bw
+	}
+	return bufio.NewWriterSize(w, 64<<10)
+}
+
+// releaseListWriter returns bw to the pool, dropping anything unflushed.
+func (s *Server) releaseListWriter(bw *bufio.Writer) {
+	bw.Reset(nil)
+	s.listWriters.Put(bw)
+}
+
 // streamable reports whether the negotiated format is streamed here.
 func streamable(choice mediaChoice) bool {
 	return choice.kind == outputObject && !choice.pretty &&
@@ -42,7 +63,8 @@ func (h *resourceHandler) streamList(w http.ResponseWriter, r *http.Request, cho
 }
 
 func (h *resourceHandler) streamJSONList(w http.ResponseWriter, r *http.Request, opts cache.ListOptions) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
+	bw := h.s.listWriter(w)
+	defer h.s.releaseListWriter(bw)
 	started := false
 	start := func() {
 		if started {
@@ -168,7 +190,8 @@ func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Requ
 	writeField(&head, 1, lmBytes)
 	w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
+	bw := h.s.listWriter(w)
+	defer h.s.releaseListWriter(bw)
 	_, _ = bw.Write(head.Bytes())
 	var tag bytes.Buffer
 	var scratch []byte

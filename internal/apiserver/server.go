@@ -77,6 +77,9 @@ type Server struct {
 	handlers   map[schema.GroupVersionResource]*resourceHandler
 	namespaces *resourceHandler
 	services   *serviceAllocator
+	// listWriters holds the 64 KiB buffered writers lists stream through
+	// (liststream.go).
+	listWriters sync.Pool
 
 	mu struct {
 		sync.Mutex
