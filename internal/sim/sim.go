@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 const protobufType = "application/vnd.kubernetes.protobuf"
@@ -28,6 +29,9 @@ var ErrNotStarted = errors.New("sim: not started")
 type Sim struct {
 	cfg    Config
 	client kubernetes.Interface
+	// leases writes Lease renewals: leaseRenewer against a server,
+	// typedLeases on a fake client.
+	leases leaseUpdater
 	nodes  []*node
 	byName map[string]*node
 
@@ -83,7 +87,9 @@ func New(cfg Config) (*Sim, error) {
 	rc.RateLimiter = nil
 	rc.QPS, rc.Burst = -1, 0 // client-go: a negative QPS means no limiter
 	if cfg.QPS > 0 {
+		// One limiter for the clientset and the Lease renewer together.
 		rc.QPS, rc.Burst = cfg.QPS, max(cfg.Burst, 1)
+		rc.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(rc.QPS, rc.Burst)
 	}
 	if rc.UserAgent == "" {
 		rc.UserAgent = "myriad-sim"
@@ -93,11 +99,24 @@ func New(cfg Config) (*Sim, error) {
 			return nil, err
 		}
 	}
-	client, err := kubernetes.NewForConfig(rc)
+	httpClient, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("sim: building the HTTP client: %w", err)
+	}
+	client, err := kubernetes.NewForConfigAndClient(rc, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("sim: building client: %w", err)
 	}
-	return newSim(cfg, client)
+	renewer, err := newLeaseRenewer(rc, httpClient, client.CoordinationV1().RESTClient())
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSim(cfg, client)
+	if err != nil {
+		return nil, err
+	}
+	s.leases = renewer
+	return s, nil
 }
 
 // newSim builds a simulator on a defaulted cfg and a client (tests pass a
@@ -106,6 +125,7 @@ func newSim(cfg Config, client kubernetes.Interface) (*Sim, error) {
 	s := &Sim{
 		cfg:        cfg,
 		client:     client,
+		leases:     typedLeases{client},
 		byName:     make(map[string]*node, cfg.Nodes),
 		heartbeats: newScheduler(cfg.Clock, cfg.HeartbeatWorkers),
 		podWork:    newScheduler(cfg.Clock, cfg.PodWorkers),
