@@ -48,8 +48,8 @@ func (t typedLeases) update(ctx context.Context, l *coordv1.Lease) (*coordv1.Lea
 // (profile in docs/bench/sim.md, run 9). The request on the wire is the
 // same: PUT of the protobuf Lease to its URL, protobuf or JSON back.
 //
-// Like client-go, it waits out a 429 (or a 5xx with Retry-After) and
-// retries, up to maxRetries times, and takes a token from the client's
+// Like client-go, it waits out a 429 or 5xx that carries Retry-After and
+// retries, up to maxRetries attempts, and takes a token from the client's
 // rate limiter, if there is one, per attempt.
 type leaseRenewer struct {
 	client *http.Client
@@ -143,15 +143,15 @@ func (r *leaseRenewer) put(ctx context.Context, target string, body []byte) (int
 }
 
 // retryAfter says whether a response asks to be retried, and after how
-// long: 429, or a 5xx with Retry-After, as client-go decides.
+// long: a 429 or 5xx carrying Retry-After in seconds, as client-go decides
+// (without the header it does not retry either).
 func retryAfter(code int, h http.Header) (time.Duration, bool) {
-	v := h.Get("Retry-After")
-	if code != http.StatusTooManyRequests && (code < 500 || v == "") {
+	if code != http.StatusTooManyRequests && code < 500 {
 		return 0, false
 	}
-	secs, err := strconv.Atoi(v)
-	if err != nil || secs < 1 {
-		secs = 1
+	secs, err := strconv.Atoi(h.Get("Retry-After"))
+	if err != nil || secs < 0 {
+		return 0, false
 	}
 	return time.Duration(secs) * time.Second, true
 }
