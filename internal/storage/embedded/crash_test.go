@@ -278,11 +278,11 @@ func verifyStore(t *testing.T, dir string, acked map[string][]ack, maxAcked int6
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(index) != len(list) {
-		t.Fatalf("key index has %d keys, latest records %d", len(index), len(list))
+	if index.Len() != len(list) {
+		t.Fatalf("key index has %d keys, latest records %d", index.Len(), len(list))
 	}
 	for _, kv := range list {
-		if m := index[kv.Key]; m.suspect || m.mod != kv.ModRevision || m.create != kv.CreateRevision {
+		if m, _ := index.Get(kv.Key); m.suspect || m.mod != kv.ModRevision || m.create != kv.CreateRevision {
 			t.Fatalf("%q: key index %+v, latest record %d/%d", kv.Key, m, kv.ModRevision, kv.CreateRevision)
 		}
 	}

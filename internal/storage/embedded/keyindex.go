@@ -16,8 +16,9 @@ import (
 // cost ~100 µs, serialized in the single writer: 3 ms of a 28-op batch
 // against a 1.5 ms fsync, so write latency grew with the data. etcd keeps the
 // same kind of in-memory key index (mvcc's treeIndex) for the same reason.
-// The cost is memory, roughly 100-150 bytes per key, and a scan of the
-// latest records at Open.
+// The cost is memory, roughly 100 bytes per key (keytable.go holds them
+// without a GC-visible pointer per key), and a scan of the index records at
+// Open.
 type keyMeta struct {
 	mod, create int64
 	// suspect marks a record that failed validation at Open: the writer
@@ -45,7 +46,7 @@ func indexKey(key string) []byte {
 // loadKeyIndex reads the persisted key index; a store written before the
 // index existed gets it built from its latest records and persisted first.
 // A corrupt index record marks its key suspect rather than failing Open.
-func loadKeyIndex(db *pebble.DB, rev int64) (map[string]keyMeta, error) {
+func loadKeyIndex(db *pebble.DB, rev int64) (*keyTable, error) {
 	format, err := readMeta(db, metaFormatKey)
 	if err != nil {
 		return nil, err
@@ -55,9 +56,9 @@ func loadKeyIndex(db *pebble.DB, rev int64) (map[string]keyMeta, error) {
 			return nil, err
 		}
 	}
-	keys := make(map[string]keyMeta)
-	err = scanHeaders(db, indexPrefix, func(key string, m keyMeta) error {
-		keys[key] = m
+	keys := newKeyTable()
+	err = scanHeaders(db, indexPrefix, func(key []byte, m keyMeta) error {
+		keys.Set(string(key), m)
 		return nil
 	})
 	return keys, err
@@ -65,7 +66,7 @@ func loadKeyIndex(db *pebble.DB, rev int64) (map[string]keyMeta, error) {
 
 // scanHeaders calls f for every record under prefix, decoding only the
 // revision header.
-func scanHeaders(r pebble.Reader, prefix byte, f func(key string, m keyMeta) error) error {
+func scanHeaders(r pebble.Reader, prefix byte, f func(key []byte, m keyMeta) error) error {
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
 	if err != nil {
 		return fmt.Errorf("embedded: loading the key index: %w", err)
@@ -83,7 +84,7 @@ func scanHeaders(r pebble.Reader, prefix byte, f func(key string, m keyMeta) err
 			m.mod = int64(binary.BigEndian.Uint64(v[4:]))
 			m.create = int64(binary.BigEndian.Uint64(v[12:]))
 		}
-		if err := f(string(it.Key()[1:]), m); err != nil {
+		if err := f(it.Key()[1:], m); err != nil {
 			return err
 		}
 	}
@@ -98,11 +99,11 @@ func scanHeaders(r pebble.Reader, prefix byte, f func(key string, m keyMeta) err
 func buildKeyIndex(db *pebble.DB, rev int64) error {
 	b := db.NewBatch()
 	defer func() { b.Close() }()
-	err := scanHeaders(db, latestPrefix, func(key string, m keyMeta) error {
+	err := scanHeaders(db, latestPrefix, func(key []byte, m keyMeta) error {
 		if m.suspect {
 			return nil // reads of the key report the corruption
 		}
-		ik := indexKey(key)
+		ik := indexKey(string(key))
 		if err := b.Set(ik, encodeLatest(ik, m.mod, m.create, nil), nil); err != nil {
 			return err
 		}

@@ -61,7 +61,7 @@ type Store struct {
 
 	// keys is the in-memory key index (keyindex.go). Owned by the writer
 	// goroutine; Open fills it before starting the writer.
-	keys map[string]keyMeta
+	keys *keyTable
 
 	// dbMu keeps Pebble open while a read is in flight: readers hold it
 	// shared, Close takes it exclusively before db.Close (Pebble panics on
@@ -125,7 +125,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err == nil && comp > cur {
 			err = fmt.Errorf("embedded: compacted revision %d is newer than current revision %d: %w", comp, cur, storage.ErrCorrupt)
 		}
-		var keys map[string]keyMeta
+		var keys *keyTable
 		if err == nil {
 			keys, err = loadKeyIndex(db, cur)
 		}

@@ -279,7 +279,7 @@ func (s *Store) turnReadOnly(err error) error {
 // ops) and stages it at revision rev.
 func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, storage.KeyValue, error) {
 	dbKey := latestKey(op.key)
-	meta, exists := s.keys[op.key]
+	meta, exists := s.keys.Get(op.key)
 	// readCur reads the current value through the indexed batch (so it sees
 	// this batch's earlier ops); only conflicts, deletes and suspect records
 	// need it.
@@ -378,9 +378,9 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 	// Later ops in this batch see this one. If the commit then fails the
 	// index is ahead of Pebble, but the store refuses all further writes.
 	if ev.Type == storage.EventPut {
-		s.keys[op.key] = keyMeta{mod: rev, create: ev.CreateRevision}
+		s.keys.Set(op.key, keyMeta{mod: rev, create: ev.CreateRevision})
 	} else {
-		delete(s.keys, op.key)
+		s.keys.Delete(op.key)
 	}
 	if op.kind == opUpdate {
 		cur = storage.KeyValue{} // only Delete returns the old value
