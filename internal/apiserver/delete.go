@@ -58,7 +58,9 @@ func (h *resourceHandler) deleteObject(ctx context.Context, ns, name string, opt
 	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
 		return nil, false, apierrors.NewBadRequest("gracePeriodSeconds must be >= 0")
 	}
-	for attempt := 0; ; attempt++ {
+	// A lost compare-and-swap race is retried on the newer object until the
+	// request ends, as upstream's conditional delete does.
+	for {
 		cur, rev, err := h.objects.get(ctx, ns, name)
 		if err != nil {
 			return nil, false, err
@@ -73,7 +75,7 @@ func (h *resourceHandler) deleteObject(ctx context.Context, ns, name string, opt
 				return cur, true, nil
 			}
 			if err := h.objects.delete(ctx, ns, name, rev); err != nil {
-				if apierrors.IsConflict(err) && attempt < maxUpdateAttempts {
+				if apierrors.IsConflict(err) && ctx.Err() == nil {
 					continue
 				}
 				return nil, false, err
@@ -88,7 +90,7 @@ func (h *resourceHandler) deleteObject(ctx context.Context, ns, name string, opt
 		}
 		out, err := h.objects.update(ctx, ns, name, cur, rev)
 		if err != nil {
-			if apierrors.IsConflict(err) && attempt < maxUpdateAttempts {
+			if apierrors.IsConflict(err) && ctx.Err() == nil {
 				continue
 			}
 			return nil, false, err

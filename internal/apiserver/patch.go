@@ -107,7 +107,7 @@ func (h *resourceHandler) checkPatchedIdentity(obj, old runtime.Object) error {
 func (h *resourceHandler) apply(ctx context.Context, ns, name, subresource string, config []byte, opts writeOptions, force bool, validation string, w http.ResponseWriter) (runtime.Object, bool, error) {
 	aopts := patch.ApplyOptions{Force: force, Subresource: subresource, FieldValidation: validation}
 	applied := writeOptions{dryRun: opts.dryRun, fieldManager: applyManagerSentinel}
-	for attempt := 0; ; attempt++ {
+	for {
 		var warnings []string
 		out, err := h.guaranteedUpdate(ctx, ns, name, subresource, applied, func(cur runtime.Object) (runtime.Object, error) {
 			obj, ws, err := h.s.fields.managers.Apply(cur, config, opts.fieldManager, aopts)
@@ -134,7 +134,7 @@ func (h *resourceHandler) apply(ctx context.Context, ns, name, subresource strin
 			return nil, false, err
 		}
 		out, err = h.createObject(ctx, obj, ns, applied)
-		if apierrors.IsAlreadyExists(err) && attempt < maxUpdateAttempts {
+		if apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
 			continue // raced with a create: apply to that object instead
 		}
 		addWarnings(w, warnings)

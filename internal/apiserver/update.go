@@ -14,10 +14,6 @@ import (
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
-// maxUpdateAttempts bounds retries of an unconditional update that keeps
-// losing compare-and-swap races.
-const maxUpdateAttempts = 16
-
 func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, ns, name, subresource string) {
 	data, err := readBody(r)
 	if err != nil {
@@ -69,7 +65,7 @@ type updateFunc func(old runtime.Object) (runtime.Object, error)
 // once on the store's, so a cache that is behind never shows.
 func (h *resourceHandler) guaranteedUpdate(ctx context.Context, ns, name, subresource string, opts writeOptions, tryUpdate updateFunc) (runtime.Object, error) {
 	fresh := false
-	for attempt := 0; ; {
+	for {
 		cur, err := h.current(ctx, ns, name, fresh)
 		if err != nil {
 			return nil, err
@@ -144,8 +140,13 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, ns, name, subres
 			if retryFresh() {
 				continue
 			}
-			if !pinned && attempt < maxUpdateAttempts {
-				attempt++
+			// As upstream's GuaranteedUpdate: an update that pins no
+			// resourceVersion is re-applied to the newer object until it
+			// lands or the request ends. Every lost race is someone
+			// else's write landing, so contention alone cannot make this
+			// spin; a fixed bound answered 409 to patches that merely
+			// queued behind five others.
+			if !pinned && ctx.Err() == nil {
 				continue
 			}
 		}
@@ -254,7 +255,7 @@ func (h *resourceHandler) finishDeletionIfFinalized(ctx context.Context, ns, nam
 // failure on it once on the store's.
 func (h *resourceHandler) systemUpdate(ctx context.Context, ns, name string, mutate updateFunc) (runtime.Object, error) {
 	fresh := false
-	for attempt := 0; ; {
+	for {
 		cur, err := h.current(ctx, ns, name, fresh)
 		if err != nil {
 			return nil, err
@@ -285,9 +286,8 @@ func (h *resourceHandler) systemUpdate(ctx context.Context, ns, name string, mut
 			if retryFresh() {
 				continue
 			}
-			if attempt < maxUpdateAttempts {
-				attempt++
-				continue
+			if ctx.Err() == nil {
+				continue // as guaranteedUpdate
 			}
 		}
 		return out, err
