@@ -14,9 +14,9 @@ import "hash/maphash"
 //
 // Open addressing with linear probing over a power-of-two slot array; key
 // bytes are appended to 1 MiB chunks and referenced by position. Deleting
-// leaves a tombstone and garbage in the chunks; both are reclaimed when the
-// table is rebuilt, which happens when live keys and tombstones fill three
-// quarters of the slots. Keys too long for a reference (64 KiB and more;
+// leaves a tombstone and garbage in the chunks; the table is rebuilt when
+// live keys and tombstones fill three quarters of the slots, which drops
+// the tombstones, and the garbage too once it is a quarter of the bytes. Keys too long for a reference (64 KiB and more;
 // Kubernetes keys are far shorter) live in an ordinary map.
 //
 // Not safe for concurrent use: the writer goroutine owns it.
@@ -26,6 +26,8 @@ type keyTable struct {
 	live   int // keys in slots
 	tombs  int // deleted slots
 	chunks [][]byte
+	// garbage is the bytes of deleted keys still in chunks.
+	garbage int
 	// long holds keys of maxRefLen bytes or more.
 	long map[string]keyMeta
 }
@@ -106,6 +108,7 @@ func (t *keyTable) Delete(key string) {
 		t.slots[i] = keySlot{hash: slotDeleted}
 		t.live--
 		t.tombs++
+		t.garbage += len(key)
 	}
 }
 
@@ -167,13 +170,20 @@ func appendKey[K string | []byte](chunks [][]byte, key K) ([][]byte, uint64) {
 }
 
 // rebuild moves the live keys into a fresh slot array (twice as large if
-// they fill half of the current one) and fresh chunks, dropping
-// tombstones and the bytes of deleted keys.
+// they fill half of the current one), dropping tombstones. The key bytes
+// move to fresh chunks only when a quarter or more of them are garbage, so
+// growing a table that only gains keys (loading it at Open) copies slots,
+// not keys.
 func (t *keyTable) rebuild() {
 	n := len(t.slots)
 	if (t.live+1)*2 > n {
 		n *= 2
 	}
+	stored := 0
+	for _, c := range t.chunks {
+		stored += len(c)
+	}
+	compact := t.garbage*4 >= stored && t.garbage > 0
 	slots := make([]keySlot, n)
 	var chunks [][]byte
 	mask := uint64(n - 1)
@@ -181,12 +191,17 @@ func (t *keyTable) rebuild() {
 		if s.hash <= slotDeleted {
 			continue
 		}
-		chunks, s.ref = appendKey(chunks, keyAt(t.chunks, s.ref))
+		if compact {
+			chunks, s.ref = appendKey(chunks, keyAt(t.chunks, s.ref))
+		}
 		i := s.hash & mask
 		for slots[i].hash != slotEmpty {
 			i = (i + 1) & mask
 		}
 		slots[i] = s
 	}
-	t.slots, t.chunks, t.tombs = slots, chunks, 0
+	t.slots, t.tombs = slots, 0
+	if compact {
+		t.chunks, t.garbage = chunks, 0
+	}
 }

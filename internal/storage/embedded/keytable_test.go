@@ -86,6 +86,13 @@ func TestKeyTableAgainstMap(t *testing.T) {
 	if kt.live+kt.tombs > len(kt.slots)*3/4 {
 		t.Fatalf("%d live + %d tombstones in %d slots", kt.live, kt.tombs, len(kt.slots))
 	}
+	stored := 0
+	for _, c := range kt.chunks {
+		stored += len(c)
+	}
+	if live := stored - kt.garbage; kt.garbage > 3*live {
+		t.Fatalf("%d bytes of garbage beside %d live", kt.garbage, live)
+	}
 }
 
 // BenchmarkKeyTable is a writer's steady state: look a key up, then set it.
