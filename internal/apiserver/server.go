@@ -202,7 +202,10 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 
 // Start fills every cache from the store and starts background work
 // (history compaction). It returns at once; Ready reports when caches are
-// synced.
+// synced. ctx bounds the start itself; the caches run until Stop, not
+// until ctx ends, because at shutdown the in-process components stop
+// first and still read (a leader releasing its Lease does a consistent
+// GET, which waits on its cache).
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -211,7 +214,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.mu.started = true
 	for _, h := range s.handlers {
-		if err := h.cache.Start(ctx); err != nil {
+		if err := h.cache.Start(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("starting cache for %s: %w", h.res.Resource, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -37,10 +38,15 @@ func TestComponentsUseLoopbackAndStopFirst(t *testing.T) {
 		_, err = c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		started <- err
 		<-ctx.Done()
-		// The "release the lease" call a leader makes on its way out.
+		// What a leader does on its way out: write (release its Lease),
+		// then read consistently — which waits until the cache has seen
+		// every write, so the caches must still be running.
 		callCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err = c.CoreV1().Namespaces().Get(callCtx, "kube-system", metav1.GetOptions{})
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "released", Namespace: "kube-system"}}
+		if _, err = c.CoreV1().ConfigMaps("kube-system").Create(callCtx, cm, metav1.CreateOptions{}); err == nil {
+			_, err = c.CoreV1().Namespaces().Get(callCtx, "kube-system", metav1.GetOptions{})
+		}
 		finalCall <- err
 		return nil
 	}}
