@@ -16,8 +16,9 @@ import "hash/maphash"
 // bytes are appended to 1 MiB chunks and referenced by position. Deleting
 // leaves a tombstone and garbage in the chunks; the table is rebuilt when
 // live keys and tombstones fill three quarters of the slots, which drops
-// the tombstones, and the garbage too once it is a quarter of the bytes. Keys too long for a reference (64 KiB and more;
-// Kubernetes keys are far shorter) live in an ordinary map.
+// the tombstones, and the garbage too once it is a quarter of the bytes.
+// Keys too long for a reference (64 KiB and more; Kubernetes keys are far
+// shorter) live in an ordinary map.
 //
 // Not safe for concurrent use: the writer goroutine owns it.
 type keyTable struct {
