@@ -14,46 +14,6 @@ import (
 // TestConcurrentWrites: unconditional patches racing on one object all
 // land (the compare-and-swap loop retries), and concurrent Service creates
 // never share a ClusterIP or NodePort.
-// TestManyPatchersOneObject: patches that pin no resourceVersion are
-// re-applied until they land however many others win the races before
-// them, as upstream's GuaranteedUpdate does — with 32 at once, the last to
-// land loses dozens of compare-and-swaps first.
-func TestManyPatchersOneObject(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	cms := e.cs.CoreV1().ConfigMaps("default")
-	created, err := cms.Create(ctx, testConfigMap("contended", nil), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const patchers = 32
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	errs := make(chan error, patchers)
-	for i := range patchers {
-		wg.Go(func() {
-			<-start
-			p := fmt.Sprintf(`{"data":{"k%d":"v"}}`, i)
-			if _, err := cms.Patch(ctx, "contended", types.MergePatchType, []byte(p), metav1.PatchOptions{}); err != nil {
-				errs <- fmt.Errorf("patch %d: %w", i, err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	got, err := cms.Get(ctx, "contended", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(got.Data) - len(created.Data); n != patchers {
-		t.Fatalf("%d of %d concurrent patches landed", n, patchers)
-	}
-}
-
 func TestConcurrentWrites(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

@@ -12,7 +12,8 @@ import (
 
 // TestConcurrentPatchesAllLand: patches that race on one object are
 // re-applied to the newer version, not answered 409, unless the patch
-// itself pins a resourceVersion.
+// itself pins a resourceVersion. With 32 released at once, the last to land
+// loses dozens of compare-and-swaps first (a retry bound of 16 failed here).
 func TestConcurrentPatchesAllLand(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -21,13 +22,15 @@ func TestConcurrentPatchesAllLand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 16
+	const n = 32
 	var wg sync.WaitGroup
+	start := make(chan struct{})
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
+			<-start
 			patch := fmt.Sprintf(`{"metadata":{"labels":{"l%d":"v"}}}`, i)
 			pt := types.MergePatchType
 			if i%2 == 1 {
@@ -38,6 +41,7 @@ func TestConcurrentPatchesAllLand(t *testing.T) {
 			}
 		}(i)
 	}
+	close(start)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
