@@ -48,6 +48,15 @@ type Config struct {
 	// (a real cluster's 10,000 kubelets each have their own budget).
 	QPS   float32
 	Burst int
+	// LeasesOverHTTP2 sends Lease renewals over the clientset's shared
+	// HTTP/2 connections, as every other request. By default they have
+	// their own keep-alive HTTP/1.1 connections (client-go's transport with
+	// HTTP/2 turned off, as DISABLE_HTTP2 does; as many as renewals in
+	// flight, 64 kept open between them): the same requests, but one TLS
+	// record and one system call to send each instead of two, and no HTTP/2
+	// framing, which took about a seventh of the simulator's CPU at 10,000
+	// idle nodes (docs/bench/sim.md, run 10).
+	LeasesOverHTTP2 bool
 
 	// Nodes is how many hollow nodes to run. Required (> 0).
 	Nodes int

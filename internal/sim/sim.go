@@ -94,7 +94,14 @@ func New(cfg Config) (*Sim, error) {
 	if rc.UserAgent == "" {
 		rc.UserAgent = "myriad-sim"
 	}
+	leaseRC := rc
 	if rc.Transport == nil {
+		if !cfg.LeasesOverHTTP2 {
+			leaseRC = rest.CopyConfig(rc)
+			if err := withLeaseTransport(leaseRC); err != nil {
+				return nil, err
+			}
+		}
 		if err := withSharedConnTransport(rc); err != nil {
 			return nil, err
 		}
@@ -103,11 +110,17 @@ func New(cfg Config) (*Sim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: building the HTTP client: %w", err)
 	}
+	leaseClient := httpClient
+	if leaseRC != rc {
+		if leaseClient, err = rest.HTTPClientFor(leaseRC); err != nil {
+			return nil, fmt.Errorf("sim: building the Lease renewals' HTTP client: %w", err)
+		}
+	}
 	client, err := kubernetes.NewForConfigAndClient(rc, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("sim: building client: %w", err)
 	}
-	renewer, err := newLeaseRenewer(rc, httpClient, client.CoordinationV1().RESTClient())
+	renewer, err := newLeaseRenewer(rc, leaseClient, client.CoordinationV1().RESTClient())
 	if err != nil {
 		return nil, err
 	}

@@ -22,16 +22,12 @@ import (
 // docs/bench/sim.md, run 8). Sending headers as literals costs less than
 // that churn and changes nothing the API server sees but a few bytes.
 func withSharedConnTransport(rc *rest.Config) error {
-	tlsConfig, err := rest.TLSConfigFor(rc)
+	t, err := newTransport(rc)
 	if err != nil {
-		return fmt.Errorf("sim: TLS config: %w", err)
+		return err
 	}
-	t := utilnet.SetOldTransportDefaults(&http.Transport{
-		TLSClientConfig:     tlsConfig,
-		MaxIdleConnsPerHost: 25, // client-go's idleConnsPerHost
-		DisableCompression:  rc.DisableCompression,
-	})
-	if tlsConfig != nil {
+	t.MaxIdleConnsPerHost = 25 // client-go's idleConnsPerHost
+	if t.TLSClientConfig != nil {
 		t2, err := http2.ConfigureTransports(t)
 		if err != nil {
 			return fmt.Errorf("sim: configuring HTTP/2: %w", err)
@@ -42,16 +38,56 @@ func withSharedConnTransport(rc *rest.Config) error {
 		// Zero would mean the default 4 KB; no header field fits in one byte.
 		t2.MaxEncoderHeaderTableSize = 1
 	}
+	useTransport(rc, t)
+	return nil
+}
+
+// leaseIdleConns is how many of the Lease renewals' HTTP/1.1 connections
+// stay open between renewals: a few times what 1,000 renewals a second keep
+// in flight, so that ordinary bursts dial nothing.
+const leaseIdleConns = 64
+
+// withLeaseTransport gives rc client-go's transport with HTTP/2 turned off
+// (what DISABLE_HTTP2 does): keep-alive HTTP/1.1 connections, as many as
+// there are requests in flight, leaseIdleConns of them kept open. See
+// Config.LeasesOverHTTP2 for why renewals use it.
+func withLeaseTransport(rc *rest.Config) error {
+	t, err := newTransport(rc)
+	if err != nil {
+		return err
+	}
+	t.MaxIdleConnsPerHost = leaseIdleConns
+	if t.TLSClientConfig != nil {
+		t.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	}
+	useTransport(rc, t)
+	return nil
+}
+
+// newTransport is the http.Transport client-go would build for rc, without
+// HTTP/2 yet.
+func newTransport(rc *rest.Config) (*http.Transport, error) {
+	tlsConfig, err := rest.TLSConfigFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("sim: TLS config: %w", err)
+	}
+	t := utilnet.SetOldTransportDefaults(&http.Transport{
+		TLSClientConfig:    tlsConfig,
+		DisableCompression: rc.DisableCompression,
+	})
 	if rc.Dial != nil {
 		t.DialContext = rc.Dial
 	}
 	if rc.Proxy != nil {
 		t.Proxy = rc.Proxy
 	}
+	return t, nil
+}
+
+// useTransport makes rc use t. client-go refuses TLS options beside a
+// custom transport: they live in t's TLS config now.
+func useTransport(rc *rest.Config, t *http.Transport) {
 	rc.Transport = t
-	// client-go refuses TLS options beside a custom transport: they live
-	// in tlsConfig now.
 	rc.TLSClientConfig = rest.TLSClientConfig{}
 	rc.Dial = nil
-	return nil
 }

@@ -5,15 +5,18 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
+	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 )
 
-// The simulator's own transport must keep what client-go's does: HTTP/2,
-// the kubeconfig's CA and bearer token, the user agent.
-func TestClientKeepsHTTP2AndCredentials(t *testing.T) {
+// The simulator's own transports must keep what client-go's does: the
+// kubeconfig's CA and bearer token, the user agent; HTTP/2 for the
+// clientset, and for Lease renewals HTTP/1.1 unless LeasesOverHTTP2.
+func TestTransportsKeepCredentials(t *testing.T) {
 	type seen struct {
 		proto       int
 		auth, agent string
@@ -25,6 +28,10 @@ func TestClientKeepsHTTP2AndCredentials(t *testing.T) {
 		default:
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.URL.Path, "/leases/") {
+			_, _ = w.Write([]byte(`{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"n1","resourceVersion":"2"}}`))
+			return
+		}
 		_, _ = w.Write([]byte(`{"kind":"Node","apiVersion":"v1","metadata":{"name":"n1"}}`))
 	}))
 	srv.EnableHTTP2 = true
@@ -32,18 +39,33 @@ func TestClientKeepsHTTP2AndCredentials(t *testing.T) {
 	defer srv.Close()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 
-	s, err := New(Config{
-		RESTConfig: &rest.Config{Host: srv.URL, BearerToken: "sekret", TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
-		Nodes:      1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{}); err != nil {
-		t.Fatalf("get over the simulator's transport: %v", err)
-	}
-	want := seen{2, "Bearer sekret", "myriad-sim"}
-	if g := <-got; g != want {
-		t.Errorf("server saw %+v, want %+v", g, want)
+	for _, overHTTP2 := range []bool{false, true} {
+		s, err := New(Config{
+			RESTConfig:      &rest.Config{Host: srv.URL, BearerToken: "sekret", TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
+			Nodes:           1,
+			LeasesOverHTTP2: overHTTP2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := s.client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{}); err != nil {
+			t.Fatalf("get over the simulator's transport: %v", err)
+		}
+		if g, want := <-got, (seen{2, "Bearer sekret", "myriad-sim"}); g != want {
+			t.Errorf("clientset: server saw %+v, want %+v", g, want)
+		}
+
+		lease := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "1"}}
+		if _, err := s.leases.update(ctx, lease); err != nil {
+			t.Fatalf("renewal over the simulator's transport: %v", err)
+		}
+		want := seen{1, "Bearer sekret", "myriad-sim"}
+		if overHTTP2 {
+			want.proto = 2
+		}
+		if g := <-got; g != want {
+			t.Errorf("renewal (LeasesOverHTTP2 %v): server saw %+v, want %+v", overHTTP2, g, want)
+		}
 	}
 }
