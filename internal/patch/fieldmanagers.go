@@ -18,23 +18,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Scheme is what the field managers need of a runtime.Scheme: converting
-// between versions (here always to the object's own version, since Myriad
-// stores the served version), creating empty objects and naming a Go
-// object's kind. *runtime.Scheme satisfies it.
-type Scheme interface {
-	runtime.ObjectConvertor
-	runtime.ObjectCreater
-	runtime.ObjectTyper
-}
-
 // FieldManagersConfig is what NewFieldManagers needs.
 type FieldManagersConfig struct {
 	// TypeConverter of the served kinds: openapi.OpenAPI.TypeConverter().
 	// Required.
 	TypeConverter managedfields.TypeConverter
 	// Scheme holding every served kind. Required.
-	Scheme Scheme
+	Scheme *runtime.Scheme
 	// Defaulter applies defaults to the result of an apply, as decoding a
 	// request body would. Nil means none.
 	Defaulter runtime.ObjectDefaulter
@@ -50,6 +40,11 @@ type FieldManagersConfig struct {
 // subresource, created on first use. It is safe for concurrent use.
 type FieldManagers struct {
 	cfg FieldManagersConfig
+	// convertor converts without copying when the version does not change
+	// (always, since Myriad stores the served version), as kube-apiserver's
+	// field managers do: the managers only read what they convert, and the
+	// copy was a deep copy of every written object.
+	convertor runtime.ObjectConvertor
 
 	mu struct {
 		sync.Mutex
@@ -74,7 +69,7 @@ func NewFieldManagers(cfg FieldManagersConfig) (*FieldManagers, error) {
 	if cfg.Defaulter == nil {
 		cfg.Defaulter = noDefaults{}
 	}
-	f := &FieldManagers{cfg: cfg}
+	f := &FieldManagers{cfg: cfg, convertor: runtime.UnsafeObjectConvertor(cfg.Scheme)}
 	f.mu.managers = map[managerKey]*managedfields.FieldManager{}
 	return f, nil
 }
@@ -198,7 +193,7 @@ func (f *FieldManagers) managerFor(obj runtime.Object, subresource string) (*man
 			})
 		}
 	}
-	fm, err := managedfields.NewDefaultFieldManager(f.cfg.TypeConverter, f.cfg.Scheme, f.cfg.Defaulter, f.cfg.Scheme,
+	fm, err := managedfields.NewDefaultFieldManager(f.cfg.TypeConverter, f.convertor, f.cfg.Defaulter, f.cfg.Scheme,
 		gvk, gvk.GroupVersion(), subresource, reset)
 	if err != nil {
 		return nil, fmt.Errorf("patch: field manager for %v %q: %w", gvk, subresource, err)
