@@ -43,7 +43,7 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.StatusImages, "status-images", 0, "images listed in each Node status (default 0; 50, about 15 KB, with --full-status-heartbeat)")
 	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", 40*time.Second, "Lease leaseDurationSeconds")
 	fs.DurationVar(&cfg.RenewInterval, "renew-interval", 10*time.Second, "Lease renewal (heartbeat) period")
-	fs.DurationVar(&cfg.NodeStatusInterval, "node-status-interval", 5*time.Minute, "Node status write period when nothing changed (the kubelet's nodeStatusReportFrequency)")
+	fs.DurationVar(&cfg.NodeStatusInterval, "node-status-interval", time.Minute, "Node status write period when nothing changed (KEP-0009's 60 s; today's kubelet defaults its nodeStatusReportFrequency to 5m)")
 	fs.BoolVar(&cfg.FullStatusHeartbeat, "full-status-heartbeat", false, "heartbeat with the full Node status every --renew-interval instead of Leases (pre-KEP-0009)")
 	podWatch := fs.String("pod-watch", string(sim.PodWatchPerNode), "per-node (one watch per node, as kubelets) or shared (one watch for all)")
 	fs.DurationVar(&cfg.PodStartupDelay, "pod-startup-delay", time.Second, "admission to Running")
@@ -61,7 +61,7 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	var qps float64
 	fs.Float64Var(&qps, "qps", 0, "client-side QPS limit for all nodes together (0: none)")
 	fs.IntVar(&cfg.Burst, "burst", 0, "client-side burst with --qps")
-	fs.BoolVar(&cfg.LeasesOverHTTP2, "leases-over-http2", false, "renew Leases over the shared HTTP/2 connections too (default: their own HTTP/1.1 keep-alive connections, which cost the simulator less CPU)")
+	fs.BoolVar(&cfg.HeartbeatsOverHTTP2, "heartbeats-over-http2", false, "send Lease renewals and Node status updates over the shared HTTP/2 connections too (default: their own HTTP/1.1 keep-alive connections, which cost the simulator less CPU)")
 	metricsAddr := fs.String("metrics-address", "", "serve Prometheus /metrics, /debug/pprof/ and the node control API here, e.g. 127.0.0.1:0 (default: off): "+
 		"POST /fail?node=NAME[,NAME] stops nodes heartbeating, POST /recover?node=NAME[,NAME] brings them back, GET /failed lists them. "+
 		"No authentication: keep it on loopback")

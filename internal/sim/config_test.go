@@ -15,7 +15,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.NamePrefix != "hollow-node-" || cfg.LeaseDuration != 40*time.Second || cfg.RenewInterval != 10*time.Second ||
-		cfg.NodeStatusInterval != 5*time.Minute || cfg.Pods != 110 || cfg.CPU.String() != "32" || cfg.Memory.String() != "256Gi" ||
+		cfg.NodeStatusInterval != time.Minute || cfg.Pods != 110 || cfg.CPU.String() != "32" || cfg.Memory.String() != "256Gi" ||
 		cfg.PodWatch != PodWatchPerNode || cfg.StatusImages != 0 {
 		t.Errorf("defaults: %+v", cfg)
 	}

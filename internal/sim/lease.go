@@ -114,14 +114,14 @@ func (n *node) renew(ctx context.Context, due time.Time) bool {
 	ctx, cancel := context.WithTimeout(ctx, n.s.cfg.RenewInterval)
 	defer cancel()
 	n.leaseSpec(l, nodeObj, n.s.cfg.Clock.Now())
-	got, err := n.s.leases.update(ctx, l)
+	got, err := n.s.beats.updateLease(ctx, l)
 	if apierrors.IsConflict(err) {
 		// Usually our own earlier renewal, applied after its client timed
 		// out: take the server's copy and renew that.
 		leases := n.s.client.CoordinationV1().Leases(LeaseNamespace)
 		if got, err = leases.Get(ctx, n.name, metav1.GetOptions{}); err == nil {
 			n.leaseSpec(got, nodeObj, n.s.cfg.Clock.Now())
-			got, err = n.s.leases.update(ctx, got)
+			got, err = n.s.beats.updateLease(ctx, got)
 		}
 	}
 	if apierrors.IsNotFound(err) {

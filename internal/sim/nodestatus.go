@@ -231,11 +231,11 @@ func (n *node) writeStatus(ctx context.Context, heartbeat bool) bool {
 	defer cancel()
 	nodes := n.s.client.CoreV1().Nodes()
 	obj.Status = n.desiredStatus(n.s.cfg.Clock.Now(), &obj.Status)
-	got, err := nodes.UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	got, err := n.s.beats.updateNodeStatus(ctx, obj)
 	if apierrors.IsConflict(err) {
 		if obj, err = nodes.Get(ctx, n.name, metav1.GetOptions{}); err == nil {
 			obj.Status = n.desiredStatus(n.s.cfg.Clock.Now(), &obj.Status)
-			got, err = nodes.UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+			got, err = n.s.beats.updateNodeStatus(ctx, obj)
 		}
 	}
 	if apierrors.IsNotFound(err) {

@@ -29,9 +29,9 @@ var ErrNotStarted = errors.New("sim: not started")
 type Sim struct {
 	cfg    Config
 	client kubernetes.Interface
-	// leases writes Lease renewals: leaseRenewer against a server,
-	// typedLeases on a fake client.
-	leases leaseUpdater
+	// beats writes Lease renewals and Node status updates:
+	// wireHeartbeats against a server, typedHeartbeats on a fake client.
+	beats  heartbeatWriter
 	nodes  []*node
 	byName map[string]*node
 
@@ -87,18 +87,18 @@ func New(cfg Config) (*Sim, error) {
 	rc.RateLimiter = nil
 	rc.QPS, rc.Burst = -1, 0 // client-go: a negative QPS means no limiter
 	if cfg.QPS > 0 {
-		// One limiter for the clientset and the Lease renewer together.
+		// One limiter for the clientset and the heartbeat writer together.
 		rc.QPS, rc.Burst = cfg.QPS, max(cfg.Burst, 1)
 		rc.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(rc.QPS, rc.Burst)
 	}
 	if rc.UserAgent == "" {
 		rc.UserAgent = "myriad-sim"
 	}
-	leaseRC := rc
+	beatRC := rc
 	if rc.Transport == nil {
-		if !cfg.LeasesOverHTTP2 {
-			leaseRC = rest.CopyConfig(rc)
-			if err := withLeaseTransport(leaseRC); err != nil {
+		if !cfg.HeartbeatsOverHTTP2 {
+			beatRC = rest.CopyConfig(rc)
+			if err := withHeartbeatTransport(beatRC); err != nil {
 				return nil, err
 			}
 		}
@@ -110,17 +110,17 @@ func New(cfg Config) (*Sim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: building the HTTP client: %w", err)
 	}
-	leaseClient := httpClient
-	if leaseRC != rc {
-		if leaseClient, err = rest.HTTPClientFor(leaseRC); err != nil {
-			return nil, fmt.Errorf("sim: building the Lease renewals' HTTP client: %w", err)
+	beatClient := httpClient
+	if beatRC != rc {
+		if beatClient, err = rest.HTTPClientFor(beatRC); err != nil {
+			return nil, fmt.Errorf("sim: building the heartbeats' HTTP client: %w", err)
 		}
 	}
 	client, err := kubernetes.NewForConfigAndClient(rc, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("sim: building client: %w", err)
 	}
-	renewer, err := newLeaseRenewer(rc, leaseClient, client.CoordinationV1().RESTClient())
+	beats, err := newWireHeartbeats(rc, beatClient, client)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func New(cfg Config) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.leases = renewer
+	s.beats = beats
 	return s, nil
 }
 
@@ -138,7 +138,7 @@ func newSim(cfg Config, client kubernetes.Interface) (*Sim, error) {
 	s := &Sim{
 		cfg:        cfg,
 		client:     client,
-		leases:     typedLeases{client},
+		beats:      typedHeartbeats{client},
 		byName:     make(map[string]*node, cfg.Nodes),
 		heartbeats: newScheduler(cfg.Clock, cfg.HeartbeatWorkers),
 		podWork:    newScheduler(cfg.Clock, cfg.PodWorkers),

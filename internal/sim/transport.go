@@ -42,21 +42,25 @@ func withSharedConnTransport(rc *rest.Config) error {
 	return nil
 }
 
-// leaseIdleConns is how many of the Lease renewals' HTTP/1.1 connections
-// stay open between renewals: a few times what 1,000 renewals a second keep
-// in flight, so that ordinary bursts dial nothing.
-const leaseIdleConns = 64
+// heartbeatConns is how many HTTP/1.1 connections heartbeats use at most,
+// all kept open between them: many times what 1,167 heartbeats a second
+// keep in flight (a handful). A heartbeat beyond them waits for one to free
+// up. Without the cap, every stall of the server (a large LIST beside it)
+// made the simulator dial hundreds of TLS connections at once, one per
+// renewal queued behind the stall, at a cost to both sides just when the
+// server was slowest.
+const heartbeatConns = 64
 
-// withLeaseTransport gives rc client-go's transport with HTTP/2 turned off
-// (what DISABLE_HTTP2 does): keep-alive HTTP/1.1 connections, as many as
-// there are requests in flight, leaseIdleConns of them kept open. See
-// Config.LeasesOverHTTP2 for why renewals use it.
-func withLeaseTransport(rc *rest.Config) error {
+// withHeartbeatTransport gives rc client-go's transport with HTTP/2 turned
+// off (what DISABLE_HTTP2 does): at most heartbeatConns keep-alive HTTP/1.1
+// connections. See Config.HeartbeatsOverHTTP2 for why heartbeats use it.
+func withHeartbeatTransport(rc *rest.Config) error {
 	t, err := newTransport(rc)
 	if err != nil {
 		return err
 	}
-	t.MaxIdleConnsPerHost = leaseIdleConns
+	t.MaxConnsPerHost = heartbeatConns
+	t.MaxIdleConnsPerHost = heartbeatConns
 	if t.TLSClientConfig != nil {
 		t.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	}

@@ -3,19 +3,24 @@ package sim
 import (
 	"context"
 	"encoding/pem"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 )
 
 // The simulator's own transports must keep what client-go's does: the
 // kubeconfig's CA and bearer token, the user agent; HTTP/2 for the
-// clientset, and for Lease renewals HTTP/1.1 unless LeasesOverHTTP2.
+// clientset, and for heartbeats HTTP/1.1 unless HeartbeatsOverHTTP2.
 func TestTransportsKeepCredentials(t *testing.T) {
 	type seen struct {
 		proto       int
@@ -41,9 +46,9 @@ func TestTransportsKeepCredentials(t *testing.T) {
 
 	for _, overHTTP2 := range []bool{false, true} {
 		s, err := New(Config{
-			RESTConfig:      &rest.Config{Host: srv.URL, BearerToken: "sekret", TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
-			Nodes:           1,
-			LeasesOverHTTP2: overHTTP2,
+			RESTConfig:          &rest.Config{Host: srv.URL, BearerToken: "sekret", TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
+			Nodes:               1,
+			HeartbeatsOverHTTP2: overHTTP2,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -57,7 +62,7 @@ func TestTransportsKeepCredentials(t *testing.T) {
 		}
 
 		lease := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "1"}}
-		if _, err := s.leases.update(ctx, lease); err != nil {
+		if _, err := s.beats.updateLease(ctx, lease); err != nil {
 			t.Fatalf("renewal over the simulator's transport: %v", err)
 		}
 		want := seen{1, "Bearer sekret", "myriad-sim"}
@@ -65,7 +70,65 @@ func TestTransportsKeepCredentials(t *testing.T) {
 			want.proto = 2
 		}
 		if g := <-got; g != want {
-			t.Errorf("renewal (LeasesOverHTTP2 %v): server saw %+v, want %+v", overHTTP2, g, want)
+			t.Errorf("renewal (HeartbeatsOverHTTP2 %v): server saw %+v, want %+v", overHTTP2, g, want)
 		}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "1"}}
+		if _, err := s.beats.updateNodeStatus(ctx, node); err != nil {
+			t.Fatalf("status update over the simulator's transport: %v", err)
+		}
+		if g := <-got; g != want {
+			t.Errorf("status update (HeartbeatsOverHTTP2 %v): server saw %+v, want %+v", overHTTP2, g, want)
+		}
+	}
+}
+
+// Renewals beyond heartbeatConns wait for a connection rather than dial more:
+// a stalled server must not get a TLS handshake per queued renewal.
+func TestLeaseConnectionsCapped(t *testing.T) {
+	var conns, inFlight atomic.Int32
+	release := make(chan struct{})
+	full := make(chan struct{})
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if inFlight.Add(1) == heartbeatConns {
+			close(full)
+		}
+		<-release
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"n","resourceVersion":"2"}}`))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	s, err := New(Config{RESTConfig: &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, Nodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const renewals = 3 * heartbeatConns
+	errs := make(chan error, renewals)
+	for i := range renewals {
+		go func() {
+			_, err := s.beats.updateLease(context.Background(), &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("n", i), ResourceVersion: "1"}})
+			errs <- err
+		}()
+	}
+	<-full
+	time.Sleep(200 * time.Millisecond) // room for any dial beyond the cap
+	if got := conns.Load(); got != heartbeatConns {
+		t.Errorf("%d connections with %d renewals waiting on the server, want %d", got, renewals, heartbeatConns)
+	}
+	close(release)
+	for range renewals {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := conns.Load(); got > heartbeatConns {
+		t.Errorf("%d connections for %d renewals, want at most %d", got, renewals, heartbeatConns)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -53,18 +54,18 @@ func startAPIServer(t *testing.T) *rest.Config {
 	return rc
 }
 
-// The renewer's request must be what the typed client's would be, as a
-// real API server sees it: the renewal is stored, a stale resourceVersion
-// is a Conflict and a missing Lease NotFound (renew's fallbacks rely on
-// both), and the answer decodes.
-func TestLeaseRenewerAgainstAPIServer(t *testing.T) {
+// The writer's requests must be what the typed client's would be, as a
+// real API server sees them: the renewal or status is stored, a stale
+// resourceVersion is a Conflict and a missing object NotFound (the
+// callers' fallbacks rely on both), and the answer decodes.
+func TestWireHeartbeatsAgainstAPIServer(t *testing.T) {
 	s, err := New(Config{RESTConfig: startAPIServer(t), Nodes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, ok := s.leases.(*leaseRenewer)
+	r, ok := s.beats.(*wireHeartbeats)
 	if !ok {
-		t.Fatalf("New renews with %T, want *leaseRenewer", s.leases)
+		t.Fatalf("New writes heartbeats with %T, want *wireHeartbeats", s.beats)
 	}
 	ctx := context.Background()
 	leases := s.client.CoordinationV1().Leases(LeaseNamespace)
@@ -80,7 +81,7 @@ func TestLeaseRenewerAgainstAPIServer(t *testing.T) {
 	renewal := created.DeepCopy()
 	renewTime := metav1.NewMicroTime(time.Now().Truncate(time.Microsecond))
 	renewal.Spec.RenewTime = &renewTime
-	got, err := r.update(ctx, renewal)
+	got, err := r.updateLease(ctx, renewal)
 	if err != nil {
 		t.Fatalf("renewal: %v", err)
 	}
@@ -92,20 +93,50 @@ func TestLeaseRenewerAgainstAPIServer(t *testing.T) {
 		t.Fatalf("stored lease rv %s renewTime %v (%v); want rv %s renewTime %v", stored.ResourceVersion, stored.Spec.RenewTime, err, got.ResourceVersion, renewTime)
 	}
 
-	if _, err := r.update(ctx, created.DeepCopy()); !apierrors.IsConflict(err) {
+	if _, err := r.updateLease(ctx, created.DeepCopy()); !apierrors.IsConflict(err) {
 		t.Fatalf("renewal with a stale resourceVersion: %v, want Conflict", err)
 	}
 	missing := created.DeepCopy()
 	missing.Name = "no-such-node"
-	if _, err := r.update(ctx, missing); !apierrors.IsNotFound(err) {
+	if _, err := r.updateLease(ctx, missing); !apierrors.IsNotFound(err) {
 		t.Fatalf("renewal of a missing lease: %v, want NotFound", err)
+	}
+
+	nodes := s.client.CoreV1().Nodes()
+	node, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := node.DeepCopy()
+	update.Spec.Unschedulable = true // not the status endpoint's to change
+	update.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
+	gotNode, err := r.updateNodeStatus(ctx, update)
+	if err != nil {
+		t.Fatalf("status update: %v", err)
+	}
+	storedNode, err := nodes.Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*corev1.Node{gotNode, storedNode} {
+		if n.ResourceVersion == node.ResourceVersion || len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Reason != "KubeletReady" || n.Spec.Unschedulable {
+			t.Fatalf("status update answered/stored rv %s, conditions %v, unschedulable %v; want a new rv (was %s), Ready, spec unchanged",
+				n.ResourceVersion, n.Status.Conditions, n.Spec.Unschedulable, node.ResourceVersion)
+		}
+	}
+	if _, err := r.updateNodeStatus(ctx, node.DeepCopy()); !apierrors.IsConflict(err) {
+		t.Fatalf("status update with a stale resourceVersion: %v, want Conflict", err)
+	}
+	node.Name = "no-such-node"
+	if _, err := r.updateNodeStatus(ctx, node); !apierrors.IsNotFound(err) {
+		t.Fatalf("status update of a missing node: %v, want NotFound", err)
 	}
 }
 
-// Like client-go, the renewer waits out a 429's Retry-After and tries
+// Like client-go, the writer waits out a 429's Retry-After and tries
 // again, and turns a response that is not a Status into a generic error
 // with its code.
-func TestLeaseRenewerRetriesAndErrors(t *testing.T) {
+func TestWireHeartbeatsRetriesAndErrors(t *testing.T) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch calls.Add(1) {
@@ -132,11 +163,11 @@ func TestLeaseRenewerRetriesAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "6"}}
-	got, err := s.leases.update(context.Background(), l)
+	got, err := s.beats.updateLease(context.Background(), l)
 	if err != nil || got.ResourceVersion != "7" || calls.Load() != 2 {
 		t.Fatalf("after a 429: rv %v, err %v, %d calls; want rv 7 after 2 calls", got, err, calls.Load())
 	}
-	_, err = s.leases.update(context.Background(), l)
+	_, err = s.beats.updateLease(context.Background(), l)
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) || status.Status().Code != http.StatusBadGateway || apierrors.ReasonForError(err) != metav1.StatusReasonInternalError {
 		t.Fatalf("502 without a Status: %#v, want an InternalError API status with code 502", err)
