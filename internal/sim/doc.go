@@ -80,5 +80,9 @@
 // of the per-node pod watches (PodWatchShared avoids them).
 //
 // All nodes share one client (one HTTP/2 connection pool) speaking protobuf,
-// without client-side rate limiting unless Config.QPS is set.
+// without client-side rate limiting unless Config.QPS is set. Heartbeats —
+// Lease renewals and Node status updates, nearly every request of an idle
+// node — skip client-go's request building (one prepared PUT each on the
+// same http.Client stack, heartbeatwire.go) and by default go over their
+// own few HTTP/1.1 connections (Config.HeartbeatsOverHTTP2).
 package sim
