@@ -32,7 +32,8 @@ func runAPIBench(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.LeaseWorkers, "lease-workers", 64, "concurrent Lease renewers")
 	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", 0, "how long to renew Leases (default 10s)")
 	fs.DurationVar(&cfg.IdleWait, "idle-wait", 0, "wait before reading idle memory (default 5s)")
-	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile-dir", "", "in-process server: write a CPU profile per phase here")
+	fs.BoolVar(&cfg.TypedClient, "typed-client", false, "send the measured pod requests through client-go's typed clientset and decode every answer (default: the same requests, answers checked but not decoded)")
+	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile-dir", "", "write a CPU profile of this process (the client; the server too when in-process) per phase here")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -43,6 +43,10 @@ type Stat struct {
 	// included.
 	ServerCPU  time.Duration `json:"serverCpuNs,omitempty"`
 	CPUPerCall time.Duration `json:"serverCpuPerCallNs,omitempty"`
+	// ClientCPUPerCall is this process's CPU per call when the server runs
+	// elsewhere: the load generator's share of the cores a local server
+	// competes for.
+	ClientCPUPerCall time.Duration `json:"clientCpuPerCallNs,omitempty"`
 	// Target is the design target in words ("" if none); Met says whether
 	// this run reached it.
 	Target string `json:"target,omitempty"`
@@ -91,6 +95,9 @@ type Result struct {
 	// does not use from heap it has returned to the OS.
 	IdleHeapSys      int64 `json:"idleHeapSysBytes,omitempty"`
 	IdleHeapReleased int64 `json:"idleHeapReleasedBytes,omitempty"`
+	// TypedClient says the measured pod requests went through the typed
+	// clientset, answers decoded.
+	TypedClient bool `json:"typedClient,omitempty"`
 	// PeakRSS is the in-process run's VmHWM (client included); 0 otherwise.
 	PeakRSS int64 `json:"peakRssBytes,omitempty"`
 }
@@ -128,6 +135,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, fmt.Errorf("apibench: client: %w", err)
 	}
 	b := &bench{cfg: cfg, cs: cs, inProcess: res.InProcess, prefix: runPrefix()}
+	if !cfg.TypedClient {
+		if b.wire, err = newWireClient(restCfg, cs.CoreV1().RESTClient()); err != nil {
+			return res, err
+		}
+	}
+	res.TypedClient = cfg.TypedClient
 
 	if !cfg.SkipCreate {
 		if err := b.profile("create", func() error { res.Create, err = b.creates(ctx); return err }); err != nil {
@@ -166,15 +179,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 type bench struct {
 	cfg       Config
 	cs        kubernetes.Interface
+	wire      *wireClient // nil: measured pod requests go through cs
 	inProcess bool
 	prefix    string // pod name prefix, unique to this run
 	created   bool   // the create phase ran: pod names are known
 }
 
-// profile runs phase, under a CPU profile written to CPUProfileDir when
-// the server is in-process.
+// profile runs phase under a CPU profile of this process written to
+// CPUProfileDir, if set.
 func (b *bench) profile(phase string, run func() error) error {
-	if b.cfg.CPUProfileDir == "" || !b.inProcess {
+	if b.cfg.CPUProfileDir == "" {
 		return run()
 	}
 	if err := os.MkdirAll(b.cfg.CPUProfileDir, 0o755); err != nil {

@@ -14,14 +14,21 @@ import (
 )
 
 // TestRunSmall runs every phase at a tiny size against an in-process
-// server, so the benchmark keeps working.
+// server, with either client, so the benchmark keeps working.
 func TestRunSmall(t *testing.T) {
+	for _, typed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "wire", true: "typed"}[typed], func(t *testing.T) { testRunSmall(t, typed) })
+	}
+}
+
+func testRunSmall(t *testing.T, typed bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cfg := Config{
 		DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Pods: 200, Nodes: 20, Namespaces: 4, Apps: 5, Workers: 8,
 		Gets: 50, Lists: 10, LeaseWorkers: 4, LeaseDuration: 300 * time.Millisecond, IdleWait: time.Millisecond,
+		TypedClient: typed,
 	}
 	res, err := Run(ctx, cfg)
 	if err != nil {

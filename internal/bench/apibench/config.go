@@ -57,13 +57,18 @@ type Config struct {
 	// server's memory. Default 5 s.
 	IdleWait time.Duration
 
+	// TypedClient sends the measured pod creates, GETs and LISTs through
+	// client-go's typed clientset, decoding every answer, instead of the
+	// same requests with answers checked but not decoded (wireClient).
+	// Lease renewals always go through the clientset.
+	TypedClient bool
+
 	// Skip turns phases off.
 	SkipCreate, SkipReads, SkipListAll, SkipLeases, SkipIdle bool
 
-	// CPUProfileDir, if set and the server is in-process, receives one CPU
-	// profile per phase (create.pprof, reads.pprof, listall.pprof,
-	// leases.pprof). Client and server share the process, so the profiles
-	// show both.
+	// CPUProfileDir, if set, receives one CPU profile of this process per
+	// phase (create.pprof, reads.pprof, listall.pprof, leases.pprof): the
+	// client's, and the server's too when it is in-process.
 	CPUProfileDir string
 
 	// Progress, if set, receives a line every few seconds during long

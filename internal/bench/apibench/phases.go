@@ -88,7 +88,12 @@ func (b *bench) creates(ctx context.Context) (*Stat, error) {
 	}
 	st, err := runN(ctx, b, "create pods", b.cfg.Pods, b.cfg.Workers, func(ctx context.Context, i int) (int, error) {
 		p := b.pod(i)
-		_, err := b.cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		var err error
+		if b.wire != nil {
+			err = b.wire.createPod(ctx, p)
+		} else {
+			_, err = b.cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		}
 		if err != nil {
 			return 0, fmt.Errorf("creating pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
@@ -141,6 +146,9 @@ func (b *bench) reads(ctx context.Context, res *Result) error {
 	pods := b.cs.CoreV1().Pods
 	res.Get, err = runN(ctx, b, "get pod", b.cfg.Gets, b.cfg.ReadWorkers, func(ctx context.Context, i int) (int, error) {
 		t := pick(i)
+		if b.wire != nil {
+			return 1, b.wire.getPod(ctx, t.ns, t.name)
+		}
 		_, err := pods(t.ns).Get(ctx, t.name, metav1.GetOptions{})
 		return 1, err
 	})
@@ -151,6 +159,9 @@ func (b *bench) reads(ctx context.Context, res *Result) error {
 	list := func(name string, n int, opts func(t target) (string, metav1.ListOptions)) (*Stat, error) {
 		st, err := runN(ctx, b, name, n, b.cfg.ReadWorkers, func(ctx context.Context, i int) (int, error) {
 			ns, o := opts(pick(i))
+			if b.wire != nil {
+				return b.wire.listPods(ctx, ns, o.FieldSelector, o.LabelSelector)
+			}
 			l, err := pods(ns).List(ctx, o)
 			if err != nil {
 				return 0, err
@@ -258,7 +269,7 @@ func (b *bench) leases(ctx context.Context) (*Stat, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopProgress := benchutil.ReportProgress(b.cfg.Progress, "lease updates", 0, &done)
-	cpu0, cpuOK := b.serverCPU()
+	cpu0 := b.cpu()
 	start := time.Now()
 	deadline := start.Add(b.cfg.LeaseDuration)
 	for w := range workers {
@@ -293,7 +304,7 @@ func (b *bench) leases(ctx context.Context) (*Stat, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu1, _ := b.serverCPU()
+	cpu1 := b.cpu()
 	stopProgress()
 	if firstErr != nil {
 		return nil, fmt.Errorf("apibench: leases: %w", firstErr)
@@ -307,9 +318,7 @@ func (b *bench) leases(ctx context.Context) (*Stat, error) {
 	}
 	st := newStat("lease updates", all, elapsed)
 	st.Errors = int(conflicts.Load())
-	if cpuOK {
-		st.setCPU(cpu1 - cpu0)
-	}
+	st.setCPU(cpu0, cpu1)
 	st.Target = "≥ 5,000/s"
 	st.Met = st.PerSec >= 5000
 	return st, nil

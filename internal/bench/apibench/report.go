@@ -23,10 +23,14 @@ func (r Result) Write(w io.Writer) error {
 	}
 	p("# myriad bench api\n\n")
 	p("server %s, %s; GOMAXPROCS %d; %s\n", r.Server, where, r.GoMaxProcs, r.Start.Format(time.RFC3339))
-	p("%d pods over %d nodes, %d namespaces, %d app labels; %d create workers; protobuf\n\n",
-		r.Pods, r.Nodes, r.Namespaces, r.Apps, r.Workers)
-	p("| phase | calls | items/call | calls/s | p50 | p90 | p99 | max | server CPU/call | target |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	client := "answers checked, not decoded"
+	if r.TypedClient {
+		client = "typed clientset, answers decoded"
+	}
+	p("%d pods over %d nodes, %d namespaces, %d app labels; %d create workers; protobuf; pod requests: %s\n\n",
+		r.Pods, r.Nodes, r.Namespaces, r.Apps, r.Workers, client)
+	p("| phase | calls | items/call | calls/s | p50 | p90 | p99 | max | server CPU/call | client CPU/call | target |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, s := range []*Stat{r.Create, r.Get, r.ListByNode, r.ListByLabel, r.ListByNamespace, r.Leases} {
 		if s == nil {
 			continue
@@ -46,12 +50,9 @@ func (r Result) Write(w io.Writer) error {
 		if s.Items > 0 {
 			items = fmt.Sprintf("%.0f", s.Items)
 		}
-		cpu := "–"
-		if s.CPUPerCall > 0 {
-			cpu = fmt.Sprintf("%.0f µs", float64(s.CPUPerCall)/float64(time.Microsecond))
-		}
-		p("| %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", s.Name, calls, items, s.PerSec,
-			ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max), cpu, verdict)
+		cpu := micros(s.CPUPerCall)
+		p("| %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", s.Name, calls, items, s.PerSec,
+			ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max), cpu, micros(s.ClientCPUPerCall), verdict)
 	}
 	if len(r.ListAll) > 0 {
 		p("\n| unfiltered LIST of all pods | bytes | time | server RSS before | server peak RSS during |\n")
@@ -115,4 +116,12 @@ func mib(n int64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
+}
+
+// micros formats a per-call CPU time; "–" when it was not measured.
+func micros(d time.Duration) string {
+	if d <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
 }

@@ -30,7 +30,7 @@ func runN(ctx context.Context, b *bench, name string, n, w int, op func(ctx cont
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopProgress := benchutil.ReportProgress(b.cfg.Progress, name, n, &done)
-	cpu0, cpuOK := b.serverCPU()
+	cpu0 := b.cpu()
 	start := time.Now()
 	for range min(w, n) {
 		wg.Add(1)
@@ -55,7 +55,7 @@ func runN(ctx context.Context, b *bench, name string, n, w int, op func(ctx cont
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu1, _ := b.serverCPU()
+	cpu1 := b.cpu()
 	stopProgress()
 	if firstErr != nil {
 		return nil, firstErr
@@ -64,9 +64,7 @@ func runN(ctx context.Context, b *bench, name string, n, w int, op func(ctx cont
 		return nil, err
 	}
 	st := newStat(name, lat, elapsed)
-	if cpuOK {
-		st.setCPU(cpu1 - cpu0)
-	}
+	st.setCPU(cpu0, cpu1)
 	if n > 0 {
 		st.Items = float64(items.Load()) / float64(n)
 	}
@@ -159,30 +157,46 @@ func (s *rssSampler) stop() int64 {
 	return <-s.peak
 }
 
-// setCPU records the server CPU the calls took in total.
-func (s *Stat) setCPU(cpu time.Duration) {
-	s.ServerCPU = cpu
-	if s.Calls > 0 {
-		s.CPUPerCall = cpu / time.Duration(s.Calls)
+// cpuReading is the CPU time (user+system) the server and this process
+// have used so far; ok fields say whether each could be read.
+type cpuReading struct {
+	server, self     time.Duration
+	serverOK, selfOK bool
+}
+
+// setCPU records the CPU the calls took between two readings.
+func (s *Stat) setCPU(before, after cpuReading) {
+	if s.Calls == 0 {
+		return
+	}
+	if before.serverOK && after.serverOK {
+		s.ServerCPU = after.server - before.server
+		s.CPUPerCall = s.ServerCPU / time.Duration(s.Calls)
+	}
+	if before.selfOK && after.selfOK {
+		s.ClientCPUPerCall = (after.self - before.self) / time.Duration(s.Calls)
 	}
 }
 
-// serverCPU returns the user+system CPU time the server process has used
-// so far: this process's if the server is in-process, ServerPID's if set;
-// false if neither.
-func (b *bench) serverCPU() (time.Duration, bool) {
-	if b.inProcess {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			return 0, false
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), true
+// cpu reads the server's CPU time (this process's if the server is
+// in-process, ServerPID's if set) and, for a server in another process,
+// this process's: the bench client's own cost, which shares the machine's
+// cores with a local server.
+func (b *bench) cpu() cpuReading {
+	var r cpuReading
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		r.self, r.selfOK = time.Duration(ru.Utime.Nano()+ru.Stime.Nano()), true
 	}
-	if b.cfg.ServerPID <= 0 {
-		return 0, false
+	switch {
+	case b.inProcess:
+		r.server, r.serverOK = r.self, r.selfOK
+		r.selfOK = false
+	case b.cfg.ServerPID > 0:
+		d, err := procCPU(b.cfg.ServerPID)
+		r.server, r.serverOK = d, err == nil
 	}
-	d, err := procCPU(b.cfg.ServerPID)
-	return d, err == nil
+	return r
 }
 
 // procCPU reads utime+stime of pid from /proc/PID/stat (in clock ticks of
