@@ -25,7 +25,7 @@ func runAPIBench(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.Nodes, "nodes", 10000, "node names pods are spread over; also the number of Leases")
 	fs.IntVar(&cfg.Namespaces, "namespaces", 100, "namespaces pods are spread over")
 	fs.IntVar(&cfg.Apps, "apps", 200, "distinct app label values")
-	fs.IntVar(&cfg.Workers, "workers", 64, "concurrent creating workers")
+	fs.IntVar(&cfg.Workers, "workers", 32, "concurrent creating workers (32 saturate a 2-core machine; more only queue)")
 	fs.IntVar(&cfg.ReadWorkers, "read-workers", 4, "concurrent readers")
 	fs.IntVar(&cfg.Gets, "gets", 10000, "measured GETs, and LISTs by node (a p99 of 2,000 calls rests on its 20 slowest)")
 	fs.IntVar(&cfg.Lists, "lists", 200, "measured LISTs by label, and by namespace")

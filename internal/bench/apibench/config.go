@@ -35,7 +35,12 @@ type Config struct {
 	// Pods is the number of pods the create phase creates; the read phases
 	// measure with them loaded. Default 200,000.
 	Pods int
-	// Workers is the number of concurrent creating goroutines. Default 64.
+	// Workers is the number of concurrent creating goroutines. Default 32:
+	// the fewest that saturate a 2-core server with the client beside it
+	// (2026-11-24 sweep: 16 workers 3,020 creates/s, 32 3,424/s, 64
+	// 3,370/s, 128 3,290/s; docs/bench/api.md). Past saturation, more
+	// workers only queue: p99 grows with the worker count (Little's law),
+	// not with anything the server does.
 	Workers int
 
 	// ReadWorkers is the number of concurrent readers in the read phase.
@@ -86,7 +91,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.Namespaces, 100)
 	def(&c.Apps, 200)
 	def(&c.Pods, 200_000)
-	def(&c.Workers, 64)
+	def(&c.Workers, 32)
 	def(&c.ReadWorkers, 4)
 	def(&c.Gets, 10_000)
 	def(&c.Lists, 200)
