@@ -58,7 +58,7 @@ func loadKeyIndex(db *pebble.DB, rev int64) (*keyTable, error) {
 	}
 	keys := newKeyTable()
 	err = scanHeaders(db, indexPrefix, func(key []byte, m keyMeta) error {
-		keys.Set(string(key), m)
+		keys.setBytes(key, m)
 		return nil
 	})
 	return keys, err

@@ -1,6 +1,9 @@
 package embedded
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"unsafe"
+)
 
 // keyTable holds the writer's key index (keyindex.go): key -> keyMeta for
 // every live key, without a Go pointer per key.
@@ -98,6 +101,19 @@ func (t *keyTable) Set(key string, m keyMeta) {
 	}
 	t.slots[i] = keySlot{hash: h, ref: t.store(key), mod: mod, create: m.create}
 	t.live++
+}
+
+// setBytes is Set for a key in a buffer the caller reuses (an iterator's
+// key at Open, a million of them): the table copies key bytes into its
+// chunks and keeps no reference to key, so the string need not be its own
+// allocation. Only a key too long for a reference is kept as a string, and
+// that one is copied first.
+func (t *keyTable) setBytes(key []byte, m keyMeta) {
+	if len(key) >= maxRefLen {
+		t.Set(string(key), m)
+		return
+	}
+	t.Set(unsafe.String(unsafe.SliceData(key), len(key)), m)
 }
 
 func (t *keyTable) Delete(key string) {
