@@ -1,6 +1,10 @@
 // Package apibench measures a Myriad (or any Kubernetes-compatible) API
-// server the way real clients see it: over HTTPS, through client-go, with
-// protobuf bodies. It runs up to four phases, each optional:
+// server the way real clients see it: over HTTPS, on client-go's HTTP/2
+// transport and credentials, with protobuf bodies. The measured pod requests
+// are checked but not decoded (wire.go; TypedClient decodes them through the
+// clientset), so the client's own cost stays small beside a server on the
+// same cores; each phase reports both sides' CPU per call. It runs up to
+// four phases, each optional:
 //
 //  1. pod creates from many concurrent workers, pods spread over node names,
 //     `app` labels and namespaces;
