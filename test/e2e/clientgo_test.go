@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
@@ -26,6 +27,12 @@ func mkNamespace(t *testing.T, c kubernetes.Interface, name string) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
+}
+
+// runSuffix is a short random suffix for names a test creates on the shared
+// server, so that it can run again there (go test -count=2).
+func runSuffix() string {
+	return strconv.FormatUint(rand.Uint64()%(36*36*36*36*36), 36)
 }
 
 func testPod(name, node string) *corev1.Pod {
@@ -160,8 +167,9 @@ func TestWatchSemantics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := shared.protoClient(t)
-	mkNamespace(t, c, "watching")
-	cms := c.CoreV1().ConfigMaps("watching")
+	ns := "watching-" + runSuffix()
+	mkNamespace(t, c, ns)
+	cms := c.CoreV1().ConfigMaps(ns)
 	first, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

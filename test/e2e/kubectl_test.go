@@ -31,10 +31,15 @@ spec:
 
 func TestKubectlWorkflow(t *testing.T) {
 	s := shared
+	// Names unique to this run, so the test can run again on the same
+	// server (go test -count=2).
+	run := runSuffix()
+	ns := "kubectl-e2e-" + run
+	deploymentYAML := strings.Replace(deploymentYAML, "namespace: kubectl-e2e", "namespace: "+ns, 1)
 	// A fresh server has the namespaces every client assumes.
 	s.mustKubectl(t, "", "get", "namespace", "default", "kube-system", "kube-public", "kube-node-lease")
-	s.mustKubectl(t, "", "create", "configmap", "in-default", "--from-literal=k=v")
-	s.mustKubectl(t, "", "create", "namespace", "kubectl-e2e")
+	s.mustKubectl(t, "", "create", "configmap", "in-default-"+run, "--from-literal=k=v")
+	s.mustKubectl(t, "", "create", "namespace", ns)
 
 	t.Run("apply twice", func(t *testing.T) {
 		out := s.mustKubectl(t, deploymentYAML, "apply", "-f", "-")
@@ -50,16 +55,16 @@ func TestKubectlWorkflow(t *testing.T) {
 		if !strings.Contains(out, "deployment.apps/web configured") {
 			t.Fatalf("third apply: %s", out)
 		}
-		img := s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image} {.metadata.generation}")
+		img := s.mustKubectl(t, "", "-n", ns, "get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image} {.metadata.generation}")
 		if img != "nginx:1.28 2" {
 			t.Fatalf("after apply: image and generation %q, want \"nginx:1.28 2\"", img)
 		}
 	})
 
 	t.Run("server-side apply", func(t *testing.T) {
-		cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\n  namespace: kubectl-e2e\ndata:\n  a: \"1\"\n"
+		cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\n  namespace: " + ns + "\ndata:\n  a: \"1\"\n"
 		s.mustKubectl(t, cm, "apply", "--server-side", "-f", "-")
-		out := s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "cm", "ssa", "-o", "json", "--show-managed-fields")
+		out := s.mustKubectl(t, "", "-n", ns, "get", "cm", "ssa", "-o", "json", "--show-managed-fields")
 		if !strings.Contains(out, `"manager": "kubectl"`) || !strings.Contains(out, `"operation": "Apply"`) {
 			t.Fatalf("managedFields missing the kubectl Apply entry:\n%s", out)
 		}
@@ -69,28 +74,28 @@ func TestKubectlWorkflow(t *testing.T) {
 			t.Fatalf("expected a conflict, got err=%v:\n%s", err, out)
 		}
 		s.mustKubectl(t, cm2, "apply", "--server-side", "--field-manager", "other", "--force-conflicts", "-f", "-")
-		if v := s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "cm", "ssa", "-o", "jsonpath={.data.a}"); v != "2" {
+		if v := s.mustKubectl(t, "", "-n", ns, "get", "cm", "ssa", "-o", "jsonpath={.data.a}"); v != "2" {
 			t.Fatalf("data.a = %q after forced apply", v)
 		}
 	})
 
 	t.Run("get formats", func(t *testing.T) {
-		out := s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "deploy")
+		out := s.mustKubectl(t, "", "-n", ns, "get", "deploy")
 		for _, col := range []string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "web"} {
 			if !strings.Contains(out, col) {
 				t.Fatalf("get deploy lacks %q:\n%s", col, out)
 			}
 		}
-		out = s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "deploy", "-o", "wide")
+		out = s.mustKubectl(t, "", "-n", ns, "get", "deploy", "-o", "wide")
 		if !strings.Contains(out, "nginx:1.28") || !strings.Contains(out, "app=web") {
 			t.Fatalf("get -o wide lacks images/selector:\n%s", out)
 		}
-		out = s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "deploy", "web", "-o", "yaml")
+		out = s.mustKubectl(t, "", "-n", ns, "get", "deploy", "web", "-o", "yaml")
 		if !strings.Contains(out, "kind: Deployment") || !strings.Contains(out, "resourceVersion:") {
 			t.Fatalf("get -o yaml:\n%s", out)
 		}
 		var obj map[string]interface{}
-		if err := json.Unmarshal([]byte(s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "deploy", "web", "-o", "json")), &obj); err != nil {
+		if err := json.Unmarshal([]byte(s.mustKubectl(t, "", "-n", ns, "get", "deploy", "web", "-o", "json")), &obj); err != nil {
 			t.Fatalf("get -o json is not JSON: %v", err)
 		}
 		if obj["kind"] != "Deployment" {
@@ -104,31 +109,31 @@ func TestKubectlWorkflow(t *testing.T) {
 			{"strategic", `{"metadata":{"labels":{"p":"strategic"}}}`, "strategic"},
 			{"json", `[{"op":"replace","path":"/metadata/labels/p","value":"json"}]`, "json"},
 		} {
-			s.mustKubectl(t, "", "-n", "kubectl-e2e", "patch", "deploy", "web", "--type", tc.typ, "-p", tc.patch)
-			if got := s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "deploy", "web", "-o", "jsonpath={.metadata.labels.p}"); got != tc.want {
+			s.mustKubectl(t, "", "-n", ns, "patch", "deploy", "web", "--type", tc.typ, "-p", tc.patch)
+			if got := s.mustKubectl(t, "", "-n", ns, "get", "deploy", "web", "-o", "jsonpath={.metadata.labels.p}"); got != tc.want {
 				t.Fatalf("%s patch: label p = %q, want %q", tc.typ, got, tc.want)
 			}
 		}
 		// Strategic merge on a list merges by key: the container survives.
-		s.mustKubectl(t, "", "-n", "kubectl-e2e", "patch", "deploy", "web", "-p", `{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox"}]}}}}`)
-		names := s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[*].name}")
+		s.mustKubectl(t, "", "-n", ns, "patch", "deploy", "web", "-p", `{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox"}]}}}}`)
+		names := s.mustKubectl(t, "", "-n", ns, "get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[*].name}")
 		if names != "sidecar nginx" && names != "nginx sidecar" {
 			t.Fatalf("containers after strategic patch: %q", names)
 		}
 	})
 
 	t.Run("scale label annotate", func(t *testing.T) {
-		s.mustKubectl(t, "", "-n", "kubectl-e2e", "scale", "deploy", "web", "--replicas", "5")
-		if got := s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"); got != "5" {
+		s.mustKubectl(t, "", "-n", ns, "scale", "deploy", "web", "--replicas", "5")
+		if got := s.mustKubectl(t, "", "-n", ns, "get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"); got != "5" {
 			t.Fatalf("replicas after scale = %q", got)
 		}
-		s.mustKubectl(t, "", "-n", "kubectl-e2e", "label", "deploy", "web", "tier=front")
-		s.mustKubectl(t, "", "-n", "kubectl-e2e", "annotate", "deploy", "web", "note=hello")
-		out := s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "deploy", "-l", "tier=front", "-o", "jsonpath={.items[*].metadata.annotations.note}")
+		s.mustKubectl(t, "", "-n", ns, "label", "deploy", "web", "tier=front")
+		s.mustKubectl(t, "", "-n", ns, "annotate", "deploy", "web", "note=hello")
+		out := s.mustKubectl(t, "", "-n", ns, "get", "deploy", "-l", "tier=front", "-o", "jsonpath={.items[*].metadata.annotations.note}")
 		if out != "hello" {
 			t.Fatalf("label selector/annotation: %q", out)
 		}
-		if out := s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "deploy", "-l", "tier=back", "-o", "name"); strings.TrimSpace(out) != "" {
+		if out := s.mustKubectl(t, "", "-n", ns, "get", "deploy", "-l", "tier=back", "-o", "name"); strings.TrimSpace(out) != "" {
 			t.Fatalf("selector tier=back matched: %q", out)
 		}
 	})
@@ -147,14 +152,14 @@ func TestKubectlWorkflow(t *testing.T) {
 		if !strings.Contains(out, "image") {
 			t.Fatalf("explain pods.spec.containers lacks image:\n%s", out)
 		}
-		out = s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "po,deploy,all")
+		out = s.mustKubectl(t, "", "-n", ns, "get", "po,deploy,all")
 		if !strings.Contains(out, "deployment.apps/web") {
 			t.Fatalf("get po,deploy,all:\n%s", out)
 		}
 	})
 
 	t.Run("get -w sees changes", func(t *testing.T) {
-		cmd := exec.Command("kubectl", "--kubeconfig", s.kubeconfig, "-n", "kubectl-e2e", "get", "cm", "-w", "--output-watch-events")
+		cmd := exec.Command("kubectl", "--kubeconfig", s.kubeconfig, "-n", ns, "get", "cm", "-w", "--output-watch-events")
 		var out safeBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
@@ -162,37 +167,41 @@ func TestKubectlWorkflow(t *testing.T) {
 		}
 		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 		waitFor(t, 20*time.Second, func() bool { return strings.Contains(out.String(), "ssa") })
-		s.mustKubectl(t, "", "-n", "kubectl-e2e", "create", "configmap", "watched", "--from-literal=k=v")
+		s.mustKubectl(t, "", "-n", ns, "create", "configmap", "watched", "--from-literal=k=v")
 		waitFor(t, 20*time.Second, func() bool { return strings.Contains(out.String(), "watched") })
-		s.mustKubectl(t, "", "-n", "kubectl-e2e", "delete", "configmap", "watched")
+		s.mustKubectl(t, "", "-n", ns, "delete", "configmap", "watched")
 		waitFor(t, 20*time.Second, func() bool { return strings.Contains(out.String(), "DELETED") })
 	})
 
 	t.Run("wait for condition", func(t *testing.T) {
-		node := "apiVersion: v1\nkind: Node\nmetadata:\n  name: wait-node\nstatus:\n  conditions:\n  - type: Ready\n    status: \"True\"\n    reason: KubeletReady\n"
+		name := "wait-node-" + run
+		node := "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + name + "\nstatus:\n  conditions:\n  - type: Ready\n    status: \"True\"\n    reason: KubeletReady\n"
 		s.mustKubectl(t, node, "create", "-f", "-")
 		// Status is cleared on create (status subresource), so set it there.
-		s.mustKubectl(t, "", "patch", "node", "wait-node", "--subresource=status", "--type=merge", "-p", `{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}`)
-		s.mustKubectl(t, "", "wait", "--for=condition=Ready", "node/wait-node", "--timeout=20s")
+		s.mustKubectl(t, "", "patch", "node", name, "--subresource=status", "--type=merge", "-p", `{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}`)
+		s.mustKubectl(t, "", "wait", "--for=condition=Ready", "node/"+name, "--timeout=20s")
+		// No kubelet heartbeats for it: remove it before the node lifecycle
+		// controller finds it late and other tests' pods are scheduled to it.
+		s.mustKubectl(t, "", "delete", "node", name)
 	})
 
 	t.Run("delete and cascade", func(t *testing.T) {
-		s.mustKubectl(t, "", "-n", "kubectl-e2e", "delete", "configmap", "ssa")
-		if out, err := s.kubectl(t, "", "-n", "kubectl-e2e", "get", "configmap", "ssa"); err == nil || !strings.Contains(out, "NotFound") {
+		s.mustKubectl(t, "", "-n", ns, "delete", "configmap", "ssa")
+		if out, err := s.kubectl(t, "", "-n", ns, "get", "configmap", "ssa"); err == nil || !strings.Contains(out, "NotFound") {
 			t.Fatalf("configmap still there: %v %s", err, out)
 		}
 		// `myriad up` runs the controllers: the Deployment has a ReplicaSet,
 		// and orphan propagation leaves it, without its owner reference,
 		// once the garbage collector has removed the orphan finalizer.
 		waitFor(t, 30*time.Second, func() bool {
-			out, _ := s.kubectl(t, "", "-n", "kubectl-e2e", "get", "rs", "-l", "app=web", "-o", "name")
+			out, _ := s.kubectl(t, "", "-n", ns, "get", "rs", "-l", "app=web", "-o", "name")
 			return strings.Contains(out, "replicaset")
 		})
-		s.mustKubectl(t, "", "-n", "kubectl-e2e", "delete", "deploy", "web", "--cascade=orphan", "--timeout=30s")
-		if out, err := s.kubectl(t, "", "-n", "kubectl-e2e", "get", "deploy", "web"); err == nil || !strings.Contains(out, "NotFound") {
+		s.mustKubectl(t, "", "-n", ns, "delete", "deploy", "web", "--cascade=orphan", "--timeout=30s")
+		if out, err := s.kubectl(t, "", "-n", ns, "get", "deploy", "web"); err == nil || !strings.Contains(out, "NotFound") {
 			t.Fatalf("deployment still there: %v %s", err, out)
 		}
-		out := s.mustKubectl(t, "", "-n", "kubectl-e2e", "get", "rs", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.ownerReferences}")
+		out := s.mustKubectl(t, "", "-n", ns, "get", "rs", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.ownerReferences}")
 		if strings.TrimSpace(out) != "" {
 			t.Fatalf("orphaned ReplicaSet still has owner references: %q", out)
 		}
