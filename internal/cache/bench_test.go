@@ -15,13 +15,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
 )
 
@@ -59,19 +59,8 @@ func benchPod(i int) *corev1.Pod {
 			OwnerReferences:   []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-5d4f8c9b7", UID: "11111111-2222-3333-4444-555555555555"}},
 		},
 		Spec: corev1.PodSpec{
-			NodeName: fmt.Sprintf("node-%d", i%benchNodes),
-			Containers: []corev1.Container{{
-				Name:  "main",
-				Image: "registry.example.com/team/" + app + ":v1.2.3",
-				Args:  []string{"--port=8080", "--log-level=info"},
-				Env:   []corev1.EnvVar{{Name: "POD_NAME", Value: "x"}, {Name: "MODE", Value: "production"}},
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-				},
-				VolumeMounts: []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
-			}},
+			NodeName:           fmt.Sprintf("node-%d", i%benchNodes),
+			Containers:         []corev1.Container{withTokenMount(benchutil.AppContainer(app))},
 			Volumes:            []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}},
 			ServiceAccountName: "default",
 			RestartPolicy:      corev1.RestartPolicyAlways,
@@ -539,4 +528,10 @@ func BenchmarkRestartPrefill(b *testing.B) {
 			b.ReportMetric(float64(events), "window-events")
 		})
 	}
+}
+
+// withTokenMount adds the service account token's volume mount to c.
+func withTokenMount(c corev1.Container) corev1.Container {
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}
+	return c
 }

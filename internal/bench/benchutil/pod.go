@@ -38,18 +38,7 @@ func StoredPod(i int, ns string, nodes int) *corev1.Pod {
 			NodeName: fmt.Sprintf("node-%05d", i%nodes), RestartPolicy: corev1.RestartPolicyAlways,
 			DNSPolicy: corev1.DNSClusterFirst, SchedulerName: "default-scheduler", ServiceAccountName: "default",
 			TerminationGracePeriodSeconds: ptr(int64(30)),
-			Containers: []corev1.Container{{
-				Name: "main", Image: "registry.example.com/team/" + app + ":v1.2.3",
-				Args:  []string{"--port=8080", "--log-level=info"},
-				Env:   []corev1.EnvVar{{Name: "POD_NAME", Value: "x"}, {Name: "MODE", Value: "production"}},
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
-				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-				},
-				TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-				ImagePullPolicy: corev1.PullIfNotPresent,
-			}},
+			Containers:                    []corev1.Container{storedContainer(app)},
 			Tolerations: []corev1.Toleration{
 				{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(300))},
 				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(300))},
@@ -64,6 +53,30 @@ func StoredPod(i int, ns string, nodes int) *corev1.Pod {
 				ContainerID: fmt.Sprintf("containerd://%064d", i)}},
 		},
 	}
+}
+
+// AppContainer is the benchmark pods' one container, as its owner's
+// template has it: image, args, env, a port, requests and limits.
+func AppContainer(app string) corev1.Container {
+	return corev1.Container{
+		Name:  "main",
+		Image: "registry.example.com/team/" + app + ":v1.2.3",
+		Args:  []string{"--port=8080", "--log-level=info"},
+		Env:   []corev1.EnvVar{{Name: "POD_NAME", Value: "x"}, {Name: "MODE", Value: "production"}},
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+		},
+	}
+}
+
+// storedContainer is AppContainer with the defaults the API server fills in.
+func storedContainer(app string) corev1.Container {
+	c := AppContainer(app)
+	c.TerminationMessagePath, c.TerminationMessagePolicy = "/dev/termination-log", corev1.TerminationMessageReadFile
+	c.ImagePullPolicy = corev1.PullIfNotPresent
+	return c
 }
 
 const (
