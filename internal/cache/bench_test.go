@@ -60,8 +60,8 @@ func benchPod(i int) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			NodeName:           fmt.Sprintf("node-%d", i%benchNodes),
-			Containers:         []corev1.Container{withTokenMount(benchutil.AppContainer(app))},
-			Volumes:            []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}},
+			Containers:         []corev1.Container{benchutil.WithTokenMount(benchutil.AppContainer(app))},
+			Volumes:            []corev1.Volume{benchutil.TokenVolume()},
 			ServiceAccountName: "default",
 			RestartPolicy:      corev1.RestartPolicyAlways,
 		},
@@ -528,10 +528,4 @@ func BenchmarkRestartPrefill(b *testing.B) {
 			b.ReportMetric(float64(events), "window-events")
 		})
 	}
-}
-
-// withTokenMount adds the service account token's volume mount to c.
-func withTokenMount(c corev1.Container) corev1.Container {
-	c.VolumeMounts = []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}
-	return c
 }

@@ -48,8 +48,9 @@ func testPod(name, node string) *corev1.Pod {
 func TestTypedClientSemantics(t *testing.T) {
 	ctx := context.Background()
 	c := shared.protoClient(t)
-	mkNamespace(t, c, "typed")
-	pods := c.CoreV1().Pods("typed")
+	ns := "typed-" + runSuffix()
+	mkNamespace(t, c, ns)
+	pods := c.CoreV1().Pods(ns)
 
 	// `myriad up` runs a scheduler; p1 names one that does not exist so
 	// that nothing but this test writes it.
@@ -248,16 +249,17 @@ func TestInformersAndWatchList(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := shared.protoClient(t)
-	mkNamespace(t, c, "informers")
+	ns := "informers-" + runSuffix()
+	mkNamespace(t, c, ns)
 	for i := 0; i < 20; i++ {
-		if _, err := c.CoreV1().Pods("informers").Create(ctx, testPod(fmt.Sprintf("p%d", i), "node-i"), metav1.CreateOptions{}); err != nil {
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, testPod(fmt.Sprintf("p%d", i), "node-i"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The WatchList feature (sendInitialEvents + the initial-events-end
 	// bookmark) is what client-go uses when it is enabled; t.Setenv turns it on.
 	t.Setenv("KUBE_FEATURE_WatchListClient", "true")
-	factory := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace("informers"))
+	factory := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(ns))
 	inf := factory.Core().V1().Pods().Informer()
 	var mu sync.Mutex
 	adds := map[string]bool{}
@@ -270,7 +272,7 @@ func TestInformersAndWatchList(t *testing.T) {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		t.Fatal("informer did not sync")
 	}
-	if _, err := c.CoreV1().Pods("informers").Create(ctx, testPod("late", "node-i"), metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().Pods(ns).Create(ctx, testPod("late", "node-i"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, func() bool {

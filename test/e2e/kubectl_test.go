@@ -35,22 +35,22 @@ func TestKubectlWorkflow(t *testing.T) {
 	// server (go test -count=2).
 	run := runSuffix()
 	ns := "kubectl-e2e-" + run
-	deploymentYAML := strings.Replace(deploymentYAML, "namespace: kubectl-e2e", "namespace: "+ns, 1)
+	deployYAML := strings.Replace(deploymentYAML, "namespace: kubectl-e2e", "namespace: "+ns, 1)
 	// A fresh server has the namespaces every client assumes.
 	s.mustKubectl(t, "", "get", "namespace", "default", "kube-system", "kube-public", "kube-node-lease")
 	s.mustKubectl(t, "", "create", "configmap", "in-default-"+run, "--from-literal=k=v")
 	s.mustKubectl(t, "", "create", "namespace", ns)
 
 	t.Run("apply twice", func(t *testing.T) {
-		out := s.mustKubectl(t, deploymentYAML, "apply", "-f", "-")
+		out := s.mustKubectl(t, deployYAML, "apply", "-f", "-")
 		if !strings.Contains(out, "deployment.apps/web created") {
 			t.Fatalf("first apply: %s", out)
 		}
-		out = s.mustKubectl(t, deploymentYAML, "apply", "-f", "-")
+		out = s.mustKubectl(t, deployYAML, "apply", "-f", "-")
 		if !strings.Contains(out, "deployment.apps/web unchanged") {
 			t.Fatalf("second apply: %s", out)
 		}
-		changed := strings.Replace(deploymentYAML, "nginx:1.27", "nginx:1.28", 1)
+		changed := strings.Replace(deployYAML, "nginx:1.27", "nginx:1.28", 1)
 		out = s.mustKubectl(t, changed, "apply", "-f", "-")
 		if !strings.Contains(out, "deployment.apps/web configured") {
 			t.Fatalf("third apply: %s", out)
@@ -177,12 +177,12 @@ func TestKubectlWorkflow(t *testing.T) {
 		name := "wait-node-" + run
 		node := "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + name + "\nstatus:\n  conditions:\n  - type: Ready\n    status: \"True\"\n    reason: KubeletReady\n"
 		s.mustKubectl(t, node, "create", "-f", "-")
+		// No kubelet heartbeats for it: remove it before the node lifecycle
+		// controller finds it late and other tests' pods are scheduled to it.
+		t.Cleanup(func() { s.mustKubectl(t, "", "delete", "node", name) })
 		// Status is cleared on create (status subresource), so set it there.
 		s.mustKubectl(t, "", "patch", "node", name, "--subresource=status", "--type=merge", "-p", `{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}`)
 		s.mustKubectl(t, "", "wait", "--for=condition=Ready", "node/"+name, "--timeout=20s")
-		// No kubelet heartbeats for it: remove it before the node lifecycle
-		// controller finds it late and other tests' pods are scheduled to it.
-		s.mustKubectl(t, "", "delete", "node", name)
 	})
 
 	t.Run("delete and cascade", func(t *testing.T) {

@@ -140,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, err
 		}
 	}
-	res.TypedClient = cfg.TypedClient
+	res.TypedClient = b.wire == nil
 
 	if !cfg.SkipCreate {
 		if err := b.profile("create", func() error { res.Create, err = b.creates(ctx); return err }); err != nil {

@@ -34,6 +34,9 @@ func testRunSmall(t *testing.T, typed bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if res.TypedClient != typed {
+		t.Fatalf("TypedClient = %v, want %v", res.TypedClient, typed)
+	}
 	if !res.InProcess || res.Create == nil || res.Create.Calls != 200 || res.Create.PerSec <= 0 {
 		t.Fatalf("create: %+v", res.Create)
 	}
@@ -87,6 +90,34 @@ func TestQuantile(t *testing.T) {
 	s := newStat("x", lat, time.Second)
 	if s.P50 != 50 || s.P90 != 90 || s.P99 != 99 || s.Max != 100 || s.PerSec != 100 {
 		t.Fatalf("%+v", s)
+	}
+}
+
+func TestSetCPU(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name                string
+		before, after       cpuReading
+		wantServer, wantCli time.Duration
+	}{
+		{"both", cpuReading{server: 10 * ms, self: 4 * ms, serverOK: true, selfOK: true},
+			cpuReading{server: 30 * ms, self: 8 * ms, serverOK: true, selfOK: true}, 2 * ms, 400 * time.Microsecond},
+		{"server unreadable", cpuReading{self: 4 * ms, selfOK: true}, cpuReading{self: 14 * ms, selfOK: true}, 0, ms},
+		{"in-process: server only", cpuReading{server: 10 * ms, serverOK: true}, cpuReading{server: 20 * ms, serverOK: true}, ms, 0},
+		{"read failed after", cpuReading{server: 10 * ms, serverOK: true, selfOK: true}, cpuReading{}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Stat{Calls: 10}
+			s.setCPU(tc.before, tc.after)
+			if s.CPUPerCall != tc.wantServer || s.ClientCPUPerCall != tc.wantCli {
+				t.Fatalf("server %v, client %v per call; want %v, %v", s.CPUPerCall, s.ClientCPUPerCall, tc.wantServer, tc.wantCli)
+			}
+		})
+	}
+	s := &Stat{}
+	s.setCPU(cpuReading{serverOK: true, selfOK: true}, cpuReading{server: ms, self: ms, serverOK: true, selfOK: true})
+	if s.CPUPerCall != 0 || s.ClientCPUPerCall != 0 {
+		t.Fatalf("no calls: %+v", s)
 	}
 }
 

@@ -3,8 +3,9 @@
 // transport and credentials, with protobuf bodies. The measured pod requests
 // are checked but not decoded (wire.go; TypedClient decodes them through the
 // clientset), so the client's own cost stays small beside a server on the
-// same cores; each phase reports both sides' CPU per call. It runs up to
-// four phases, each optional:
+// same cores. Measured calls report the server's CPU per call when it can be
+// read (in-process, or a local server's PID) and, for a server in another
+// process, the client's own. It runs up to four phases, each optional:
 //
 //  1. pod creates from many concurrent workers, pods spread over node names,
 //     `app` labels and namespaces;

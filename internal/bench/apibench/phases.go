@@ -50,8 +50,8 @@ func (b *bench) pod(i int) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			NodeName:           b.node(i),
-			Containers:         []corev1.Container{withTokenMount(benchutil.AppContainer(app))},
-			Volumes:            []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}},
+			Containers:         []corev1.Container{benchutil.WithTokenMount(benchutil.AppContainer(app))},
+			Volumes:            []corev1.Volume{benchutil.TokenVolume()},
 			ServiceAccountName: "default",
 			RestartPolicy:      corev1.RestartPolicyAlways,
 		},
@@ -148,7 +148,7 @@ func (b *bench) reads(ctx context.Context, res *Result) error {
 		st, err := runN(ctx, b, name, n, b.cfg.ReadWorkers, func(ctx context.Context, i int) (int, error) {
 			ns, o := opts(pick(i))
 			if b.wire != nil {
-				return b.wire.listPods(ctx, ns, o.FieldSelector, o.LabelSelector)
+				return b.wire.listPods(ctx, ns, o)
 			}
 			l, err := pods(ns).List(ctx, o)
 			if err != nil {
@@ -346,10 +346,4 @@ func metricValue(text, name string) int64 {
 		}
 	}
 	return 0
-}
-
-// withTokenMount adds the service account token's volume mount to c.
-func withTokenMount(c corev1.Container) corev1.Container {
-	c.VolumeMounts = []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}
-	return c
 }

@@ -22,9 +22,10 @@ import (
 
 // wireClient sends the measured pod requests as client-go puts them on the
 // wire — HTTP/2 over TLS on client-go's own http.Client (CA, bearer token,
-// user agent), protobuf body, client-go's Accept header — but checks each
-// answer without decoding it into typed objects: the status code, the
-// protobuf envelope, and for lists the number of items.
+// user agent), protobuf body, client-go's Accept header and query
+// parameters — but checks each answer without decoding it into typed
+// objects: the status code, the protobuf envelope, and for lists the number
+// of items.
 //
 // Why: the load generator shares this machine's two cores with the server
 // it measures. Through the typed clientset, decoding a 20-pod LIST took
@@ -38,8 +39,15 @@ type wireClient struct {
 	// pods is the URL of all pods ("…/api/v1/pods"); namespaced the prefix
 	// of a namespace's pods up to the namespace name ("…/api/v1/namespaces/").
 	pods, namespaced string
-	encoder          runtime.Encoder
-	bufs             sync.Pool // *bytes.Buffer
+	// query is what client-go adds to every request's query (timeout= from
+	// the rest.Config's Timeout), and accept its Accept header.
+	query   url.Values
+	accept  string
+	encoder runtime.Encoder
+	// answers are pooled buffers for reading answers; request bodies are
+	// not pooled, since the transport may still read a body after Do
+	// returns (a request refused before its body was sent).
+	answers sync.Pool // *bytes.Buffer
 }
 
 func newWireClient(rc *rest.Config, core rest.Interface) (*wireClient, error) {
@@ -48,25 +56,30 @@ func newWireClient(rc *rest.Config, core rest.Interface) (*wireClient, error) {
 		return nil, fmt.Errorf("apibench: http client: %w", err)
 	}
 	// URLs come from client-go, so a server URL with a path prefix works;
-	// without the query (?timeout= from the rest.Config).
-	bare := func(r *rest.Request) string {
-		u := r.URL()
-		u.RawQuery = ""
-		return u.String()
-	}
-	pods := bare(core.Get().Resource("pods"))
+	// the query client-go adds to each is kept apart, for list parameters
+	// to join.
+	all := core.Get().Resource("pods").URL()
+	query := all.Query()
+	all.RawQuery = ""
 	const placeholder = "ns-placeholder"
-	nsPods := bare(core.Get().Namespace(placeholder).Resource("pods"))
-	namespaced, ok := strings.CutSuffix(nsPods, placeholder+"/pods")
+	nsPods := core.Get().Namespace(placeholder).Resource("pods").URL()
+	nsPods.RawQuery = ""
+	namespaced, ok := strings.CutSuffix(nsPods.String(), placeholder+"/pods")
 	if !ok {
 		return nil, fmt.Errorf("apibench: unexpected namespaced URL %s", nsPods)
 	}
+	accept := rc.AcceptContentTypes
+	if accept == "" {
+		accept = protobufType
+	}
 	return &wireClient{
 		client:     hc,
-		pods:       pods,
+		pods:       all.String(),
 		namespaced: namespaced,
+		query:      query,
+		accept:     accept,
 		encoder:    protobuf.NewSerializer(scheme.Scheme, scheme.Scheme),
-		bufs:       sync.Pool{New: func() any { return new(bytes.Buffer) }},
+		answers:    sync.Pool{New: func() any { return new(bytes.Buffer) }},
 	}, nil
 }
 
@@ -75,48 +88,47 @@ var podKind = corev1.SchemeGroupVersion.WithKind("Pod")
 // createPod POSTs p as protobuf and expects 201 Created.
 func (w *wireClient) createPod(ctx context.Context, p *corev1.Pod) error {
 	p.SetGroupVersionKind(podKind) // the protobuf envelope names the kind from it
-	body := w.bufs.Get().(*bytes.Buffer)
-	defer w.bufs.Put(body)
-	body.Reset()
-	if err := w.encoder.Encode(p, body); err != nil {
+	var body bytes.Buffer
+	if err := w.encoder.Encode(p, &body); err != nil {
 		return fmt.Errorf("encoding pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	target := w.namespaced + url.PathEscape(p.Namespace) + "/pods"
-	_, err := w.do(ctx, http.MethodPost, target, body.Bytes(), http.StatusCreated)
+	_, err := w.do(ctx, http.MethodPost, target, w.query, body.Bytes(), http.StatusCreated)
 	return err
 }
 
 // getPod GETs one pod and expects 200.
 func (w *wireClient) getPod(ctx context.Context, ns, name string) error {
 	target := w.namespaced + url.PathEscape(ns) + "/pods/" + url.PathEscape(name)
-	_, err := w.do(ctx, http.MethodGet, target, nil, http.StatusOK)
+	_, err := w.do(ctx, http.MethodGet, target, w.query, nil, http.StatusOK)
 	return err
 }
 
-// listPods LISTs pods (in ns, or all namespaces if ns is ""), filtered by
-// the given selectors, and returns how many items the answer holds.
-func (w *wireClient) listPods(ctx context.Context, ns, fieldSelector, labelSelector string) (int, error) {
+// listPods LISTs pods in ns, or in all namespaces if ns is "", with opts
+// encoded as client-go encodes them, and returns how many items the
+// answer holds.
+func (w *wireClient) listPods(ctx context.Context, ns string, opts metav1.ListOptions) (int, error) {
 	target := w.pods
 	if ns != "" {
 		target = w.namespaced + url.PathEscape(ns) + "/pods"
 	}
-	q := url.Values{}
-	if fieldSelector != "" {
-		q.Set("fieldSelector", fieldSelector)
+	q, err := scheme.ParameterCodec.EncodeParameters(&opts, corev1.SchemeGroupVersion)
+	if err != nil {
+		return 0, fmt.Errorf("encoding list options: %w", err)
 	}
-	if labelSelector != "" {
-		q.Set("labelSelector", labelSelector)
+	for k, v := range w.query {
+		q[k] = v
 	}
-	if len(q) > 0 {
-		target += "?" + q.Encode()
-	}
-	return w.do(ctx, http.MethodGet, target, nil, http.StatusOK)
+	return w.do(ctx, http.MethodGet, target, q, nil, http.StatusOK)
 }
 
 // do sends one request and reads the whole answer. A status other than
 // want is an error carrying the answer's Status message. It returns the
 // number of list items in a list answer, 1 for a single object.
-func (w *wireClient) do(ctx context.Context, method, target string, body []byte, want int) (int, error) {
+func (w *wireClient) do(ctx context.Context, method, target string, query url.Values, body []byte, want int) (int, error) {
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -128,14 +140,14 @@ func (w *wireClient) do(ctx context.Context, method, target string, body []byte,
 	if body != nil {
 		req.Header.Set("Content-Type", protobufType)
 	}
-	req.Header.Set("Accept", protobufType+", "+jsonType)
+	req.Header.Set("Accept", w.accept)
 	resp, err := w.client.Do(req)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	buf := w.bufs.Get().(*bytes.Buffer)
-	defer w.bufs.Put(buf)
+	buf := w.answers.Get().(*bytes.Buffer)
+	defer w.answers.Put(buf)
 	buf.Reset()
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return 0, fmt.Errorf("%s %s: reading the answer: %w", method, target, err)

@@ -71,6 +71,19 @@ func AppContainer(app string) corev1.Container {
 	}
 }
 
+// WithTokenMount adds a service account token mount to c, like the one
+// upstream's service account admission adds; TokenVolume is the volume it
+// mounts.
+func WithTokenMount(c corev1.Container) corev1.Container {
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "token", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}
+	return c
+}
+
+// TokenVolume is the projected volume WithTokenMount mounts.
+func TokenVolume() corev1.Volume {
+	return corev1.Volume{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}
+}
+
 // storedContainer is AppContainer with the defaults the API server fills in.
 func storedContainer(app string) corev1.Container {
 	c := AppContainer(app)

@@ -77,6 +77,8 @@ func (t *keyTable) Get(key string) (keyMeta, bool) {
 	return keyMeta{mod: s.mod, create: s.create}, true
 }
 
+// Set keeps no reference to key unless it is maxRefLen bytes or longer
+// (then it is a key of the long map): setBytes relies on that.
 func (t *keyTable) Set(key string, m keyMeta) {
 	if len(key) >= maxRefLen {
 		t.long[key] = m
