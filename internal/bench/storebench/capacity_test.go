@@ -21,7 +21,9 @@ import (
 // (compact history to this many revisions every second; default never),
 // MYRIAD_STOREBENCH_RATE (pace the measured writes at this many per second,
 // latency from each write's due time; default as fast as they go),
-// MYRIAD_STOREBENCH_VALUES (random, the default, or pods).
+// MYRIAD_STOREBENCH_VALUES (random, the default, or pods),
+// MYRIAD_STOREBENCH_UPDATES=1 (measured writes update existing objects
+// instead of creating new ones).
 func TestCapacity(t *testing.T) {
 	preload := envInt(t, "MYRIAD_STOREBENCH_PRELOAD", -1)
 	if preload < 0 {
@@ -39,6 +41,7 @@ func TestCapacity(t *testing.T) {
 	cfg.KeepHistory = envInt(t, "MYRIAD_STOREBENCH_KEEP_HISTORY", 0)
 	cfg.Rate = float64(envInt(t, "MYRIAD_STOREBENCH_RATE", 0))
 	cfg.Values = os.Getenv("MYRIAD_STOREBENCH_VALUES")
+	cfg.Updates = os.Getenv("MYRIAD_STOREBENCH_UPDATES") == "1"
 	if mb := envInt(t, "MYRIAD_STOREBENCH_CACHE_MB", 0); mb > 0 {
 		cfg.StoreOptions.CacheSize = int64(mb) << 20
 	}

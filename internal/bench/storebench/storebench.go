@@ -39,9 +39,16 @@ type Config struct {
 	Writers int
 	// ObjectSize is the value size in bytes. Default 1024.
 	ObjectSize int
-	// Count is the number of measured writes (creates of new keys). Default
-	// 10,000.
+	// Count is the number of measured writes (creates of new keys, or
+	// updates with Updates). Default 10,000.
 	Count int
+	// Updates makes the measured writes compare-and-swap updates of
+	// existing objects, picked at random, instead of creates: the store
+	// keeps its size however long the run, as a cluster at steady state
+	// does (heartbeats, status writes). Each writer owns every Writers-th
+	// object, so writers do not conflict; only the update is timed, not
+	// the Get of the revision it is conditional on.
+	Updates bool
 	// Values is what the objects hold: "random" (default) incompressible
 	// bytes of ObjectSize, the worst case for the store's I/O, or "pods":
 	// Pods of about 1.5 KB (benchutil.StoredPod, whatever ObjectSize says)
@@ -77,6 +84,7 @@ type Config struct {
 // the store sees them.
 type Result struct {
 	Writes       int
+	Updates      bool // the writes were updates of existing objects
 	WriteTime    time.Duration
 	WritesPerSec float64
 	WriteP50     time.Duration
@@ -187,7 +195,7 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err 
 	}
 	if cfg.Preload > 0 {
 		start := time.Now()
-		if _, err := writeN(ctx, s, cfg.Preload, cfg.PreloadWriters, &next, values, cfg.Progress, "preload", 0); err != nil {
+		if _, err := writeN(ctx, cfg.Preload, cfg.PreloadWriters, creates(s, &next, values), cfg.Progress, "preload", 0); err != nil {
 			return res, fmt.Errorf("storebench: preload: %w", err)
 		}
 		res.Preloaded = cfg.Preload
@@ -196,12 +204,16 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err 
 	}
 	res.ObjectsAtMeasure = int(next.Load())
 	start := time.Now()
-	lat, err := writeN(ctx, s, cfg.Count, cfg.Writers, &next, values, cfg.Progress, "write", cfg.Rate)
+	prepare := creates(s, &next, values)
+	if cfg.Updates {
+		prepare = updates(s, res.ObjectsAtMeasure, cfg.Writers, values)
+	}
+	lat, err := writeN(ctx, cfg.Count, cfg.Writers, prepare, cfg.Progress, "write", cfg.Rate)
 	if err != nil {
 		return res, fmt.Errorf("storebench: writes: %w", err)
 	}
 	res.WriteTime = time.Since(start)
-	res.Writes = cfg.Count
+	res.Writes, res.Updates = cfg.Count, cfg.Updates
 	if cfg.Count > 0 {
 		res.WritesPerSec = float64(cfg.Count) / res.WriteTime.Seconds()
 		res.WriteP50, res.WriteP99, res.WriteMax = percentiles(lat)
@@ -226,10 +238,61 @@ func Key(i int) string {
 	return fmt.Sprintf("/registry/pods/ns-%03d/pod-%016x-%d", i%100, h, i)
 }
 
-// writeN creates n new objects from w goroutines and returns each call's
+// prepareFunc readies the write of one slot for the writer goroutine
+// worker (of w): it returns the call to time.
+type prepareFunc func(ctx context.Context, worker, slot int) (func() error, error)
+
+// creates returns a prepareFunc that creates new objects, numbered from
+// next.
+func creates(s storage.Store, next *atomic.Int64, values func(int) []byte) prepareFunc {
+	return func(ctx context.Context, _, _ int) (func() error, error) {
+		i := int(next.Add(1)) - 1
+		key, value := Key(i), values(i)
+		return func() error {
+			if _, err := s.Create(ctx, key, value); err != nil {
+				return fmt.Errorf("create %q: %w", key, err)
+			}
+			return nil
+		}, nil
+	}
+}
+
+// updates returns a prepareFunc that updates random objects among the
+// first objects, worker g of w only those whose number is g modulo w. A
+// number whose object is missing (its revision went to a write that was
+// not a create) is skipped for another.
+func updates(s storage.Store, objects, w int, values func(int) []byte) prepareFunc {
+	return func(ctx context.Context, worker, _ int) (func() error, error) {
+		if objects < w {
+			return nil, fmt.Errorf("%d objects cannot be shared by %d writers", objects, w)
+		}
+		for range 100 {
+			i := rand.IntN(objects/w)*w + worker
+			key := Key(i)
+			kv, err := s.Get(ctx, key)
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("get %q: %w", key, err)
+			}
+			value := values(i)
+			return func() error {
+				if _, err := s.Update(ctx, key, value, kv.ModRevision); err != nil {
+					return fmt.Errorf("update %q at revision %d: %w", key, kv.ModRevision, err)
+				}
+				return nil
+			}, nil
+		}
+		return nil, fmt.Errorf("no object found among %d to update", objects)
+	}
+}
+
+// writeN performs n writes from w goroutines and returns each write's
 // latency: as fast as they go, or with rate > 0 write i at i/rate seconds
-// from the start, its latency counted from then.
-func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, values func(int) []byte, progress io.Writer, phase string, rate float64) ([]time.Duration, error) {
+// from the start, its latency counted from then (or from when it was
+// ready, if preparing it took longer).
+func writeN(ctx context.Context, n, w int, prepare prepareFunc, progress io.Writer, phase string, rate float64) ([]time.Duration, error) {
 	lat := make([]time.Duration, n)
 	var (
 		done     atomic.Int64
@@ -242,7 +305,7 @@ func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, 
 	stopProgress := benchutil.ReportProgress(progress, phase, n, &done)
 	defer stopProgress()
 	t0 := time.Now()
-	for range w {
+	for worker := range w {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -251,20 +314,20 @@ func writeN(ctx context.Context, s storage.Store, n, w int, next *atomic.Int64, 
 				if slot >= n || ctx.Err() != nil {
 					return
 				}
-				i := int(next.Add(1)) - 1
-				key := Key(i)
-				value := values(i)
+				write, err := prepare(ctx, worker, slot)
 				start := time.Now()
-				if rate > 0 {
-					start = t0.Add(time.Duration(float64(slot) / rate * float64(time.Second)))
-					if d := time.Until(start); d > 0 {
-						time.Sleep(d)
+				if err == nil && rate > 0 {
+					if due := t0.Add(time.Duration(float64(slot) / rate * float64(time.Second))); due.After(start) {
+						time.Sleep(time.Until(due))
+						start = due
 					}
 				}
-				_, err := s.Create(ctx, key, value)
+				if err == nil {
+					err = write()
+				}
 				lat[slot] = time.Since(start)
 				if err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("create %q: %w", key, err); cancel() })
+					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
 			}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/myriad-k8s/myriad/internal/storage/embedded"
 )
 
 func TestRunSmall(t *testing.T) {
@@ -32,6 +34,41 @@ func TestRunSmall(t *testing.T) {
 	}
 	if res.ObjectsAtMeasure < 500 {
 		t.Fatalf("second run started at %d objects, want >= 500", res.ObjectsAtMeasure)
+	}
+}
+
+// TestRunUpdates: in update mode the measured writes rewrite existing
+// objects, so the store keeps its size and every write is a new revision.
+func TestRunUpdates(t *testing.T) {
+	dir := t.TempDir()
+	res, err := Run(context.Background(), Config{Dir: dir, Writers: 8, ObjectSize: 100, Count: 300, Preload: 200, Updates: true, Reads: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Writes != 300 || res.WriteP50 <= 0 {
+		t.Fatalf("implausible result: %+v", res)
+	}
+	s, err := embedded.Open(context.Background(), embedded.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	kvs, rev, err := s.List(context.Background(), "/registry/pods/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated := 0
+	for _, kv := range kvs {
+		if kv.ModRevision != kv.CreateRevision {
+			updated++
+		}
+	}
+	if len(kvs) != 200 || rev != 500 || updated == 0 {
+		t.Fatalf("after 200 creates and 300 updates: %d objects (%d updated), revision %d; want 200, some, 500", len(kvs), updated, rev)
+	}
+	// Fewer objects than writers cannot be shared out.
+	if _, err := Run(context.Background(), Config{Dir: t.TempDir(), Writers: 8, Count: 10, Preload: 4, Updates: true, Reads: -1}); err == nil {
+		t.Fatal("updates of 4 objects by 8 writers ran")
 	}
 }
 
