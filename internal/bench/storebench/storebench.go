@@ -257,10 +257,18 @@ func creates(s storage.Store, next *atomic.Int64, values func(int) []byte) prepa
 	}
 }
 
+// updaterFrom is a store that takes the value an update replaces from the
+// caller (the embedded store): the API server passes its watch cache's
+// copy, and so do these updates, with the value they just read.
+type updaterFrom interface {
+	UpdateFrom(ctx context.Context, key string, value []byte, prev storage.KeyValue) (int64, error)
+}
+
 // updates returns a prepareFunc that updates random objects among the
-// first objects, worker g of w only those whose number is g modulo w. A
-// number whose object is missing (its revision went to a write that was
-// not a create) is skipped for another.
+// first objects, worker g of w only those whose number is g modulo w, as
+// the API server does: read, then update from what was read. A number
+// whose object is missing (its revision went to a write that was not a
+// create) is skipped for another.
 func updates(s storage.Store, objects, w int, values func(int) []byte) prepareFunc {
 	return func(ctx context.Context, worker, _ int) (func() error, error) {
 		if objects < w {
@@ -278,7 +286,13 @@ func updates(s storage.Store, objects, w int, values func(int) []byte) prepareFu
 			}
 			value := values(i)
 			return func() error {
-				if _, err := s.Update(ctx, key, value, kv.ModRevision); err != nil {
+				var err error
+				if u, ok := s.(updaterFrom); ok {
+					_, err = u.UpdateFrom(ctx, key, value, kv)
+				} else {
+					_, err = s.Update(ctx, key, value, kv.ModRevision)
+				}
+				if err != nil {
 					return fmt.Errorf("update %q at revision %d: %w", key, kv.ModRevision, err)
 				}
 				return nil
