@@ -206,7 +206,9 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err 
 	start := time.Now()
 	prepare := creates(s, &next, values)
 	if cfg.Updates {
-		prepare = updates(s, res.ObjectsAtMeasure, cfg.Writers, values)
+		if prepare, err = updates(s, res.ObjectsAtMeasure, cfg.Writers, values); err != nil {
+			return res, err
+		}
 	}
 	lat, err := writeN(ctx, cfg.Count, cfg.Writers, prepare, cfg.Progress, "write", cfg.Rate)
 	if err != nil {
@@ -269,11 +271,11 @@ type updaterFrom interface {
 // the API server does: read, then update from what was read. A number
 // whose object is missing (its revision went to a write that was not a
 // create) is skipped for another.
-func updates(s storage.Store, objects, w int, values func(int) []byte) prepareFunc {
+func updates(s storage.Store, objects, w int, values func(int) []byte) (prepareFunc, error) {
+	if objects < w {
+		return nil, fmt.Errorf("storebench: %d objects cannot be shared by %d writers", objects, w)
+	}
 	return func(ctx context.Context, worker, _ int) (func() error, error) {
-		if objects < w {
-			return nil, fmt.Errorf("%d objects cannot be shared by %d writers", objects, w)
-		}
 		for range 100 {
 			i := rand.IntN(objects/w)*w + worker
 			key := Key(i)
@@ -299,7 +301,7 @@ func updates(s storage.Store, objects, w int, values func(int) []byte) prepareFu
 			}, nil
 		}
 		return nil, fmt.Errorf("no object found among %d to update", objects)
-	}
+	}, nil
 }
 
 // writeN performs n writes from w goroutines and returns each write's
