@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/myriad-k8s/myriad/internal/storage"
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
 
@@ -46,8 +48,8 @@ type Config struct {
 	// existing objects, picked at random, instead of creates: the store
 	// keeps its size however long the run, as a cluster at steady state
 	// does (heartbeats, status writes). Each writer owns every Writers-th
-	// object, so writers do not conflict; only the update is timed, not
-	// the Get of the revision it is conditional on.
+	// object, so writers do not conflict, and updates from copies it read
+	// before the timed writes, as the API server updates from its cache.
 	Updates bool
 	// Values is what the objects hold: "random" (default) incompressible
 	// bytes of ObjectSize, the worst case for the store's I/O, or "pods":
@@ -203,13 +205,13 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err 
 		res.PreloadPerSec = float64(cfg.Preload) / res.PreloadTime.Seconds()
 	}
 	res.ObjectsAtMeasure = int(next.Load())
-	start := time.Now()
 	prepare := creates(s, &next, values)
 	if cfg.Updates {
-		if prepare, err = updates(s, res.ObjectsAtMeasure, cfg.Writers, values); err != nil {
+		if prepare, err = updates(ctx, s, res.ObjectsAtMeasure, cfg.Writers, cfg.Count, values); err != nil {
 			return res, err
 		}
 	}
+	start := time.Now()
 	lat, err := writeN(ctx, cfg.Count, cfg.Writers, prepare, cfg.Progress, "write", cfg.Rate)
 	if err != nil {
 		return res, fmt.Errorf("storebench: writes: %w", err)
@@ -261,46 +263,81 @@ func creates(s storage.Store, next *atomic.Int64, values func(int) []byte) prepa
 
 // updaterFrom is a store that takes the value an update replaces from the
 // caller (the embedded store): the API server passes its watch cache's
-// copy, and so do these updates, with the value they just read.
+// copy, and so do these updates.
 type updaterFrom interface {
 	UpdateFrom(ctx context.Context, key string, value []byte, prev storage.KeyValue) (int64, error)
 }
 
-// updates returns a prepareFunc that updates random objects among the
-// first objects, worker g of w only those whose number is g modulo w, as
-// the API server does: read, then update from what was read. A number
-// whose object is missing (its revision went to a write that was not a
-// create) is skipped for another.
-func updates(s storage.Store, objects, w int, values func(int) []byte) (prepareFunc, error) {
+// updates returns a prepareFunc that updates random existing objects among
+// the first objects. Worker g of w updates only objects whose number is g
+// modulo w, so writers never conflict. The API server updates from its
+// watch cache's copy and never reads the store for it, so neither do the
+// measured updates: each worker reads a random sample of its objects
+// (pool) before the writes start, updates from those copies and keeps
+// what it wrote. (A Get per update would cost the 1M-object store a
+// page-cache read that the 10k store serves from its block cache.) A
+// number whose object is missing (its revision went to a write that was
+// not a create) is left out.
+func updates(ctx context.Context, s storage.Store, objects, w, count int, values func(int) []byte) (prepareFunc, error) {
 	if objects < w {
 		return nil, fmt.Errorf("storebench: %d objects cannot be shared by %d writers", objects, w)
 	}
-	return func(ctx context.Context, worker, _ int) (func() error, error) {
-		for range 100 {
-			i := rand.IntN(objects/w)*w + worker
-			key := Key(i)
-			kv, err := s.Get(ctx, key)
-			if errors.Is(err, storage.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("get %q: %w", key, err)
-			}
-			value := values(i)
-			return func() error {
-				var err error
-				if u, ok := s.(updaterFrom); ok {
-					_, err = u.UpdateFrom(ctx, key, value, kv)
-				} else {
-					_, err = s.Update(ctx, key, value, kv.ModRevision)
+	// Twice a worker's share of the writes, so most updates hit an object
+	// not updated yet in this run, as heartbeats of many nodes do.
+	pool := min(objects/w, 2*(count/w+1))
+	type object struct {
+		number int
+		kv     storage.KeyValue
+	}
+	pools := make([][]object, w)
+	g, gctx := errgroup.WithContext(ctx)
+	for worker := range w {
+		g.Go(func() error {
+			seen := make(map[int]bool, pool)
+			for range pool {
+				i := rand.IntN(objects/w)*w + worker
+				if seen[i] {
+					continue
+				}
+				seen[i] = true
+				kv, err := s.Get(gctx, Key(i))
+				if errors.Is(err, storage.ErrNotFound) {
+					continue
 				}
 				if err != nil {
-					return fmt.Errorf("update %q at revision %d: %w", key, kv.ModRevision, err)
+					return fmt.Errorf("get %q: %w", Key(i), err)
 				}
-				return nil
-			}, nil
-		}
-		return nil, fmt.Errorf("no object found among %d to update", objects)
+				pools[worker] = append(pools[worker], object{i, kv})
+			}
+			if len(pools[worker]) == 0 {
+				return fmt.Errorf("no object found for writer %d among %d to update", worker, objects)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("storebench: reading the objects to update: %w", err)
+	}
+	return func(ctx context.Context, worker, _ int) (func() error, error) {
+		own := pools[worker]
+		o := &own[rand.IntN(len(own))]
+		kv, value := &o.kv, values(o.number)
+		return func() error {
+			var (
+				rev int64
+				err error
+			)
+			if u, ok := s.(updaterFrom); ok {
+				rev, err = u.UpdateFrom(ctx, kv.Key, value, *kv)
+			} else {
+				rev, err = s.Update(ctx, kv.Key, value, kv.ModRevision)
+			}
+			if err != nil {
+				return fmt.Errorf("update %q at revision %d: %w", kv.Key, kv.ModRevision, err)
+			}
+			kv.Value, kv.ModRevision = value, rev
+			return nil
+		}, nil
 	}, nil
 }
 
