@@ -88,11 +88,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // Pebble holds its own reference while open.
 	popts := &pebble.Options{
-		FS:                 opts.FS,
-		Cache:              cache,
-		MemTableSize:       opts.MemTableSize,
-		Logger:             pebbleLogger{opts.Logger},
-		FormatMajorVersion: pebble.FormatNewest,
+		FS:           opts.FS,
+		Cache:        cache,
+		MemTableSize: opts.MemTableSize,
+		// See Options.L0CompactionThreshold.
+		L0CompactionThreshold: opts.L0CompactionThreshold,
+		L0StopWritesThreshold: 4 * opts.L0CompactionThreshold,
+		Logger:                pebbleLogger{opts.Logger},
+		FormatMajorVersion:    pebble.FormatNewest,
 	}
 	// Bloom filters on every level (later levels inherit L0's policy): each
 	// Create first checks that its key is absent, and without filters that

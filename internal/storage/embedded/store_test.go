@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +28,40 @@ func TestOptionsValidation(t *testing.T) {
 	o, err := Options{Dir: "x"}.withDefaults()
 	if err != nil || o.MaxBatchOps != 1024 || o.WatchBuffer != 4096 || o.FS == nil || o.Logger == nil {
 		t.Fatalf("defaults not applied: %+v, %v", o, err)
+	}
+}
+
+// TestL0CompactionThreshold checks that the threshold (and the write stall
+// derived from it) reaches Pebble, as recorded in the OPTIONS file it
+// writes at Open.
+func TestL0CompactionThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		set, want int
+	}{{0, 16}, {6, 6}} {
+		dir := t.TempDir()
+		s := openTest(t, Options{Dir: dir, L0CompactionThreshold: tc.set})
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "OPTIONS-*"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no Pebble OPTIONS file in %s: %v", dir, err)
+		}
+		text, err := os.ReadFile(files[len(files)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range []string{
+			fmt.Sprintf("l0_compaction_threshold=%d\n", tc.want),
+			fmt.Sprintf("l0_stop_writes_threshold=%d\n", 4*tc.want),
+		} {
+			if !strings.Contains(string(text), line) {
+				t.Errorf("L0CompactionThreshold %d: Pebble options lack %q", tc.set, line)
+			}
+		}
+	}
+	if _, err := Open(context.Background(), Options{Dir: t.TempDir(), L0CompactionThreshold: -1}); err == nil {
+		t.Fatal("Open with negative L0CompactionThreshold succeeded")
 	}
 }
 
