@@ -69,6 +69,7 @@ func runStoreBench(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.Preload, "preload", 0, "objects written before measuring (capacity mode)")
 	fs.IntVar(&cfg.Reads, "reads", 0, "measured random gets after the writes")
 	fs.BoolVar(&cfg.Reopen, "reopen", false, "close and reopen the store and report the time")
+	fs.BoolVar(&cfg.ListAll, "list-all", false, "with --reopen, time a List of every object in the reopened store")
 	fs.StringVar(&cfg.Values, "values", "random", "object values: random (incompressible, --object-size bytes) or pods (1.5 KB Pods encoded as the API server stores them)")
 	fs.BoolVar(&cfg.Updates, "updates", false, "measured writes update random existing objects (the store keeps its size) instead of creating new ones")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "pace the measured writes at this many per second, latency from each write's due time (default: as fast as they go)")

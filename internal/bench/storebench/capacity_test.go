@@ -23,7 +23,8 @@ import (
 // latency from each write's due time; default as fast as they go),
 // MYRIAD_STOREBENCH_VALUES (random, the default, or pods),
 // MYRIAD_STOREBENCH_UPDATES=1 (measured writes update existing objects
-// instead of creating new ones).
+// instead of creating new ones), MYRIAD_STOREBENCH_LIST=1 (time a List of
+// every object after the reopen).
 func TestCapacity(t *testing.T) {
 	preload := envInt(t, "MYRIAD_STOREBENCH_PRELOAD", -1)
 	if preload < 0 {
@@ -42,6 +43,7 @@ func TestCapacity(t *testing.T) {
 	cfg.Rate = float64(envInt(t, "MYRIAD_STOREBENCH_RATE", 0))
 	cfg.Values = os.Getenv("MYRIAD_STOREBENCH_VALUES")
 	cfg.Updates = os.Getenv("MYRIAD_STOREBENCH_UPDATES") == "1"
+	cfg.ListAll = os.Getenv("MYRIAD_STOREBENCH_LIST") == "1"
 	if mb := envInt(t, "MYRIAD_STOREBENCH_CACHE_MB", 0); mb > 0 {
 		cfg.StoreOptions.CacheSize = int64(mb) << 20
 	}

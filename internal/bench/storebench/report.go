@@ -30,6 +30,9 @@ func (r Result) Write(w io.Writer) error {
 	if r.ReopenTime > 0 {
 		p("reopen:  %s\n", r.ReopenTime.Round(time.Millisecond))
 	}
+	if r.ListTime > 0 {
+		p("list:    %d objects in %s after reopening\n", r.ListObjects, r.ListTime.Round(time.Millisecond))
+	}
 	if r.DiskBytes > 0 {
 		p("disk:    %.1f MiB\n", float64(r.DiskBytes)/(1<<20))
 	}

@@ -78,6 +78,9 @@ type Config struct {
 	// Reopen closes the embedded store after the run and measures how long
 	// opening it again takes.
 	Reopen bool
+	// ListAll, with Reopen, then times one List of every object in the
+	// reopened store, which is what the API server's caches read at start.
+	ListAll bool
 	// Progress, if set, receives a line every few seconds during long phases.
 	Progress io.Writer
 }
@@ -103,8 +106,10 @@ type Result struct {
 	ReadP50     time.Duration
 	ReadP99     time.Duration
 
-	ReopenTime time.Duration // 0 unless Config.Reopen
-	DiskBytes  int64         // size of Dir after the run; 0 for Config.Store
+	ReopenTime  time.Duration // 0 unless Config.Reopen
+	ListTime    time.Duration // 0 unless Config.ListAll
+	ListObjects int
+	DiskBytes   int64 // size of Dir after the run; 0 for Config.Store
 }
 
 func (c Config) withDefaults() Config {
@@ -165,6 +170,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, err
 		}
 		res.ReopenTime = time.Since(start)
+		if cfg.ListAll {
+			start := time.Now()
+			kvs, _, err := s.List(ctx, "/")
+			if err != nil {
+				s.Close()
+				return res, fmt.Errorf("storebench: list after reopen: %w", err)
+			}
+			res.ListTime, res.ListObjects = time.Since(start), len(kvs)
+		}
 		if err := s.Close(); err != nil {
 			return res, err
 		}

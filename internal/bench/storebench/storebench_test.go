@@ -12,19 +12,19 @@ import (
 
 func TestRunSmall(t *testing.T) {
 	dir := t.TempDir()
-	cfg := Config{Dir: dir, Writers: 8, ObjectSize: 100, Count: 300, Preload: 200, PreloadWriters: 16, Reads: 100, Reopen: true, KeepHistory: 10}
+	cfg := Config{Dir: dir, Writers: 8, ObjectSize: 100, Count: 300, Preload: 200, PreloadWriters: 16, Reads: 100, Reopen: true, ListAll: true, KeepHistory: 10}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Writes != 300 || res.Preloaded != 200 || res.Reads != 100 || res.ObjectsAtMeasure != 200 {
+	if res.Writes != 300 || res.Preloaded != 200 || res.Reads != 100 || res.ObjectsAtMeasure != 200 || res.ListObjects != 500 {
 		t.Fatalf("counts: %+v", res)
 	}
-	if res.WritesPerSec <= 0 || res.WriteP50 <= 0 || res.WriteP99 < res.WriteP50 || res.WriteMax < res.WriteP99 || res.ReopenTime <= 0 || res.DiskBytes <= 0 {
+	if res.WritesPerSec <= 0 || res.WriteP50 <= 0 || res.WriteP99 < res.WriteP50 || res.WriteMax < res.WriteP99 || res.ReopenTime <= 0 || res.ListTime <= 0 || res.DiskBytes <= 0 {
 		t.Fatalf("implausible measurements: %+v", res)
 	}
 	var out bytes.Buffer
-	if err := res.Write(&out); err != nil || !strings.Contains(out.String(), "writes/s") {
+	if err := res.Write(&out); err != nil || !strings.Contains(out.String(), "writes/s") || !strings.Contains(out.String(), "500 objects") {
 		t.Fatalf("report %q, %v", out.String(), err)
 	}
 	// A second run on the same Dir grows the store instead of colliding.
