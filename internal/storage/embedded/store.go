@@ -107,17 +107,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			Enabled:     true,
 			MinimumSize: opts.BlobValueMinSize,
 			// How many blob files one sstable's values may be spread over
-			// before a compaction copies its values into new blob files.
-			// Pebble counts every L0 sublevel and every compaction that
-			// merges them, and a flush of hashed keys spans the whole key
-			// space; at 10 (cmd/pebble's setting) nearly every L0
-			// compaction of a 1M-object store rewrote the values of the
-			// level below, undoing what separation saves (at 5,000
-			// updates/s: 18% more bytes to disk, p99 6.6-7.9 vs 4.2-4.4
-			// ms with 100; docs/bench/storage.md). A key-order scan (the
-			// cache's initial List) reads each file in order, so locality
-			// costs one cached block per referenced file.
-			MaxBlobReferenceDepth: 100,
+			// before a compaction copies its values into new blob files
+			// (cmd/pebble's setting). 100 made updates at 1M objects
+			// cheaper (fewer values copied by compactions) but a
+			// key-order List, what the caches read at start, 2-3x
+			// slower: Pebble's value fetcher keeps five blob files open
+			// (docs/bench/storage.md).
+			MaxBlobReferenceDepth: 10,
 			// Rewrite a blob file once a fifth of it is garbage (compacted
 			// history, replaced latest values) and it is five minutes
 			// old, so disk usage stays bounded.
