@@ -52,8 +52,8 @@ type Options struct {
 	// rewrites all of it (~40 MB of keys and blob handles at a million
 	// objects): waiting for 16 flushes instead of 4 rewrites it a quarter
 	// as often. At 1M objects and 5,000 paced writes/s that cut
-	// compaction output by 3–8× and brought write p99 down to the 10k
-	// store's (docs/bench/storage.md). The price is more L0 files for a
+	// compaction output by 3–8× and write p99 by up to a third
+	// (docs/bench/storage.md). The price is more L0 files for a
 	// point read to consult; the bloom filters keep that cheap, and the
 	// API server reads from its cache.
 	L0CompactionThreshold int
