@@ -88,11 +88,17 @@ func historyKey(rev int64) []byte {
 
 func encodeLatest(dbKey []byte, modRev, createRev int64, value []byte) []byte {
 	b := make([]byte, latestHeader+len(value))
+	putLatest(b, dbKey, modRev, createRev, value)
+	return b
+}
+
+// putLatest writes the latest record into b, which is latestHeader +
+// len(value) bytes: the writer encodes straight into a Pebble batch.
+func putLatest(b, dbKey []byte, modRev, createRev int64, value []byte) {
 	binary.BigEndian.PutUint64(b[4:], uint64(modRev))
 	binary.BigEndian.PutUint64(b[12:], uint64(createRev))
 	copy(b[latestHeader:], value)
 	binary.BigEndian.PutUint32(b, checksum(dbKey, b[4:]))
-	return b
 }
 
 // decodeLatest validates and decodes a latest record. The returned value is a
@@ -116,25 +122,38 @@ func decodeLatest(key string, dbKey, rec []byte) (storage.KeyValue, error) {
 // encodeHistory encodes ev's history record. hasPrev says ev.PrevValue is
 // recorded (the key existed: an update or a delete), even when empty.
 func encodeHistory(ev storage.Event, hasPrev bool) []byte {
-	var lenBuf, valBuf [binary.MaxVarintLen64]byte
-	n := binary.PutUvarint(lenBuf[:], uint64(len(ev.Key)))
-	vn := 0
+	b := make([]byte, historyLen(ev, hasPrev))
+	putHistory(b, ev, hasPrev)
+	return b
+}
+
+// historyLen is the size of ev's history record.
+func historyLen(ev storage.Event, hasPrev bool) int {
+	n := historyHeader + uvarintLen(uint64(len(ev.Key))) + len(ev.Key) + len(ev.Value)
 	if hasPrev {
-		vn = binary.PutUvarint(valBuf[:], uint64(len(ev.Value)))
+		n += uvarintLen(uint64(len(ev.Value))) + 8 + len(ev.PrevValue)
 	}
-	pn := 0
-	if hasPrev {
-		pn = 8
-	}
-	b := make([]byte, historyHeader+n+len(ev.Key)+vn+len(ev.Value)+pn+len(ev.PrevValue))
+	return n
+}
+
+func uvarintLen(v uint64) int {
+	var buf [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(buf[:], v)
+}
+
+// putHistory writes ev's history record into b, which is historyLen bytes:
+// the writer encodes straight into a Pebble batch.
+func putHistory(b []byte, ev storage.Event, hasPrev bool) {
 	b[4] = byte(ev.Type)
 	if hasPrev {
 		b[4] |= hasPrevFlag
 	}
 	binary.BigEndian.PutUint64(b[5:], uint64(ev.CreateRevision))
-	off := historyHeader + copy(b[historyHeader:], lenBuf[:n])
+	off := historyHeader + binary.PutUvarint(b[historyHeader:], uint64(len(ev.Key)))
 	off += copy(b[off:], ev.Key)
-	off += copy(b[off:], valBuf[:vn])
+	if hasPrev {
+		off += binary.PutUvarint(b[off:], uint64(len(ev.Value)))
+	}
 	off += copy(b[off:], ev.Value)
 	if hasPrev {
 		binary.BigEndian.PutUint64(b[off:], uint64(ev.PrevModRevision))
@@ -142,7 +161,6 @@ func encodeHistory(ev storage.Event, hasPrev bool) []byte {
 	}
 	copy(b[off:], ev.PrevValue)
 	binary.BigEndian.PutUint32(b, checksum(historyKey(ev.Revision), b[4:]))
-	return b
 }
 
 // decodeHistory validates and decodes the history record stored under dbKey.

@@ -358,10 +358,14 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 	ik := indexKey(op.key)
 	if ev.Type == storage.EventPut {
 		ev.Value = append([]byte{}, op.value...)
-		if err := b.Set(dbKey, encodeLatest(dbKey, rev, ev.CreateRevision, ev.Value), nil); err != nil {
+		rec := setDeferred(b, dbKey, latestHeader+len(ev.Value))
+		putLatest(rec.Value, dbKey, rev, ev.CreateRevision, ev.Value)
+		if err := rec.Finish(); err != nil {
 			return ev, storage.KeyValue{}, err
 		}
-		if err := b.Set(ik, encodeLatest(ik, rev, ev.CreateRevision, nil), nil); err != nil {
+		rec = setDeferred(b, ik, latestHeader)
+		putLatest(rec.Value, ik, rev, ev.CreateRevision, nil)
+		if err := rec.Finish(); err != nil {
 			return ev, storage.KeyValue{}, err
 		}
 	} else {
@@ -372,7 +376,9 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 			return ev, storage.KeyValue{}, err
 		}
 	}
-	if err := b.Set(historyKey(rev), encodeHistory(ev, hasPrev), nil); err != nil {
+	rec := setDeferred(b, historyKey(rev), historyLen(ev, hasPrev))
+	putHistory(rec.Value, ev, hasPrev)
+	if err := rec.Finish(); err != nil {
 		return ev, storage.KeyValue{}, err
 	}
 	// Later ops in this batch see this one. If the commit then fails the
@@ -386,6 +392,16 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 		cur = storage.KeyValue{} // only Delete returns the old value
 	}
 	return ev, cur, nil
+}
+
+// setDeferred adds a record of n bytes under key to b and returns it for
+// the caller to fill in place and Finish: records are encoded straight into
+// the batch rather than built in a buffer of their own and copied (an
+// update's records hold its value twice and the previous value once).
+func setDeferred(b *pebble.Batch, key []byte, n int) *pebble.DeferredBatchOp {
+	rec := b.SetDeferred(len(key), n)
+	copy(rec.Key, key)
+	return rec
 }
 
 // getLatest reads and validates key's latest record through r.
