@@ -158,8 +158,8 @@ func putHistory(b []byte, ev storage.Event, hasPrev bool) {
 	if hasPrev {
 		binary.BigEndian.PutUint64(b[off:], uint64(ev.PrevModRevision))
 		off += 8
+		copy(b[off:], ev.PrevValue)
 	}
-	copy(b[off:], ev.PrevValue)
 	binary.BigEndian.PutUint32(b, checksum(historyKey(ev.Revision), b[4:]))
 }
 

@@ -110,7 +110,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			// before a compaction copies its values into new blob files
 			// (cmd/pebble's setting). 100 made updates at 1M objects
 			// cheaper (fewer values copied by compactions) but a
-			// key-order List, what the caches read at start, 2-3x
+			// key-order List, what the caches read at start, 1.6-3.8x
 			// slower: Pebble's value fetcher keeps five blob files open
 			// (docs/bench/storage.md).
 			MaxBlobReferenceDepth: 10,
