@@ -79,7 +79,10 @@
 // and so do those of every later batch already applied (their revisions
 // follow a batch whose fate is unknown); the store turns read-only (Health
 // reports why) and keeps serving reads; reopening recovers whatever the WAL
-// holds.
+// holds. One case Pebble does not survive: a failure while it rotates the
+// WAL at a full memtable (rotateWAL panics, and the runtime aborts the
+// process). Nothing acknowledged is lost then either — the kill test's case
+// — but the process must be restarted.
 //
 // # Watches
 //
