@@ -94,10 +94,15 @@ type Result struct {
 	WriteP99     time.Duration
 	WriteMax     time.Duration
 
-	Preloaded        int
-	PreloadTime      time.Duration
-	PreloadPerSec    float64
-	ObjectsAtMeasure int // approximate objects in the store when measuring started
+	Preloaded     int
+	PreloadTime   time.Duration
+	PreloadPerSec float64
+	// ObjectsAtMeasure approximates the objects in the store when measuring
+	// started: before creates, the store's revision (exact for a store only
+	// this bench's creates wrote); before updates, the objects found in a
+	// random sample of the numbers below it, scaled up (revisions spent on
+	// earlier updates created nothing).
+	ObjectsAtMeasure int
 
 	Reads       int
 	ReadsPerSec float64
@@ -219,7 +224,7 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err 
 	res.ObjectsAtMeasure = int(next.Load())
 	prepare := creates(s, &next, values)
 	if cfg.Updates {
-		if prepare, err = updates(ctx, s, res.ObjectsAtMeasure, cfg.Writers, cfg.Count, values); err != nil {
+		if prepare, res.ObjectsAtMeasure, err = updates(ctx, s, res.ObjectsAtMeasure, cfg.Writers, cfg.Count, values); err != nil {
 			return res, err
 		}
 	}

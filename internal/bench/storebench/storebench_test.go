@@ -46,7 +46,7 @@ func TestRunUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Writes != 300 || res.WriteP50 <= 0 {
+	if res.Writes != 300 || res.WriteP50 <= 0 || res.ObjectsAtMeasure != 200 {
 		t.Fatalf("implausible result: %+v", res)
 	}
 	s, err := embedded.Open(context.Background(), embedded.Options{Dir: dir})
@@ -73,8 +73,14 @@ func TestRunUpdates(t *testing.T) {
 	// Updates with another object size: the stored values are not the
 	// ones the bench would write now, and each update must still pass the
 	// value it replaces (the event's PrevValue), as the API server does.
-	if _, err := Run(context.Background(), Config{Dir: dir, Writers: 8, ObjectSize: 150, Count: 300, Updates: true, Reads: -1}); err != nil {
+	// The store is at revision 500 with 200 objects; the sample covers
+	// every number, so the count is exact.
+	res, err = Run(context.Background(), Config{Dir: dir, Writers: 8, ObjectSize: 150, Count: 300, Updates: true, Reads: -1})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if res.ObjectsAtMeasure != 200 {
+		t.Fatalf("second update run counted %d objects, want 200", res.ObjectsAtMeasure)
 	}
 	s, err = embedded.Open(context.Background(), embedded.Options{Dir: dir})
 	if err != nil {

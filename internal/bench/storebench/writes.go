@@ -52,9 +52,13 @@ type updaterFrom interface {
 // object holding something else (a Dir written with other values) keeps
 // its value until updated. A number whose object is missing (its revision
 // went to a write that was not a create) is left out.
-func updates(ctx context.Context, s storage.Store, objects, w, count int, values func(int) []byte) (prepareFunc, error) {
+//
+// objects is the number of object numbers (the store's revision: numbers
+// that became objects and revisions spent on updates alike); found
+// estimates how many are objects, from the share of the sample that was.
+func updates(ctx context.Context, s storage.Store, objects, w, count int, values func(int) []byte) (prepare prepareFunc, found int, err error) {
 	if objects < w {
-		return nil, fmt.Errorf("storebench: %d objects cannot be shared by %d writers", objects, w)
+		return nil, 0, fmt.Errorf("storebench: %d objects cannot be shared by %d writers", objects, w)
 	}
 	type object struct {
 		number      int
@@ -92,8 +96,12 @@ func updates(ctx context.Context, s storage.Store, objects, w, count int, values
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("storebench: reading the objects to update: %w", err)
+		return nil, 0, fmt.Errorf("storebench: reading the objects to update: %w", err)
 	}
+	for _, own := range pools {
+		found += len(own)
+	}
+	found = int(int64(found) * int64(share*w) / int64(pool*w))
 	return func(ctx context.Context, worker, _ int) (func() error, error) {
 		own := pools[worker]
 		o := &own[rand.IntN(len(own))]
@@ -118,5 +126,5 @@ func updates(ctx context.Context, s storage.Store, objects, w, count int, values
 			o.mod, o.other = rev, nil
 			return nil
 		}, nil
-	}, nil
+	}, found, nil
 }
