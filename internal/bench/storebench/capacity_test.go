@@ -23,6 +23,8 @@ import (
 // latency from each write's due time; default as fast as they go),
 // MYRIAD_STOREBENCH_VALUES (random, the default, or pods),
 // MYRIAD_STOREBENCH_L0_THRESHOLD (the store's L0CompactionThreshold),
+// MYRIAD_STOREBENCH_COMPACTION_YIELD (its CompactionYield; -1 turns
+// compaction pacing off),
 // MYRIAD_STOREBENCH_MEMTABLE_MB (its memtable size),
 // MYRIAD_STOREBENCH_UPDATES=1 (measured writes update existing objects
 // instead of creating new ones), MYRIAD_STOREBENCH_LIST=1 (time a List of
@@ -47,6 +49,7 @@ func TestCapacity(t *testing.T) {
 	cfg.Updates = os.Getenv("MYRIAD_STOREBENCH_UPDATES") == "1"
 	cfg.ListAll = os.Getenv("MYRIAD_STOREBENCH_LIST") == "1"
 	cfg.StoreOptions.L0CompactionThreshold = envInt(t, "MYRIAD_STOREBENCH_L0_THRESHOLD", 0)
+	cfg.StoreOptions.CompactionYield = float64(envInt(t, "MYRIAD_STOREBENCH_COMPACTION_YIELD", 0))
 	cfg.StoreOptions.MemTableSize = uint64(envInt(t, "MYRIAD_STOREBENCH_MEMTABLE_MB", 0)) << 20
 	if mb := envInt(t, "MYRIAD_STOREBENCH_CACHE_MB", 0); mb > 0 {
 		cfg.StoreOptions.CacheSize = int64(mb) << 20

@@ -59,6 +59,10 @@ type Store struct {
 
 	hub *hub
 
+	// pacer paces compactions (pacing.go); nil when Options.CompactionYield
+	// disables it.
+	pacer *pacer
+
 	// keys is the in-memory key index (keyindex.go). Owned by the writer
 	// goroutine; Open fills it before starting the writer.
 	keys *keyTable
@@ -87,8 +91,14 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref() // Pebble holds its own reference while open.
+	fs := opts.FS
+	var pace *pacer
+	if opts.CompactionYield > 0 {
+		pace = newPacer(opts.CompactionYield)
+		fs = pacedFS{FS: fs, pacer: pace}
+	}
 	popts := &pebble.Options{
-		FS:           opts.FS,
+		FS:           fs,
 		Cache:        cache,
 		MemTableSize: opts.MemTableSize,
 		// See Options.L0CompactionThreshold.
@@ -152,6 +162,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			s.hub = newHub(cur, opts.WatchRingEvents, opts.WatchRingBytes)
 			s.wg.Add(1)
 			go s.runWriter()
+			if pace != nil {
+				s.pacer = pace
+				s.wg.Add(1)
+				go s.runPacing()
+			}
 			return s, nil
 		}
 	}
@@ -397,6 +412,11 @@ func (s *Store) Close() error {
 		s.startMu.Unlock()
 		s.hub.closeAll()
 		s.wg.Wait()
+		if s.pacer != nil {
+			// Pebble's Close waits for running compactions: let them
+			// finish at full speed.
+			s.pacer.active.Store(false)
+		}
 		s.dbMu.Lock()
 		s.dbMu.closed = true
 		s.dbMu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,8 +26,11 @@ func TestOptionsValidation(t *testing.T) {
 	if _, err := Open(context.Background(), Options{Dir: t.TempDir(), WatchBuffer: -1}); err == nil {
 		t.Fatal("Open with negative WatchBuffer succeeded")
 	}
+	if _, err := Open(context.Background(), Options{Dir: t.TempDir(), CompactionYield: math.NaN()}); err == nil {
+		t.Fatal("Open with CompactionYield NaN succeeded")
+	}
 	o, err := Options{Dir: "x"}.withDefaults()
-	if err != nil || o.MaxBatchOps != 1024 || o.WatchBuffer != 4096 || o.FS == nil || o.Logger == nil {
+	if err != nil || o.MaxBatchOps != 1024 || o.WatchBuffer != 4096 || o.CompactionYield != 3 || o.FS == nil || o.Logger == nil {
 		t.Fatalf("defaults not applied: %+v, %v", o, err)
 	}
 }
