@@ -19,10 +19,13 @@ import (
 // to) are never paced, and pacing stops as soon as L0 — the one place
 // Pebble stalls writes for compaction debt — is deep (see paceCompactions).
 
-// compactionWriteCategory is the category Pebble creates compaction output
-// (sstables and blob files) with; flushes and blob-file rewrites have
-// their own.
-const compactionWriteCategory vfs.DiskWriteCategory = "pebble-compaction"
+// The categories Pebble creates compaction output (sstables and blob
+// files) with, and the blob files that rewrites of mostly-garbage ones
+// produce; flushes have their own.
+const (
+	compactionWriteCategory  vfs.DiskWriteCategory = "pebble-compaction"
+	blobRewriteWriteCategory vfs.DiskWriteCategory = "pebble-blob-file-rewrite"
+)
 
 // maxCompactionYield caps one sleep, so a block that took long to produce
 // (the compaction was descheduled) does not stall the compaction for long.
@@ -49,7 +52,7 @@ type pacedFS struct {
 
 func (fs pacedFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, category)
-	if err != nil || category != compactionWriteCategory {
+	if err != nil || (category != compactionWriteCategory && category != blobRewriteWriteCategory) {
 		return f, err
 	}
 	return &pacedFile{File: f, pacer: fs.pacer, last: fs.pacer.now()}, nil

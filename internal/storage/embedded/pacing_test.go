@@ -28,12 +28,20 @@ func TestPacedFile(t *testing.T) {
 	p.now, p.sleep = clock.now, clock.sleep
 	fs := pacedFS{FS: vfs.NewMem(), pacer: p}
 
-	flush, err := fs.Create("flush.sst", "pebble-memtable-flush")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := flush.(*pacedFile); ok {
-		t.Fatal("a flush's output is paced")
+	for category, paced := range map[vfs.DiskWriteCategory]bool{
+		"pebble-memtable-flush":      false,
+		"pebble-wal":                 false,
+		compactionWriteCategory:      true,
+		blobRewriteWriteCategory:     true,
+		vfs.WriteCategoryUnspecified: false,
+	} {
+		f, err := fs.Create("file-"+string(category), category)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := f.(*pacedFile); ok != paced {
+			t.Errorf("a file created for %q is paced: %v, want %v", category, ok, paced)
+		}
 	}
 	f, err := fs.Create("compaction.sst", compactionWriteCategory)
 	if err != nil {
