@@ -66,8 +66,8 @@ type Options struct {
 	// produce (at most 20 ms), so foreground writes get the CPU first on a
 	// small machine. Flushes are never paced, nor are compactions once L0
 	// is that deep or the levels below are far behind (pacing.go). At 1M
-	// objects on 2 cores, 5,000 updates/s had p99 4.6–4.9 ms with it
-	// against 5.4–5.6 ms without (the 10k store: 3.3–3.7 ms), and
+	// objects on 2 cores, 5,000 updates/s had p99 3.7–4.5 ms with it
+	// against 5.0–5.6 ms without (the 10k store: 3.1–3.8 ms), and
 	// unpaced bulk creates ran at 32–34k writes/s against 26k
 	// (docs/bench/storage.md, "Compaction pacing"). Default 3; negative
 	// disables pacing.
