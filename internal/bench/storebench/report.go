@@ -22,8 +22,8 @@ func (r Result) Write(w io.Writer) error {
 	if r.Updates {
 		kind = "updates"
 	}
-	p("writes:  %d %s at ~%d objects: %.0f writes/s, p50 %s, p99 %s, max %s\n",
-		r.Writes, kind, r.ObjectsAtMeasure, r.WritesPerSec, ms(r.WriteP50), ms(r.WriteP99), ms(r.WriteMax))
+	p("writes:  %d %s at ~%d objects: %.0f writes/s, p50 %s, p99 %s, p99.9 %s, max %s\n",
+		r.Writes, kind, r.ObjectsAtMeasure, r.WritesPerSec, ms(r.WriteP50), ms(r.WriteP99), ms(r.WriteP999), ms(r.WriteMax))
 	if r.Reads > 0 {
 		p("reads:   %d gets: %.0f reads/s, p50 %s, p99 %s\n", r.Reads, r.ReadsPerSec, ms(r.ReadP50), ms(r.ReadP99))
 	}

@@ -92,6 +92,7 @@ type Result struct {
 	WritesPerSec float64
 	WriteP50     time.Duration
 	WriteP99     time.Duration
+	WriteP999    time.Duration
 	WriteMax     time.Duration
 
 	Preloaded     int
@@ -237,7 +238,7 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err 
 	res.Writes, res.Updates = cfg.Count, cfg.Updates
 	if cfg.Count > 0 {
 		res.WritesPerSec = float64(cfg.Count) / res.WriteTime.Seconds()
-		res.WriteP50, res.WriteP99, res.WriteMax = percentiles(lat)
+		res.WriteP50, res.WriteP99, res.WriteP999, res.WriteMax = percentiles(lat)
 	}
 	if n := int(next.Load()); cfg.Reads > 0 && n > 0 {
 		start := time.Now()
@@ -247,7 +248,7 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err 
 		}
 		res.Reads = cfg.Reads
 		res.ReadsPerSec = float64(cfg.Reads) / time.Since(start).Seconds()
-		res.ReadP50, res.ReadP99, _ = percentiles(lat)
+		res.ReadP50, res.ReadP99, _, _ = percentiles(lat)
 	}
 	return res, nil
 }
@@ -348,13 +349,13 @@ func readN(ctx context.Context, s storage.Store, n, w, objects int) ([]time.Dura
 	return lat, ctx.Err()
 }
 
-func percentiles(lat []time.Duration) (p50, p99, maxLat time.Duration) {
+func percentiles(lat []time.Duration) (p50, p99, p999, maxLat time.Duration) {
 	if len(lat) == 0 {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	s := slices.Clone(lat)
 	slices.Sort(s)
-	return benchutil.Quantile(s, 0.50), benchutil.Quantile(s, 0.99), s[len(s)-1]
+	return benchutil.Quantile(s, 0.50), benchutil.Quantile(s, 0.99), benchutil.Quantile(s, 0.999), s[len(s)-1]
 }
 
 // compactLoop compacts s every second, keeping keep revisions of history,

@@ -148,12 +148,12 @@ func TestRunPaced(t *testing.T) {
 
 func TestPercentiles(t *testing.T) {
 	var lat []time.Duration
-	for i := 1; i <= 100; i++ {
+	for i := 1000; i >= 1; i-- {
 		lat = append(lat, time.Duration(i))
 	}
-	p50, p99, mx := percentiles(lat)
-	if p50 != 50 || p99 != 99 || mx != 100 {
-		t.Fatalf("p50 %d p99 %d max %d", p50, p99, mx)
+	p50, p99, p999, mx := percentiles(lat)
+	if p50 != 500 || p99 != 990 || p999 != 999 || mx != 1000 {
+		t.Fatalf("p50 %d p99 %d p99.9 %d max %d", p50, p99, p999, mx)
 	}
 }
 
