@@ -101,7 +101,7 @@ func updates(ctx context.Context, s storage.Store, objects, w, count int, values
 	for _, own := range pools {
 		found += len(own)
 	}
-	found = int(int64(found) * int64(share*w) / int64(pool*w))
+	found = found * share / pool // each worker sampled pool of its share numbers
 	return func(ctx context.Context, worker, _ int) (func() error, error) {
 		own := pools[worker]
 		o := &own[rand.IntN(len(own))]
