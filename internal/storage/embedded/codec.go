@@ -11,15 +11,24 @@ import (
 
 // On-disk layout (see doc.go for the reasoning):
 //
-//	"k" + key            -> latest record:  crc32c(4) | modRev(8) | createRev(8) | value
-//	"h" + bigendian(rev) -> history record: crc32c(4) | type(1) | createRev(8) | uvarint(len key) | key | value
-//	                        with a previous value (type has hasPrevFlag):
-//	                        crc32c(4) | type(1) | createRev(8) | uvarint(len key) | key | uvarint(len value) | value |
-//	                        prevModRev(8) | prev
 //	"i" + key            -> index record:   crc32c(4) | modRev(8) | createRev(8)   (keyindex.go)
+//	"h" + bigendian(rev) -> history record: crc32c(4) | type(1) | createRev(8) | [prevModRev(8)] | uvarint(len key) | key | value
+//	                        prevModRev is there when type has prevRevFlag (updates and deletes);
+//	                        the previous value is the value of the history record at prevModRev.
+//	"r" + bigendian(rev) -> retire record:  crc32c(4) | prevModRev(8) | flags(1)
+//	                        history that the write at rev made obsolete: the record at prevModRev,
+//	                        and with retireSelf the record at rev too (a delete)
 //	"m/current"          -> meta record:    crc32c(4) | rev(8)   (revision of the last committed write)
-//	"m/compacted"        -> meta record:    crc32c(4) | rev(8)   (history <= rev has been deleted)
-//	"m/format"           -> meta record:    crc32c(4) | 1        (the "i" records exist)
+//	"m/compacted"        -> meta record:    crc32c(4) | rev(8)   (history <= rev is gone except each live key's latest write)
+//	"m/format"           -> meta record:    crc32c(4) | format(8)
+//
+// Stores of format 1 and older (migrate.go) also had
+//
+//	"k" + key            -> latest record:  crc32c(4) | modRev(8) | createRev(8) | value
+//
+// and history records carrying the previous value itself (hasPrevFlag):
+//
+//	crc32c(4) | type(1) | createRev(8) | uvarint(len key) | key | uvarint(len value) | value | prevModRev(8) | prev
 //
 // Every checksum also covers the pebble key the record is stored under, so a
 // record copied or misplaced under another key (or another revision) fails
@@ -27,20 +36,29 @@ import (
 const (
 	latestPrefix  = 'k'
 	historyPrefix = 'h'
+	retirePrefix  = 'r'
 
 	latestHeader  = 4 + 8 + 8
 	historyHeader = 4 + 1 + 8
 	metaLen       = 4 + 8
+	retireLen     = 4 + 8 + 1
 )
 
-// hasPrevFlag is set in a history record's type byte when the record
-// carries the previous value (storage.Event.PrevValue): updates and deletes
-// written since the store recorded it. Records without it — creates, and
-// every record written before — keep the original layout, so old stores need
-// no migration; their updates and deletes replay with a nil PrevValue. A
-// binary older than this flag reports such records as corrupt (unknown
-// type): downgrading over new history means compacting it first.
-const hasPrevFlag = 0x80
+// Flags in a history record's type byte.
+const (
+	// hasPrevFlag: the record carries the previous value inline (updates
+	// and deletes written by format 1). Still decoded; no longer written.
+	hasPrevFlag = 0x80
+	// prevRevFlag: the record names the revision of the value it replaced
+	// (updates and deletes); that value is the history record there, which
+	// compaction keeps until it compacts past this one.
+	prevRevFlag = 0x40
+	typeMask    = 0x3f
+)
+
+// retireSelf in a retire record's flags: the write at its revision was a
+// delete, so its own history record goes too.
+const retireSelf = 1
 
 const (
 	metaCurrentKey   = "m/current"
@@ -63,20 +81,22 @@ func latestKey(key string) []byte {
 }
 
 // prefixBounds returns the [lower, upper) pebble key range holding every
-// latest record whose key starts with prefix.
-func prefixBounds(prefix string) (lower, upper []byte) {
-	lower = latestKey(prefix)
+// record of kind tag (indexPrefix) whose key starts with prefix.
+func prefixBounds(tag byte, prefix string) (lower, upper []byte) {
+	lower = make([]byte, 1+len(prefix))
+	lower[0] = tag
+	copy(lower[1:], prefix)
 	upper = append([]byte(nil), lower...)
 	// Increment the last byte that is not 0xff, dropping the 0xff tail: that
-	// is the smallest key greater than every key with this prefix. Because
-	// lower starts with 'k', this always terminates.
+	// is the smallest key greater than every key with this prefix. The tag
+	// is a letter, so this always terminates.
 	for i := len(upper) - 1; i >= 0; i-- {
 		if upper[i] != 0xff {
 			upper[i]++
 			return lower, upper[:i+1]
 		}
 	}
-	panic("unreachable: latest keys start with 'k'")
+	panic("unreachable: record tags are letters")
 }
 
 func historyKey(rev int64) []byte {
@@ -119,19 +139,19 @@ func decodeLatest(key string, dbKey, rec []byte) (storage.KeyValue, error) {
 	}, nil
 }
 
-// encodeHistory encodes ev's history record. hasPrev says ev.PrevValue is
-// recorded (the key existed: an update or a delete), even when empty.
-func encodeHistory(ev storage.Event, hasPrev bool) []byte {
-	b := make([]byte, historyLen(ev, hasPrev))
-	putHistory(b, ev, hasPrev)
+// encodeHistory encodes ev's history record. ev.PrevModRevision != 0 marks
+// an update or delete (prevRevFlag); ev.PrevValue is not stored.
+func encodeHistory(ev storage.Event) []byte {
+	b := make([]byte, historyLen(ev))
+	putHistory(b, ev)
 	return b
 }
 
 // historyLen is the size of ev's history record.
-func historyLen(ev storage.Event, hasPrev bool) int {
+func historyLen(ev storage.Event) int {
 	n := historyHeader + uvarintLen(uint64(len(ev.Key))) + len(ev.Key) + len(ev.Value)
-	if hasPrev {
-		n += uvarintLen(uint64(len(ev.Value))) + 8 + len(ev.PrevValue)
+	if ev.PrevModRevision != 0 {
+		n += 8
 	}
 	return n
 }
@@ -143,29 +163,26 @@ func uvarintLen(v uint64) int {
 
 // putHistory writes ev's history record into b, which is historyLen bytes:
 // the writer encodes straight into a Pebble batch.
-func putHistory(b []byte, ev storage.Event, hasPrev bool) {
+func putHistory(b []byte, ev storage.Event) {
 	b[4] = byte(ev.Type)
-	if hasPrev {
-		b[4] |= hasPrevFlag
-	}
 	binary.BigEndian.PutUint64(b[5:], uint64(ev.CreateRevision))
-	off := historyHeader + binary.PutUvarint(b[historyHeader:], uint64(len(ev.Key)))
-	off += copy(b[off:], ev.Key)
-	if hasPrev {
-		off += binary.PutUvarint(b[off:], uint64(len(ev.Value)))
-	}
-	off += copy(b[off:], ev.Value)
-	if hasPrev {
+	off := historyHeader
+	if ev.PrevModRevision != 0 {
+		b[4] |= prevRevFlag
 		binary.BigEndian.PutUint64(b[off:], uint64(ev.PrevModRevision))
 		off += 8
-		copy(b[off:], ev.PrevValue)
 	}
+	off += binary.PutUvarint(b[off:], uint64(len(ev.Key)))
+	off += copy(b[off:], ev.Key)
+	copy(b[off:], ev.Value)
 	binary.BigEndian.PutUint32(b, checksum(historyKey(ev.Revision), b[4:]))
 }
 
 // decodeHistory validates and decodes the history record stored under dbKey.
-// The returned event owns its Value and PrevValue.
-func decodeHistory(dbKey, rec []byte) (storage.Event, error) {
+// The returned event owns its Value and PrevValue. prevByRev reports that the
+// previous value is not in the record: it is the value of the history record
+// at ev.PrevModRevision (readPrevValue).
+func decodeHistory(dbKey, rec []byte) (ev storage.Event, prevByRev bool, err error) {
 	return decodeHistoryFor(dbKey, rec, "")
 }
 
@@ -173,36 +190,49 @@ func decodeHistory(dbKey, rec []byte) (storage.Event, error) {
 // with the given prefix: for other keys the record is still validated but
 // its values are not copied (a watch replaying the global log would
 // otherwise copy every other resource's values only to drop them).
-func decodeHistoryFor(dbKey, rec []byte, prefix string) (storage.Event, error) {
+func decodeHistoryFor(dbKey, rec []byte, prefix string) (ev storage.Event, prevByRev bool, err error) {
 	if len(dbKey) != 9 || dbKey[0] != historyPrefix {
-		return storage.Event{}, fmt.Errorf("embedded: malformed history key %x: %w", dbKey, storage.ErrCorrupt)
+		return ev, false, fmt.Errorf("embedded: malformed history key %x: %w", dbKey, storage.ErrCorrupt)
 	}
 	rev := int64(binary.BigEndian.Uint64(dbKey[1:]))
 	if len(rec) < historyHeader {
-		return storage.Event{}, fmt.Errorf("embedded: history record at revision %d is %d bytes, shorter than its header: %w", rev, len(rec), storage.ErrCorrupt)
+		return ev, false, fmt.Errorf("embedded: history record at revision %d is %d bytes, shorter than its header: %w", rev, len(rec), storage.ErrCorrupt)
 	}
 	if got, want := checksum(dbKey, rec[4:]), binary.BigEndian.Uint32(rec); got != want {
-		return storage.Event{}, fmt.Errorf("embedded: history record at revision %d%s fails its checksum (stored %08x, computed %08x): %w", rev, unverifiedKey(rec), want, got, storage.ErrCorrupt)
+		return ev, false, fmt.Errorf("embedded: history record at revision %d%s fails its checksum (stored %08x, computed %08x): %w", rev, unverifiedKey(rec), want, got, storage.ErrCorrupt)
 	}
-	typ := storage.EventType(rec[4] &^ hasPrevFlag)
-	hasPrev := rec[4]&hasPrevFlag != 0
-	keyLen, n := binary.Uvarint(rec[historyHeader:])
-	if n <= 0 || keyLen > uint64(len(rec)-historyHeader-n) {
-		return storage.Event{}, fmt.Errorf("embedded: history record at revision %d has a bad key length: %w", rev, storage.ErrCorrupt)
+	typ := storage.EventType(rec[4] & typeMask)
+	inlinePrev := rec[4]&hasPrevFlag != 0
+	prevByRev = rec[4]&prevRevFlag != 0
+	off := historyHeader
+	if prevByRev {
+		if inlinePrev || len(rec) < off+8 {
+			return ev, false, fmt.Errorf("embedded: history record at revision %d has a bad header: %w", rev, storage.ErrCorrupt)
+		}
+		ev.PrevModRevision = int64(binary.BigEndian.Uint64(rec[off:]))
+		off += 8
 	}
-	off := historyHeader + n
+	keyLen, n := binary.Uvarint(rec[off:])
+	if n <= 0 || keyLen > uint64(len(rec)-off-n) {
+		return storage.Event{}, false, fmt.Errorf("embedded: history record at revision %d has a bad key length: %w", rev, storage.ErrCorrupt)
+	}
+	off += n
 	key := string(rec[off : off+int(keyLen)])
 	off += int(keyLen)
 	if typ != storage.EventPut && typ != storage.EventDelete {
-		return storage.Event{}, fmt.Errorf("embedded: history record for key %q at revision %d has unknown type %d: %w", key, rev, rec[4], storage.ErrCorrupt)
+		return storage.Event{}, false, fmt.Errorf("embedded: history record for key %q at revision %d has unknown type %d: %w", key, rev, rec[4], storage.ErrCorrupt)
 	}
-	ev := storage.Event{Type: typ, Key: key, Revision: rev, CreateRevision: int64(binary.BigEndian.Uint64(rec[5:]))}
+	if prevByRev && (ev.PrevModRevision <= 0 || ev.PrevModRevision >= rev) {
+		return storage.Event{}, false, fmt.Errorf("embedded: history record for key %q at revision %d names previous revision %d: %w", key, rev, ev.PrevModRevision, storage.ErrCorrupt)
+	}
+	ev.Type, ev.Key, ev.Revision = typ, key, rev
+	ev.CreateRevision = int64(binary.BigEndian.Uint64(rec[5:]))
 	keep := strings.HasPrefix(key, prefix)
 	value := rec[off:]
-	if hasPrev {
+	if inlinePrev {
 		valLen, vn := binary.Uvarint(rec[off:])
 		if vn <= 0 || len(rec)-off-vn < 8 || valLen > uint64(len(rec)-off-vn-8) {
-			return storage.Event{}, fmt.Errorf("embedded: history record for key %q at revision %d has a bad value length: %w", key, rev, storage.ErrCorrupt)
+			return storage.Event{}, false, fmt.Errorf("embedded: history record for key %q at revision %d has a bad value length: %w", key, rev, storage.ErrCorrupt)
 		}
 		off += vn
 		value = rec[off : off+int(valLen)]
@@ -215,17 +245,24 @@ func decodeHistoryFor(dbKey, rec []byte, prefix string) (storage.Event, error) {
 	if typ == storage.EventPut && keep {
 		ev.Value = append([]byte{}, value...)
 	}
-	return ev, nil
+	return ev, prevByRev, nil
 }
 
 // unverifiedKey names the key a damaged history record appears to be about,
 // for the operator reading the error; the damage may be in the key itself.
 func unverifiedKey(rec []byte) string {
-	keyLen, n := binary.Uvarint(rec[historyHeader:])
-	if n <= 0 || keyLen > uint64(len(rec)-historyHeader-n) || keyLen > 4096 {
+	off := historyHeader
+	if rec[4]&prevRevFlag != 0 {
+		off += 8
+	}
+	if len(rec) < off {
 		return ""
 	}
-	return fmt.Sprintf(" (apparently for key %q)", rec[historyHeader+n:historyHeader+n+int(keyLen)])
+	keyLen, n := binary.Uvarint(rec[off:])
+	if n <= 0 || keyLen > uint64(len(rec)-off-n) || keyLen > 4096 {
+		return ""
+	}
+	return fmt.Sprintf(" (apparently for key %q)", rec[off+n:off+n+int(keyLen)])
 }
 
 func encodeMeta(dbKey string, rev int64) []byte {
@@ -243,4 +280,37 @@ func decodeMeta(dbKey string, rec []byte) (int64, error) {
 		return 0, fmt.Errorf("embedded: meta record %q fails its checksum (stored %08x, computed %08x): %w", dbKey, want, got, storage.ErrCorrupt)
 	}
 	return int64(binary.BigEndian.Uint64(rec[4:])), nil
+}
+
+func retireKey(rev int64) []byte {
+	b := historyKey(rev)
+	b[0] = retirePrefix
+	return b
+}
+
+func encodeRetire(rev, prevModRev int64, flags byte) []byte {
+	b := make([]byte, retireLen)
+	binary.BigEndian.PutUint64(b[4:], uint64(prevModRev))
+	b[12] = flags
+	binary.BigEndian.PutUint32(b, checksum(retireKey(rev), b[4:]))
+	return b
+}
+
+// decodeRetire validates and decodes the retire record stored under dbKey.
+func decodeRetire(dbKey, rec []byte) (rev, prevModRev int64, flags byte, err error) {
+	if len(dbKey) != 9 || dbKey[0] != retirePrefix {
+		return 0, 0, 0, fmt.Errorf("embedded: malformed retire key %x: %w", dbKey, storage.ErrCorrupt)
+	}
+	rev = int64(binary.BigEndian.Uint64(dbKey[1:]))
+	if len(rec) != retireLen {
+		return rev, 0, 0, fmt.Errorf("embedded: retire record at revision %d is %d bytes, want %d: %w", rev, len(rec), retireLen, storage.ErrCorrupt)
+	}
+	if got, want := checksum(dbKey, rec[4:]), binary.BigEndian.Uint32(rec); got != want {
+		return rev, 0, 0, fmt.Errorf("embedded: retire record at revision %d fails its checksum (stored %08x, computed %08x): %w", rev, want, got, storage.ErrCorrupt)
+	}
+	prevModRev = int64(binary.BigEndian.Uint64(rec[4:]))
+	if prevModRev <= 0 || prevModRev >= rev || rec[12]&^retireSelf != 0 {
+		return rev, 0, 0, fmt.Errorf("embedded: retire record at revision %d is malformed: %w", rev, storage.ErrCorrupt)
+	}
+	return rev, prevModRev, rec[12], nil
 }

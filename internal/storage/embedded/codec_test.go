@@ -2,36 +2,57 @@ package embedded
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
-// TestHistoryRecordFormats: records with and without the previous value
-// decode; an update written before previous values were recorded (no
-// hasPrevFlag: the original layout, which creates still use) decodes with
-// a nil PrevValue, and a bad value length is corruption.
+// encodeHistoryV1 encodes ev as format 1 wrote updates and deletes: the
+// previous value inline (hasPrevFlag). Only tests write it now.
+func encodeHistoryV1(ev storage.Event) []byte {
+	var b []byte
+	b = append(b, 0, 0, 0, 0, byte(ev.Type)|hasPrevFlag)
+	b = binary.BigEndian.AppendUint64(b, uint64(ev.CreateRevision))
+	b = binary.AppendUvarint(b, uint64(len(ev.Key)))
+	b = append(b, ev.Key...)
+	b = binary.AppendUvarint(b, uint64(len(ev.Value)))
+	b = append(b, ev.Value...)
+	b = binary.BigEndian.AppendUint64(b, uint64(ev.PrevModRevision))
+	b = append(b, ev.PrevValue...)
+	binary.BigEndian.PutUint32(b, checksum(historyKey(ev.Revision), b[4:]))
+	return b
+}
+
+// TestHistoryRecordFormats: every history layout a store may hold decodes to
+// the right event, and says where the previous value is.
 func TestHistoryRecordFormats(t *testing.T) {
 	upd := storage.Event{Type: storage.EventPut, Key: "/k", Value: []byte("new"), Revision: 7, CreateRevision: 3, PrevValue: []byte("old"), PrevModRevision: 5}
 	del := storage.Event{Type: storage.EventDelete, Key: "/k", Revision: 8, CreateRevision: 3, PrevValue: []byte{}, PrevModRevision: 7}
+	create := storage.Event{Type: storage.EventPut, Key: "/k", Value: []byte("v"), Revision: 2, CreateRevision: 2}
+	withoutPrev := func(ev storage.Event, keepRev bool) storage.Event {
+		ev.PrevValue = nil
+		if !keepRev {
+			ev.PrevModRevision = 0
+		}
+		return ev
+	}
 	for _, tc := range []struct {
-		name    string
-		ev      storage.Event
-		hasPrev bool
-		want    storage.Event
+		name          string
+		rec           []byte
+		want          storage.Event
+		wantPrevByRev bool
 	}{
-		{"update with prev", upd, true, upd},
-		{"delete of an empty value", del, true, del},
-		{"update in the old format", upd, false, storage.Event{Type: storage.EventPut, Key: "/k", Value: []byte("new"), Revision: 7, CreateRevision: 3}},
-		{"delete in the old format", del, false, storage.Event{Type: storage.EventDelete, Key: "/k", Revision: 8, CreateRevision: 3}},
+		{"create", encodeHistory(create), create, false},
+		{"update", encodeHistory(upd), withoutPrev(upd, true), true},
+		{"delete", encodeHistory(del), withoutPrev(del, true), true},
+		{"update in format 1, previous value inline", encodeHistoryV1(upd), upd, false},
+		{"delete of an empty value in format 1", encodeHistoryV1(del), del, false},
+		{"update in format 0, previous value unknown", encodeHistory(withoutPrev(upd, false)), withoutPrev(upd, false), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := tc.ev
-			if !tc.hasPrev {
-				ev.PrevValue, ev.PrevModRevision = nil, 0 // what the old encoder wrote
-			}
-			got, err := decodeHistory(historyKey(ev.Revision), encodeHistory(ev, tc.hasPrev))
+			got, prevByRev, err := decodeHistory(historyKey(tc.want.Revision), tc.rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,17 +60,67 @@ func TestHistoryRecordFormats(t *testing.T) {
 				!bytes.Equal(got.Value, tc.want.Value) || (got.PrevValue == nil) != (tc.want.PrevValue == nil) || !bytes.Equal(got.PrevValue, tc.want.PrevValue) {
 				t.Fatalf("decoded %+v, want %+v", got, tc.want)
 			}
+			if prevByRev != tc.wantPrevByRev {
+				t.Fatalf("prevByRev %v, want %v", prevByRev, tc.wantPrevByRev)
+			}
 		})
 	}
-	// A create is byte-identical to the original layout.
-	create := storage.Event{Type: storage.EventPut, Key: "/k", Value: []byte("v"), Revision: 2, CreateRevision: 2}
-	if rec := encodeHistory(create, false); rec[4] != byte(storage.EventPut) {
+	if rec := encodeHistory(create); rec[4] != byte(storage.EventPut) {
 		t.Fatalf("create record type byte %#x", rec[4])
 	}
-	rec := encodeHistory(upd, true)
-	rec[historyHeader+1+len(upd.Key)] = 0x7f // value length past the end
-	rec = reseal(historyKey(upd.Revision), rec)
-	if _, err := decodeHistory(historyKey(upd.Revision), rec); !errors.Is(err, storage.ErrCorrupt) {
-		t.Fatalf("bad value length: %v, want ErrCorrupt", err)
+
+	for _, tc := range []struct {
+		name string
+		rev  int64
+		rec  []byte
+	}{
+		{"format-1 value length past the end", upd.Revision, func() []byte {
+			rec := encodeHistoryV1(upd)
+			rec[historyHeader+1+len(upd.Key)] = 0x7f
+			return reseal(historyKey(upd.Revision), rec)
+		}()},
+		{"previous revision not below its own", upd.Revision, encodeHistory(storage.Event{Type: storage.EventPut, Key: "/k", Revision: 7, CreateRevision: 3, PrevModRevision: 7})},
+		{"both previous-value flags", upd.Revision, func() []byte {
+			rec := encodeHistory(upd)
+			rec[4] |= hasPrevFlag
+			return reseal(historyKey(upd.Revision), rec)
+		}()},
+		{"unknown type", create.Revision, func() []byte {
+			rec := encodeHistory(create)
+			rec[4] = 9
+			return reseal(historyKey(create.Revision), rec)
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, err := decodeHistory(historyKey(tc.rev), tc.rec); !errors.Is(err, storage.ErrCorrupt) {
+				t.Fatalf("got %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+// TestRetireRecords: retire records round-trip, and damaged ones are
+// corruption.
+func TestRetireRecords(t *testing.T) {
+	rev, prev, flags, err := decodeRetire(retireKey(9), encodeRetire(9, 4, retireSelf))
+	if err != nil || rev != 9 || prev != 4 || flags != retireSelf {
+		t.Fatalf("decoded %d, %d, %d, %v; want 9, 4, %d, nil", rev, prev, flags, err, retireSelf)
+	}
+	for _, tc := range []struct {
+		name string
+		key  []byte
+		rec  []byte
+	}{
+		{"under another revision", retireKey(10), encodeRetire(9, 4, 0)},
+		{"previous not below its own", retireKey(9), encodeRetire(9, 9, 0)},
+		{"unknown flag", retireKey(9), encodeRetire(9, 4, 2)},
+		{"truncated", retireKey(9), encodeRetire(9, 4, 0)[:retireLen-1]},
+		{"history key", historyKey(9), encodeRetire(9, 4, 0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, _, _, err := decodeRetire(tc.key, tc.rec); !errors.Is(err, storage.ErrCorrupt) {
+				t.Fatalf("got %v, want ErrCorrupt", err)
+			}
+		})
 	}
 }

@@ -46,25 +46,68 @@ func flipLast(b []byte) []byte { b[len(b)-1] ^= 0x40; return b }
 // never serve the damaged value or panic.
 func TestCorruption(t *testing.T) {
 	ctx := context.Background()
+	// The store holds /ns/before, then /ns/victim created at rev and
+	// updated at rev+1 (to "precious value").
+	valueDamaged := func(t *testing.T, s *Store, rev int64, what string) {
+		cur := strconv.FormatInt(rev+1, 10)
+		checkCorrupt(t, "Get", getErr(s.Get(ctx, "/ns/victim")), "/ns/victim", cur, what)
+		_, _, err := s.List(ctx, "/ns/")
+		checkCorrupt(t, "List", err, "/ns/victim", cur, what)
+		// Delete must return the old value, which it cannot read.
+		_, _, err = s.Delete(ctx, "/ns/victim", rev+1)
+		checkCorrupt(t, "Delete", err, "/ns/victim", cur, what)
+		if _, err := s.Get(ctx, "/ns/before"); err != nil {
+			t.Fatalf("undamaged key unreadable: %v", err)
+		}
+		// History damage surfaces through a watch replaying it.
+		checkWatchCorrupt(t, s, rev-1, rev, cur, what)
+		// A CAS update checks the (intact) key index, not the damaged
+		// value, and replaces the value: that is how a damaged object is
+		// repaired.
+		if _, err := s.Update(ctx, "/ns/victim", []byte("repaired"), rev+1); err != nil {
+			t.Fatalf("Update over a damaged value: %v", err)
+		}
+		if kv, err := s.Get(ctx, "/ns/victim"); err != nil || string(kv.Value) != "repaired" {
+			t.Fatalf("after repair: %q, %v", kv.Value, err)
+		}
+	}
 	cases := []struct {
 		name   string
 		damage func(t *testing.T, dir string, rev int64)
+		check  func(t *testing.T, s *Store, rev int64, what string)
 	}{
-		{"latest value bit flip", func(t *testing.T, dir string, _ int64) { rewrite(t, dir, latestKey("/ns/victim"), flipLast) }},
-		{"latest truncated", func(t *testing.T, dir string, _ int64) {
-			rewrite(t, dir, latestKey("/ns/victim"), func(b []byte) []byte { return b[:7] })
-		}},
-		{"index bit flip", func(t *testing.T, dir string, _ int64) { rewrite(t, dir, indexKey("/ns/victim"), flipLast) }},
-		{"history bit flip", func(t *testing.T, dir string, rev int64) { rewrite(t, dir, historyKey(rev), flipLast) }},
-		{"history truncated", func(t *testing.T, dir string, rev int64) {
-			rewrite(t, dir, historyKey(rev), func(b []byte) []byte { return b[:3] })
-		}},
-		{"history bad key length", func(t *testing.T, dir string, rev int64) {
-			rewrite(t, dir, historyKey(rev), func(b []byte) []byte {
-				b[historyHeader] = 0x7f // longer than the record, checksum fixed up
-				return reseal(historyKey(rev), b)
+		{"value bit flip", func(t *testing.T, dir string, rev int64) { rewrite(t, dir, historyKey(rev+1), flipLast) }, valueDamaged},
+		{"value truncated", func(t *testing.T, dir string, rev int64) {
+			rewrite(t, dir, historyKey(rev+1), func(b []byte) []byte { return b[:3] })
+		}, valueDamaged},
+		{"value bad key length", func(t *testing.T, dir string, rev int64) {
+			rewrite(t, dir, historyKey(rev+1), func(b []byte) []byte {
+				b[historyHeader+8] = 0x7f // longer than the record, checksum fixed up
+				return reseal(historyKey(rev+1), b)
 			})
-		}},
+		}, valueDamaged},
+		{"previous value bit flip", func(t *testing.T, dir string, rev int64) { rewrite(t, dir, historyKey(rev), flipLast) },
+			func(t *testing.T, s *Store, rev int64, what string) {
+				if kv, err := s.Get(ctx, "/ns/victim"); err != nil || string(kv.Value) != "precious value" {
+					t.Fatalf("current value: %q, %v", kv.Value, err)
+				}
+				// The update's event carries the damaged previous value.
+				checkWatchCorrupt(t, s, rev, rev, strconv.FormatInt(rev, 10), what)
+			}},
+		{"index bit flip", func(t *testing.T, dir string, _ int64) { rewrite(t, dir, indexKey("/ns/victim"), flipLast) },
+			func(t *testing.T, s *Store, rev int64, what string) {
+				// Without its index record the key's current revision is
+				// unknown: reads and writes of it report that.
+				cur := strconv.FormatInt(rev+1, 10)
+				checkCorrupt(t, "Get", getErr(s.Get(ctx, "/ns/victim")), "/ns/victim", cur, what)
+				_, err := s.Create(ctx, "/ns/victim", nil)
+				checkCorrupt(t, "Create", err, "/ns/victim", cur, what)
+				_, err = s.Update(ctx, "/ns/victim", []byte("x"), rev+1)
+				checkCorrupt(t, "Update", err, "/ns/victim", cur, what)
+				if _, err := s.Get(ctx, "/ns/before"); err != nil {
+					t.Fatalf("undamaged key unreadable: %v", err)
+				}
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,57 +119,35 @@ func TestCorruption(t *testing.T) {
 			if _, err := s.Create(ctx, "/ns/before", []byte("fine")); err != nil {
 				t.Fatal(err)
 			}
-			rev, err := s.Create(ctx, "/ns/victim", []byte("precious value"))
+			rev, err := s.Create(ctx, "/ns/victim", []byte("first value"))
 			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Update(ctx, "/ns/victim", []byte("precious value"), rev); err != nil {
 				t.Fatal(err)
 			}
 			s.Close()
 			tc.damage(t, dir, rev)
-			s = openTest(t, Options{Dir: dir})
-			revStr := strconv.FormatInt(rev, 10)
-			if strings.HasPrefix(tc.name, "index") {
-				// The key is suspect: the writer falls back to the latest
-				// record, which is intact, so writes still work.
-				if _, err := s.Create(ctx, "/ns/victim", nil); !errors.Is(err, storage.ErrExists) {
-					t.Fatalf("Create over a key with a damaged index record: %v", err)
-				}
-				if _, err := s.Update(ctx, "/ns/victim", []byte("x"), rev); err != nil {
-					t.Fatalf("Update of a key with a damaged index record: %v", err)
-				}
-				return
-			}
-			if strings.HasPrefix(tc.name, "latest") {
-				checkCorrupt(t, "Get", getErr(s.Get(ctx, "/ns/victim")), "/ns/victim", revStr, tc.name)
-				_, _, err := s.List(ctx, "/ns/")
-				checkCorrupt(t, "List", err, "/ns/victim", revStr, tc.name)
-				// Delete must return the old value, which it cannot read.
-				_, _, err = s.Delete(ctx, "/ns/victim", rev)
-				checkCorrupt(t, "Delete", err, "/ns/victim", revStr, tc.name)
-				if _, err := s.Get(ctx, "/ns/before"); err != nil {
-					t.Fatalf("undamaged key unreadable: %v", err)
-				}
-				// A CAS update checks the (intact) key index, not the damaged
-				// value, and replaces the value: that is how a damaged object
-				// is repaired.
-				if _, err := s.Update(ctx, "/ns/victim", []byte("repaired"), rev); err != nil {
-					t.Fatalf("Update over a damaged value: %v", err)
-				}
-				if kv, err := s.Get(ctx, "/ns/victim"); err != nil || string(kv.Value) != "repaired" {
-					t.Fatalf("after repair: %q, %v", kv.Value, err)
-				}
-				return
-			}
-			// History damage surfaces through a watch replaying it.
-			w, err := s.Watch(ctx, "/ns/", rev-1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for ev := range w.Events() {
-				t.Fatalf("damaged history served: %+v", ev)
-			}
-			checkCorrupt(t, "Watch", w.Err(), "", revStr, tc.name)
+			tc.check(t, openTest(t, Options{Dir: dir}), rev, tc.name)
 		})
 	}
+}
+
+// checkWatchCorrupt: a watch replaying history after revision from ends
+// with ErrCorrupt naming revision badRev, having served nothing after rev
+// (the victim's update, whose value or previous value is damaged).
+func checkWatchCorrupt(t *testing.T, s *Store, from, rev int64, badRev, what string) {
+	t.Helper()
+	w, err := s.Watch(context.Background(), "/ns/", from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range w.Events() {
+		if ev.Revision > rev {
+			t.Fatalf("damaged history served: %+v", ev)
+		}
+	}
+	checkCorrupt(t, "Watch", w.Err(), "", badRev, what)
 }
 
 // TestCorruptMeta: a damaged revision counter refuses to open rather than

@@ -237,7 +237,7 @@ func verifyStore(t *testing.T, dir string, acked map[string][]ack, maxAcked int6
 		defer it.Close()
 		want := int64(1)
 		for ok := it.First(); ok; ok = it.Next() {
-			ev, err := decodeHistory(it.Key(), it.Value())
+			ev, _, err := decodeHistory(it.Key(), it.Value())
 			if err != nil {
 				return err
 			}
@@ -246,6 +246,19 @@ func verifyStore(t *testing.T, dir string, acked map[string][]ack, maxAcked int6
 			}
 			want++
 			history[ev.Revision] = ev
+			if prev, ok := replayed[ev.Key]; ok {
+				// An update or delete: its retire record names the
+				// write it replaced.
+				v, closer, err := s.db.Get(retireKey(ev.Revision))
+				if err != nil {
+					return fmt.Errorf("retire record of revision %d: %w", ev.Revision, err)
+				}
+				_, p, _, err := decodeRetire(retireKey(ev.Revision), v)
+				closer.Close()
+				if err != nil || p != prev.rev {
+					return fmt.Errorf("retire record of revision %d names %d (%v), want %d", ev.Revision, p, err, prev.rev)
+				}
+			}
 			if ev.Type == storage.EventPut {
 				replayed[ev.Key] = state{ev.Revision, ev.CreateRevision, valueHash(ev.Value)}
 			} else {
@@ -274,7 +287,7 @@ func verifyStore(t *testing.T, dir string, acked map[string][]ack, maxAcked int6
 		}
 	}
 	// The persisted key index agrees with the latest records.
-	index, err := loadKeyIndex(s.db, cur)
+	index, err := loadKeyIndex(s.db)
 	if err != nil {
 		t.Fatal(err)
 	}

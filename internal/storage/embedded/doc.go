@@ -15,39 +15,57 @@
 //
 // # Layout
 //
-// Pebble keys (codec.go has the byte formats):
+// Pebble keys (codec.go has the byte formats), the same split etcd's mvcc
+// makes between its key index and its revision-keyed store:
 //
-//	k<key>       latest value: crc32c | modRev | createRev | value
 //	i<key>       key index: crc32c | modRev | createRev (no value)
-//	h<rev>       history log, rev big-endian so it sorts by revision:
-//	             crc32c | type | createRev | key | value
-//	             (updates and deletes: ... | key | len value | value | prevModRev | prev value)
+//	h<rev>       history, rev big-endian so it sorts by revision:
+//	             crc32c | type | createRev | [prevModRev] | key | value
+//	r<rev>       retire record: the history the write at rev made obsolete
 //	m/current    revision of the last committed batch
-//	m/compacted  history at or below this revision has been deleted
-//	m/format     the i<key> records exist
+//	m/compacted  history at or below this revision is gone, except each
+//	             live key's latest write
+//	m/format     the layout's version (migrate.go upgrades older stores)
 //
-// Records of 256 bytes or more (the latest and history records of any real
-// object) are written to Pebble's blob files when the memtable is flushed,
-// and the sstables keep a handle to them (Options.BlobValueMinSize), so
-// compactions of the growing LSM rewrite keys and handles, not objects.
+// A value is stored once, in the history record of the write that put it;
+// the index says which revision holds each key's current value. Get reads
+// the index record, then that history record; List reads the prefix's
+// index records, then their history records in revision order. Watch
+// replay reads history in order, and an update's or delete's previous
+// value from the history record its prevModRev names.
 //
-// Every write stores its latest, index and history records, plus m/current,
-// in one batch; so after a crash they always agree. Each record's CRC32C
-// covers the Pebble key too; a record that fails it is reported as
-// storage.ErrCorrupt naming the key and revision, never served. Writes to a
-// key whose value is damaged: Update (its CAS is checked against the intact
-// index) replaces the value, which is how an object is repaired; Delete,
-// which must return the old value, reports ErrCorrupt.
+// Why not also keep each key's latest value under its key (format 1 did):
+// keys are hashed names, so every memtable flush overlaps the whole range
+// of latest records, and each L0 compaction rewrote all of it, at a million
+// objects the main cost left under write latency. History keys only grow,
+// so flushed history moves down the LSM with little rewriting
+// (docs/bench/storage.md, "Values in history only").
 //
-// Each update and delete records the value it replaced (and its revision) in its history
-// record, so that watch events carry storage.Event.PrevValue whether they
-// are live or replayed (a watch cache filling its window from history after
-// a restart needs it to know what changed). History grows by one previous
-// value per update and delete; creates are unchanged. Records written before
-// this (no prev flag in the type byte, see codec.go) still decode, with a
-// nil PrevValue. The writer does not read the LSM for it: Update reads the
-// key's latest record in the caller's goroutine before queueing (writer.go,
-// Store.peek) and the writer checks it is still current against the index.
+// Compaction (Store.Compact) cannot drop all history below a revision, as
+// that holds the current values of keys not written since. Each update
+// and delete therefore writes a retire record naming the history record it
+// made obsolete (and, for a delete, its own); compacting to revision C
+// deletes what the retire records at or below C name, then those records.
+//
+// Records of 256 bytes or more (the history records of any real object)
+// are written to Pebble's blob files when the memtable is flushed, and the
+// sstables keep a handle to them (Options.BlobValueMinSize), so compactions
+// rewrite keys and handles, not objects.
+//
+// Every write stores its index, history and retire records, plus
+// m/current, in one batch; so after a crash they always agree. Each
+// record's CRC32C covers the Pebble key too; a record that fails it is
+// reported as storage.ErrCorrupt naming the key and revision, never
+// served. A key whose current value is damaged can be repaired by an
+// Update (its CAS is checked against the intact index); Delete, which must
+// return the old value, reports ErrCorrupt. A key whose index record is
+// damaged reports ErrCorrupt to reads and writes: its current revision is
+// unknown.
+//
+// Update reads the value it replaces in the caller's goroutine before
+// queueing (writer.go, Store.peek), for the live event's PrevValue, and the
+// writer checks it is still current against the index; the writer does not
+// read the LSM for it.
 //
 // # Writes: group commit
 //

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
 // keyMeta is the writer's in-memory record of one live key: enough to check
@@ -27,14 +29,9 @@ type keyMeta struct {
 }
 
 // The index is persisted as its own small records, "i"+key -> crc32c |
-// modRev | createRev (the latest-record format with no value), written in the
-// same batch as the latest record, so Open reads ~30 bytes per key instead
-// of every value. formatKeyIndexed marks stores that have them.
-const (
-	indexPrefix      = 'i'
-	metaFormatKey    = "m/format"
-	formatKeyIndexed = 1
-)
+// modRev | createRev (codec.go), written in the same batch as the key's
+// history record, so Open reads ~30 bytes per key instead of every value.
+const indexPrefix = 'i'
 
 func indexKey(key string) []byte {
 	b := make([]byte, 1+len(key))
@@ -43,21 +40,23 @@ func indexKey(key string) []byte {
 	return b
 }
 
-// loadKeyIndex reads the persisted key index; a store written before the
-// index existed gets it built from its latest records and persisted first.
-// A corrupt index record marks its key suspect rather than failing Open.
-func loadKeyIndex(db *pebble.DB, rev int64) (*keyTable, error) {
-	format, err := readMeta(db, metaFormatKey)
-	if err != nil {
-		return nil, err
+// decodeIndex validates and decodes key's index record, stored under ik:
+// the key and its revisions, no value.
+func decodeIndex(key string, ik, rec []byte) (storage.KeyValue, error) {
+	if len(rec) != latestHeader {
+		return storage.KeyValue{}, fmt.Errorf("embedded: index record for key %q is %d bytes, want %d: %w", key, len(rec), latestHeader, storage.ErrCorrupt)
 	}
-	if format < formatKeyIndexed {
-		if err := buildKeyIndex(db, rev); err != nil {
-			return nil, err
-		}
-	}
+	kv, err := decodeLatest(key, ik, rec)
+	kv.Value = nil
+	return kv, err
+}
+
+// loadKeyIndex reads the persisted key index (upgradeFormat has made sure
+// it exists). A corrupt index record marks its key suspect rather than
+// failing Open.
+func loadKeyIndex(db *pebble.DB) (*keyTable, error) {
 	keys := newKeyTable()
-	err = scanHeaders(db, indexPrefix, func(key []byte, m keyMeta) error {
+	err := scanHeaders(db, indexPrefix, func(key []byte, m keyMeta) error {
 		keys.setBytes(key, m)
 		return nil
 	})
@@ -90,41 +89,6 @@ func scanHeaders(r pebble.Reader, prefix byte, f func(key []byte, m keyMeta) err
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("embedded: loading the key index: %w", err)
-	}
-	return nil
-}
-
-// buildKeyIndex writes index records for every latest record, then the
-// format marker (so a crash midway simply rebuilds again).
-func buildKeyIndex(db *pebble.DB, rev int64) error {
-	b := db.NewBatch()
-	defer func() { b.Close() }()
-	err := scanHeaders(db, latestPrefix, func(key []byte, m keyMeta) error {
-		if m.suspect {
-			return nil // reads of the key report the corruption
-		}
-		ik := indexKey(string(key))
-		if err := b.Set(ik, encodeLatest(ik, m.mod, m.create, nil), nil); err != nil {
-			return err
-		}
-		if b.Len() < 4<<20 {
-			return nil
-		}
-		if err := b.Commit(pebble.NoSync); err != nil {
-			return err
-		}
-		b.Close()
-		b = db.NewBatch()
-		return nil
-	})
-	if err == nil {
-		err = b.Set([]byte(metaFormatKey), encodeMeta(metaFormatKey, formatKeyIndexed), nil)
-	}
-	if err == nil {
-		err = b.Commit(pebble.Sync)
-	}
-	if err != nil {
-		return fmt.Errorf("embedded: building the key index at revision %d: %w", rev, err)
 	}
 	return nil
 }

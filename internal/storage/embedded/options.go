@@ -73,17 +73,15 @@ type Options struct {
 	// disables pacing.
 	CompactionYield float64
 	// BlobValueMinSize turns on Pebble's value separation: records of at
-	// least this many bytes (latest values and history, i.e. the objects)
-	// go to blob files when a memtable is flushed, and compactions then
-	// rewrite small handles instead of the values. Every object is written
-	// twice (latest and history) and rewritten by each compaction level it
-	// passes through, so at a million objects compactions were the store's
-	// main background CPU and disk load, competing with the WAL fsync. A
-	// 1M-pod store at 5,000 paced writes/s wrote ~20% fewer bytes to disk
-	// and used ~10% less CPU with it (docs/bench/storage.md); on-disk size
-	// grows ~9% (garbage in blob files is rewritten once it passes 20%).
-	// Default 256; negative disables it. Existing blob files stay readable
-	// either way.
+	// least this many bytes (history records, which hold the objects) go
+	// to blob files when a memtable is flushed, and compactions then
+	// rewrite small handles instead of the values. Without it every object
+	// is rewritten by each compaction level it passes through; when
+	// objects were still stored twice (format 1), a 1M-pod store at 5,000
+	// paced writes/s wrote ~20% fewer bytes to disk and used ~10% less CPU
+	// with it (docs/bench/storage.md); on-disk size grows ~9% (garbage in
+	// blob files is rewritten once it passes 20%). Default 256; negative
+	// disables it. Existing blob files stay readable either way.
 	BlobValueMinSize int
 
 	// FS is the filesystem Pebble uses. Default vfs.Default (the OS); tests

@@ -125,8 +125,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			// (docs/bench/storage.md).
 			MaxBlobReferenceDepth: 10,
 			// Rewrite a blob file once a fifth of it is garbage (compacted
-			// history, replaced latest values) and it is five minutes
-			// old, so disk usage stays bounded.
+			// history) and it is five minutes old, so disk usage stays
+			// bounded.
 			RewriteMinimumAge:  5 * time.Minute,
 			TargetGarbageRatio: 0.2,
 		}
@@ -145,7 +145,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		var keys *keyTable
 		if err == nil {
-			keys, err = loadKeyIndex(db, cur)
+			err = upgradeFormat(db, cur, opts.Logger)
+		}
+		if err == nil {
+			keys, err = loadKeyIndex(db)
 		}
 		if err == nil {
 			s := &Store{
@@ -200,35 +203,6 @@ func (s *Store) read(ctx context.Context, f func() error) error {
 	return f()
 }
 
-// Get implements storage.Store. It reads a Pebble snapshot, which holds
-// every acknowledged write because the writer acknowledges only after the
-// commit; see awaitDurable for writes still in flight.
-func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
-	var (
-		kv      storage.KeyValue
-		snapRev int64
-	)
-	err := s.read(ctx, func() error {
-		snap := s.db.NewSnapshot()
-		defer snap.Close()
-		var err error
-		if snapRev, err = readMeta(snap, metaCurrentKey); err != nil {
-			return err
-		}
-		dbKey := latestKey(key)
-		var found bool
-		kv, found, err = getLatest(snap, key, dbKey)
-		if err == nil && !found {
-			err = fmt.Errorf("embedded: get %q: %w", key, storage.ErrNotFound)
-		}
-		return err
-	})
-	if werr := s.awaitDurable(ctx, snapRev); werr != nil {
-		return storage.KeyValue{}, werr
-	}
-	return kv, err
-}
-
 // awaitDurable waits until every revision up to rev is acknowledged.
 //
 // Pebble makes a batch visible to readers when it is applied, before its
@@ -264,57 +238,6 @@ func (s *Store) advance(rev int64) {
 	close(s.acked)
 	s.acked = make(chan struct{})
 	s.ackMu.Unlock()
-}
-
-// List implements storage.Store. The returned revision is read from the same
-// Pebble snapshot as the values (the writer stores it in every batch), so the
-// pair is exactly consistent.
-func (s *Store) List(ctx context.Context, prefix string) ([]storage.KeyValue, int64, error) {
-	var (
-		out []storage.KeyValue
-		rev int64
-	)
-	err := s.read(ctx, func() error {
-		snap := s.db.NewSnapshot()
-		defer snap.Close()
-		var err error
-		if rev, err = readMeta(snap, metaCurrentKey); err != nil {
-			return err
-		}
-		lower, upper := prefixBounds(prefix)
-		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-		if err != nil {
-			return fmt.Errorf("embedded: list %q: %w", prefix, err)
-		}
-		defer it.Close()
-		for ok := it.First(); ok; ok = it.Next() {
-			if len(out)%1024 == 1023 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			v, err := it.ValueAndErr()
-			if err != nil {
-				return fmt.Errorf("embedded: list %q at key %q: %w", prefix, it.Key()[1:], err)
-			}
-			kv, err := decodeLatest(string(it.Key()[1:]), it.Key(), v)
-			if err != nil {
-				return err
-			}
-			out = append(out, kv)
-		}
-		if err := it.Error(); err != nil {
-			return fmt.Errorf("embedded: list %q: %w", prefix, err)
-		}
-		return nil
-	})
-	if err == nil {
-		err = s.awaitDurable(ctx, rev)
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, rev, nil
 }
 
 // CurrentRevision implements storage.Store.
@@ -357,11 +280,14 @@ func (s *Store) Health(ctx context.Context) error {
 	return nil
 }
 
-// Compact implements storage.Store. It deletes history at and below revision
-// with one range deletion and records the compacted revision in the same
-// fsync'd batch, so a crash leaves either both or neither. It does not go
-// through the writer: the writer only adds history above the current
-// revision, which is never below revision.
+// Compact implements storage.Store. It deletes the history at and below
+// revision that no live key needs — every record a later write at or below
+// revision made obsolete, as its retire record says — together with those
+// retire records, and records the compacted revision, all in one fsync'd
+// batch, so a crash leaves either all or nothing. Each live key's latest
+// write stays: it holds the key's value. It does not go through the writer:
+// the writer only adds records above the current revision, which is never
+// below revision.
 func (s *Store) Compact(ctx context.Context, revision int64) error {
 	if err := s.usable(ctx); err != nil {
 		return err
@@ -380,8 +306,8 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 	return s.read(ctx, func() error {
 		b := s.db.NewBatch()
 		defer b.Close()
-		if err := b.DeleteRange(historyKey(0), historyKey(revision+1), nil); err != nil {
-			return err
+		if err := s.retireHistory(b, revision); err != nil {
+			return fmt.Errorf("embedded: compact to revision %d: %w", revision, err)
 		}
 		if err := b.Set([]byte(metaCompactedKey), encodeMeta(metaCompactedKey, revision), nil); err != nil {
 			return err
@@ -399,6 +325,42 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 		s.compacted.Store(revision)
 		return nil
 	})
+}
+
+// retireHistory adds to b the deletion of every history record that the
+// retire records at or below revision name, and of those retire records.
+// A damaged retire record is logged and dropped: the history it named stays
+// on disk (it is never read), which costs space, not correctness.
+func (s *Store) retireHistory(b *pebble.Batch, revision int64) error {
+	upper := retireKey(revision + 1)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{retirePrefix}, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		rev, prev, flags, err := decodeRetire(it.Key(), v)
+		if err != nil {
+			s.opts.Logger.Error("embedded store: dropping a damaged retire record; the history it names stays on disk", "err", err)
+			continue
+		}
+		if err := b.Delete(historyKey(prev), nil); err != nil {
+			return err
+		}
+		if flags&retireSelf != 0 {
+			if err := b.Delete(historyKey(rev), nil); err != nil {
+				return err
+			}
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	return b.DeleteRange([]byte{retirePrefix}, upper, nil)
 }
 
 // Close implements storage.Store. It is idempotent: it stops the writer (ops

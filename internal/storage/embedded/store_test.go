@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
@@ -346,47 +344,8 @@ func TestCloseWithPendingWrites(t *testing.T) {
 	}
 }
 
-// TestKeyIndexRebuild: a store without the persisted key index (written
-// before it existed, or with it lost) rebuilds it at Open, so preconditions
-// still see every key.
-func TestKeyIndexRebuild(t *testing.T) {
-	dir := t.TempDir()
-	ctx := context.Background()
-	s, err := Open(ctx, Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r1, _ := s.Create(ctx, "/a", []byte("1"))
-	r2, _ := s.Create(ctx, "/b", []byte("2"))
-	if _, _, err := s.Delete(ctx, "/b", r2); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{discardLogger()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.DeleteRange([]byte{indexPrefix}, []byte{indexPrefix + 1}, pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Delete([]byte(metaFormatKey), pebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	s = openTest(t, Options{Dir: dir})
-	if _, err := s.Create(ctx, "/a", nil); !errors.Is(err, storage.ErrExists) {
-		t.Fatalf("Create of an existing key after the rebuild: %v", err)
-	}
-	if _, err := s.Update(ctx, "/a", []byte("x"), r1); err != nil {
-		t.Fatalf("Update after the rebuild: %v", err)
-	}
-	if _, err := s.Create(ctx, "/b", nil); err != nil {
-		t.Fatalf("Create of a deleted key after the rebuild: %v", err)
-	}
-}
-
 // TestUpdateFrom: an update given the value it replaces puts that value in
-// the event and its history, and fails with a conflict, like Update, when
+// the event (a replay reads the same from history), and fails with a conflict, like Update, when
 // the given revision is no longer the key's.
 func TestUpdateFrom(t *testing.T) {
 	s := openTest(t, Options{})
@@ -420,5 +379,55 @@ func TestUpdateFrom(t *testing.T) {
 	defer h.Stop()
 	if ev := <-h.Events(); string(ev.PrevValue) != "v1" || ev.PrevModRevision != rev1 {
 		t.Errorf("replayed event %+v, want previous v1 at %d", ev, rev1)
+	}
+}
+
+// TestCompactKeepsLiveValues: compaction deletes the history that later
+// writes made obsolete and keeps each live key's latest write, which holds
+// its value.
+func TestCompactKeepsLiveValues(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := context.Background()
+	mustWrite := func(rev int64, err error) int64 {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rev
+	}
+	a := mustWrite(s.Create(ctx, "/a", []byte("a1")))
+	b := mustWrite(s.Create(ctx, "/b", []byte("b1")))
+	mustWrite(s.Update(ctx, "/a", []byte("a2"), a))
+	_, rev, err := s.Delete(ctx, "/b", b)
+	mustWrite(rev, err)
+	c := mustWrite(s.Create(ctx, "/c", []byte("c1")))
+	for _, step := range []struct {
+		compact int64
+		write   func()
+		want    string
+	}{
+		{compact: 4, want: "h3 h5"},
+		{compact: 5, want: "h3 h5"},
+		{write: func() { mustWrite(s.Update(ctx, "/c", []byte("c2"), c)) }, compact: 6, want: "h3 h6"},
+	} {
+		if step.write != nil {
+			step.write()
+		}
+		if err := s.Compact(ctx, step.compact); err != nil {
+			t.Fatal(err)
+		}
+		if got := rawKeys(t, s); got != step.want {
+			t.Fatalf("after compacting to %d: records %q, want %q", step.compact, got, step.want)
+		}
+		if kv, err := s.Get(ctx, "/a"); err != nil || string(kv.Value) != "a2" {
+			t.Fatalf("Get /a after compacting to %d: %q, %v", step.compact, kv.Value, err)
+		}
+		list, _, err := s.List(ctx, "/")
+		if err != nil || len(list) != 2 {
+			t.Fatalf("List after compacting to %d: %d keys, %v", step.compact, len(list), err)
+		}
+	}
+	if _, err := s.Watch(ctx, "/", 5); !errors.As(err, new(*storage.CompactedError)) {
+		t.Fatalf("watch from below the compacted revision: %v", err)
 	}
 }

@@ -238,9 +238,17 @@ func (s *Store) readHistory(ctx context.Context, after int64, limit int, prefix 
 			if err != nil {
 				return fmt.Errorf("embedded: watch replay at revision %d: %w", want, err)
 			}
-			ev, err := decodeHistoryFor(it.Key(), v, prefix)
+			ev, prevByRev, err := decodeHistoryFor(it.Key(), v, prefix)
 			if err != nil {
 				return err
+			}
+			if prevByRev && strings.HasPrefix(ev.Key, prefix) {
+				// Compaction keeps the record holding the previous value
+				// until it compacts past this event, and this event is
+				// above the snapshot's compacted revision.
+				if err := readPrevValue(snap, &ev); err != nil {
+					return err
+				}
 			}
 			if ev.Revision != want {
 				return fmt.Errorf("embedded: history jumps from revision %d to %d: %w", want-1, ev.Revision, storage.ErrCorrupt)

@@ -26,7 +26,7 @@ type writeOp struct {
 	key      string
 	value    []byte
 	expected int64 // Update/Delete precondition; 0 = unconditional Delete
-	// peek is the key's latest record as the caller read it before queueing
+	// peek is the key's current version as the caller read it before queueing
 	// an Update (peeked: the read succeeded). Its value becomes the event's
 	// PrevValue when its ModRevision is still the key's current one, which
 	// keeps the LSM read out of the single writer's serial path; see peek.
@@ -77,7 +77,7 @@ func (s *Store) UpdateFrom(ctx context.Context, key string, value []byte, prev s
 // and reads the value itself otherwise. A failed peek is not an error.
 func (s *Store) peek(ctx context.Context, op *writeOp) {
 	_ = s.read(ctx, func() error {
-		kv, found, err := getLatest(s.db, op.key, latestKey(op.key))
+		kv, found, err := readCurrent(s.db, op.key)
 		op.peek, op.peeked = kv, found && err == nil
 		return nil
 	})
@@ -276,15 +276,16 @@ func (s *Store) turnReadOnly(err error) error {
 }
 
 // apply checks op's precondition against b (which sees the batch's earlier
-// ops) and stages it at revision rev.
+// ops) and stages it at revision rev: the key's index record, its history
+// record, and for updates and deletes a retire record naming the history
+// the write made obsolete (compaction deletes it, see Store.Compact).
 func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, storage.KeyValue, error) {
-	dbKey := latestKey(op.key)
 	meta, exists := s.keys.Get(op.key)
-	// readCur reads the current value through the indexed batch (so it sees
-	// this batch's earlier ops); only conflicts, deletes and suspect records
-	// need it.
+	// readCur reads the current version through the indexed batch (so it
+	// sees this batch's earlier ops); only conflicts, deletes and suspect
+	// records need it.
 	readCur := func() (storage.KeyValue, error) {
-		cur, found, err := getLatest(b, op.key, dbKey)
+		cur, found, err := readCurrent(b, op.key)
 		if err == nil && !found {
 			err = fmt.Errorf("embedded: key index lists %q at revision %d but it is missing: %w", op.key, meta.mod, storage.ErrCorrupt)
 		}
@@ -300,8 +301,6 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 	var (
 		ev  storage.Event
 		cur storage.KeyValue
-		// hasPrev: ev.PrevValue is known and goes into the history record.
-		hasPrev bool
 	)
 	switch op.kind {
 	case opCreate:
@@ -326,7 +325,6 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 			}
 			return ev, storage.KeyValue{}, fmt.Errorf("embedded: %s: %w", verb, &storage.ConflictError{Key: op.key, Expected: op.expected, Current: cur})
 		}
-		hasPrev = true
 		if op.kind == opUpdate && op.peeked && op.peek.ModRevision == meta.mod {
 			cur = op.peek
 		} else {
@@ -337,47 +335,44 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 			if op.kind == opUpdate && errors.Is(err, storage.ErrCorrupt) {
 				// Updating a damaged value is how it is repaired: the
 				// event goes out with its previous value unknown (nil,
-				// as for history written before it was recorded).
-				cur, hasPrev, err = storage.KeyValue{}, false, nil
+				// and PrevModRevision 0, as for history written before
+				// previous values were recorded).
+				cur, err = storage.KeyValue{}, nil
 			}
 			if err != nil {
 				return ev, storage.KeyValue{}, err
 			}
 		}
-		// cur.Value is a fresh copy (decodeLatest). An Update's is the
+		// cur.Value is a fresh copy (decodeCurrent). An Update's is the
 		// event's alone; a Delete also returns it to its caller, who owns
 		// it, so the event gets its own copy.
 		ev = storage.Event{Type: storage.EventPut, Key: op.key, Revision: rev, CreateRevision: meta.create, PrevValue: cur.Value, PrevModRevision: cur.ModRevision}
+		var flags byte
 		if op.kind == opDelete {
 			ev.Type = storage.EventDelete
 			ev.PrevValue = append([]byte{}, cur.Value...)
+			flags = retireSelf
 		}
-	}
-	// The caller may reuse its slice once we return, and the event (shared
-	// with watchers) must not change under them: copy once, here.
-	ik := indexKey(op.key)
-	if ev.Type == storage.EventPut {
-		ev.Value = append([]byte{}, op.value...)
-		rec := setDeferred(b, dbKey, latestHeader+len(ev.Value))
-		putLatest(rec.Value, dbKey, rev, ev.CreateRevision, ev.Value)
-		if err := rec.Finish(); err != nil {
+		if err := b.Set(retireKey(rev), encodeRetire(rev, meta.mod, flags), nil); err != nil {
 			return ev, storage.KeyValue{}, err
 		}
-		rec = setDeferred(b, ik, latestHeader)
+	}
+	ik := indexKey(op.key)
+	if ev.Type == storage.EventPut {
+		// The caller may reuse its slice once we return, and the event
+		// (shared with watchers) must not change under them: copy once,
+		// here.
+		ev.Value = append([]byte{}, op.value...)
+		rec := setDeferred(b, ik, latestHeader)
 		putLatest(rec.Value, ik, rev, ev.CreateRevision, nil)
 		if err := rec.Finish(); err != nil {
 			return ev, storage.KeyValue{}, err
 		}
-	} else {
-		if err := b.Delete(dbKey, nil); err != nil {
-			return ev, storage.KeyValue{}, err
-		}
-		if err := b.Delete(ik, nil); err != nil {
-			return ev, storage.KeyValue{}, err
-		}
+	} else if err := b.Delete(ik, nil); err != nil {
+		return ev, storage.KeyValue{}, err
 	}
-	rec := setDeferred(b, historyKey(rev), historyLen(ev, hasPrev))
-	putHistory(rec.Value, ev, hasPrev)
+	rec := setDeferred(b, historyKey(rev), historyLen(ev))
+	putHistory(rec.Value, ev)
 	if err := rec.Finish(); err != nil {
 		return ev, storage.KeyValue{}, err
 	}
@@ -397,25 +392,11 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 // setDeferred adds a record of n bytes under key to b and returns it for
 // the caller to fill in place and Finish: records are encoded straight into
 // the batch rather than built in a buffer of their own and copied (an
-// update's records hold its value twice and the previous value once).
+// object's value is most of its history record).
 func setDeferred(b *pebble.Batch, key []byte, n int) *pebble.DeferredBatchOp {
 	rec := b.SetDeferred(len(key), n)
 	copy(rec.Key, key)
 	return rec
-}
-
-// getLatest reads and validates key's latest record through r.
-func getLatest(r pebble.Reader, key string, dbKey []byte) (storage.KeyValue, bool, error) {
-	v, closer, err := r.Get(dbKey)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return storage.KeyValue{}, false, nil
-	}
-	if err != nil {
-		return storage.KeyValue{}, false, fmt.Errorf("embedded: reading %q: %w", key, err)
-	}
-	defer closer.Close()
-	kv, err := decodeLatest(key, dbKey, v)
-	return kv, err == nil, err
 }
 
 // applyNoSyncWait applies b to Pebble (it is then visible to Pebble readers)

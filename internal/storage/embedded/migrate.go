@@ -1,0 +1,196 @@
+package embedded
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
+)
+
+// Store formats, recorded in m/format. Open upgrades an older store in
+// place before serving it; each step ends by writing its format number in
+// an fsync'd batch, so a crash midway repeats the step on the next Open.
+//
+// A binary older than format 2 does not check the format and would find no
+// values in a format-2 store: downgrading is not supported.
+const (
+	metaFormatKey = "m/format"
+	// formatKeyIndexed: the "i" index records exist.
+	formatKeyIndexed = 1
+	// formatHistoryValues: values live only in history (no "k" latest
+	// records), and updates and deletes have retire records.
+	formatHistoryValues = 2
+	formatCurrent       = formatHistoryValues
+)
+
+// migrateChunk is how many bytes of records an upgrade step commits at a
+// time (without waiting for the fsync: the step's final batch is synced,
+// and the WAL is ordered).
+const migrateChunk = 4 << 20
+
+// upgradeFormat brings the store in db, at revision rev, to formatCurrent.
+func upgradeFormat(db *pebble.DB, rev int64, log *slog.Logger) error {
+	format, err := readMeta(db, metaFormatKey)
+	if err != nil {
+		return err
+	}
+	if format > formatCurrent {
+		return fmt.Errorf("embedded: the store is in format %d, newer than this version's %d", format, formatCurrent)
+	}
+	if format < formatKeyIndexed {
+		if err := buildKeyIndex(db); err != nil {
+			return fmt.Errorf("embedded: building the key index at revision %d: %w", rev, err)
+		}
+	}
+	if format < formatHistoryValues {
+		if err := moveValuesToHistory(db, rev, log); err != nil {
+			return fmt.Errorf("embedded: moving values into history at revision %d: %w", rev, err)
+		}
+	}
+	return nil
+}
+
+// chunkedBatch commits a long series of writes in migrateChunk pieces.
+type chunkedBatch struct {
+	db *pebble.DB
+	b  *pebble.Batch
+}
+
+func newChunkedBatch(db *pebble.DB) *chunkedBatch {
+	return &chunkedBatch{db: db, b: db.NewBatch()}
+}
+
+func (c *chunkedBatch) set(key, value []byte) error {
+	if err := c.b.Set(key, value, nil); err != nil {
+		return err
+	}
+	if c.b.Len() < migrateChunk {
+		return nil
+	}
+	if err := c.b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	c.b.Close()
+	c.b = c.db.NewBatch()
+	return nil
+}
+
+// finish records format in the last batch and commits it with an fsync.
+func (c *chunkedBatch) finish(format int64) error {
+	defer c.b.Close()
+	if err := c.b.Set([]byte(metaFormatKey), encodeMeta(metaFormatKey, format), nil); err != nil {
+		return err
+	}
+	return c.b.Commit(pebble.Sync)
+}
+
+// buildKeyIndex upgrades a format-0 store: it writes an index record for
+// every latest record.
+func buildKeyIndex(db *pebble.DB) error {
+	c := newChunkedBatch(db)
+	err := scanHeaders(db, latestPrefix, func(key []byte, m keyMeta) error {
+		if m.suspect {
+			return nil // reads of the key report the corruption
+		}
+		ik := indexKey(string(key))
+		return c.set(ik, encodeLatest(ik, m.mod, m.create, nil))
+	})
+	if err != nil {
+		c.b.Close()
+		return err
+	}
+	return c.finish(formatKeyIndexed)
+}
+
+// moveValuesToHistory upgrades a format-1 store, whose values were kept
+// twice (in a latest record per key and in history) and whose compactions
+// deleted all history at or below the compacted revision:
+//   - a key whose latest write is at or below the compacted revision gets
+//     that write's history record back, from its latest record;
+//   - every update and delete above it gets its retire record, naming the
+//     key's previous write (found by scanning that history in order; the
+//     first write of a key there names it itself if it recorded its previous
+//     value, and otherwise that write is gone already);
+//   - the latest records are deleted.
+//
+// A damaged latest record is skipped (logged): reads of its key then report
+// the missing history record as corruption, naming the key and revision.
+func moveValuesToHistory(db *pebble.DB, rev int64, log *slog.Logger) error {
+	comp, err := readMeta(db, metaCompactedKey)
+	if err != nil {
+		return err
+	}
+	c := newChunkedBatch(db)
+	err = scanRecords(db, []byte{latestPrefix}, []byte{latestPrefix + 1}, func(dbKey, rec []byte) error {
+		kv, err := decodeLatest(string(dbKey[1:]), dbKey, rec)
+		if err != nil {
+			log.Error("embedded store: skipping a damaged latest record while upgrading the store format", "err", err)
+			return nil
+		}
+		if kv.ModRevision > comp {
+			return nil // its history record is there
+		}
+		ev := storage.Event{Type: storage.EventPut, Key: kv.Key, Value: kv.Value, Revision: kv.ModRevision, CreateRevision: kv.CreateRevision}
+		return c.set(historyKey(ev.Revision), encodeHistory(ev))
+	})
+	if err == nil {
+		last := make(map[string]int64)
+		err = scanRecords(db, historyKey(comp+1), historyKey(rev+1), func(dbKey, rec []byte) error {
+			ev, _, err := decodeHistoryFor(dbKey, rec, "\xff") // keys start with '/': no values copied
+			if err != nil {
+				log.Error("embedded store: skipping a damaged history record while upgrading the store format", "err", err)
+				return nil
+			}
+			prev, ok := last[ev.Key]
+			if !ok {
+				prev = ev.PrevModRevision
+			}
+			var flags byte
+			if ev.Type == storage.EventDelete {
+				flags = retireSelf
+				delete(last, ev.Key)
+				if prev == 0 {
+					// Its previous write is compacted already; a retire
+					// record must name one, and this key's creation is
+					// as gone.
+					prev = ev.CreateRevision
+				}
+			} else {
+				last[ev.Key] = ev.Revision
+			}
+			if prev == 0 || prev >= ev.Revision {
+				return nil // a create, or the previous write is gone
+			}
+			return c.set(retireKey(ev.Revision), encodeRetire(ev.Revision, prev, flags))
+		})
+	}
+	if err == nil {
+		err = c.b.DeleteRange([]byte{latestPrefix}, []byte{latestPrefix + 1}, nil)
+	}
+	if err != nil {
+		c.b.Close()
+		return err
+	}
+	return c.finish(formatHistoryValues)
+}
+
+// scanRecords calls f for every record in [lower, upper).
+func scanRecords(r pebble.Reader, lower, upper []byte, f func(dbKey, rec []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("reading %q: %w", it.Key(), err)
+		}
+		if err := f(it.Key(), v); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
