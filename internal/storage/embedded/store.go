@@ -280,14 +280,17 @@ func (s *Store) Health(ctx context.Context) error {
 	return nil
 }
 
-// Compact implements storage.Store. It deletes the history at and below
-// revision that no live key needs — every record a later write at or below
-// revision made obsolete, as its retire record says — together with those
-// retire records, and records the compacted revision, all in one fsync'd
-// batch, so a crash leaves either all or nothing. Each live key's latest
-// write stays: it holds the key's value. It does not go through the writer:
-// the writer only adds records above the current revision, which is never
-// below revision.
+// Compact implements storage.Store. It first records the compacted
+// revision (fsync'd), after which no watch can start at or below it; then
+// it deletes the history at and below revision that no live key needs —
+// every record a later write at or below revision made obsolete, as its
+// retire record says — together with those retire records. Each live key's
+// latest write stays: it holds the key's value. The deletions go in chunks
+// (Options.CompactChunk), so a compaction of millions of revisions never
+// puts one huge batch ahead of the writer's; a crash midway leaves retire
+// records that the next compaction picks up. It does not go through the
+// writer: the writer only adds records above the current revision, which
+// is never below revision.
 func (s *Store) Compact(ctx context.Context, revision int64) error {
 	if err := s.usable(ctx); err != nil {
 		return err
@@ -306,38 +309,65 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 	return s.read(ctx, func() error {
 		b := s.db.NewBatch()
 		defer b.Close()
-		if err := s.retireHistory(b, revision); err != nil {
-			return fmt.Errorf("embedded: compact to revision %d: %w", revision, err)
-		}
 		if err := b.Set([]byte(metaCompactedKey), encodeMeta(metaCompactedKey, revision), nil); err != nil {
 			return err
 		}
-		// A failed WAL write here (a full disk) is as fatal to Pebble's
-		// commit pipeline as one in the writer: commit the same way, so it
-		// comes back as an error and the store turns read-only.
-		err := s.applyNoSyncWait(b)
-		if err == nil {
-			err = b.SyncWait()
-		}
-		if err != nil {
-			return s.turnReadOnly(fmt.Errorf("embedded: compact to revision %d: %w", revision, err))
+		if err := s.commitSynced(b); err != nil {
+			return fmt.Errorf("embedded: compact to revision %d: %w", revision, err)
 		}
 		s.compacted.Store(revision)
+		if err := s.retireHistory(ctx, revision); err != nil {
+			return fmt.Errorf("embedded: compacted to revision %d, but deleting its obsolete history failed (the next compaction retries): %w", revision, err)
+		}
 		return nil
 	})
 }
 
-// retireHistory adds to b the deletion of every history record that the
-// retire records at or below revision name, and of those retire records.
-// A damaged retire record is logged and dropped: the history it named stays
-// on disk (it is never read), which costs space, not correctness.
-func (s *Store) retireHistory(b *pebble.Batch, revision int64) error {
+// commitSynced commits b and waits for its fsync. A failed WAL write (a
+// full disk) is as fatal to Pebble's commit pipeline here as in the writer:
+// commit the same way, so it comes back as an error and the store turns
+// read-only.
+func (s *Store) commitSynced(b *pebble.Batch) error {
+	err := s.applyNoSyncWait(b)
+	if err == nil {
+		err = b.SyncWait()
+	}
+	if err != nil {
+		return s.turnReadOnly(err)
+	}
+	return nil
+}
+
+// retireHistory deletes every history record that the retire records at or
+// below revision name, and those retire records, committing every
+// Options.CompactChunk retire records. A damaged retire record is logged
+// and dropped: the history it named stays on disk (it is never read),
+// which costs space, not correctness.
+func (s *Store) retireHistory(ctx context.Context, revision int64) error {
 	upper := retireKey(revision + 1)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{retirePrefix}, UpperBound: upper})
 	if err != nil {
 		return err
 	}
 	defer it.Close()
+	b := s.db.NewBatch()
+	defer func() { b.Close() }()
+	// flush deletes the retire records in [lower, to) with the history
+	// they name, already in b.
+	lower := []byte{retirePrefix}
+	flush := func(to []byte) error {
+		if err := b.DeleteRange(lower, to, nil); err != nil {
+			return err
+		}
+		if err := s.commitSynced(b); err != nil {
+			return err
+		}
+		b.Close()
+		b = s.db.NewBatch()
+		lower = to
+		return ctx.Err()
+	}
+	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
@@ -356,11 +386,16 @@ func (s *Store) retireHistory(b *pebble.Batch, revision int64) error {
 				return err
 			}
 		}
+		if n++; n%s.opts.CompactChunk == 0 {
+			if err := flush(retireKey(rev + 1)); err != nil {
+				return err
+			}
+		}
 	}
 	if err := it.Error(); err != nil {
 		return err
 	}
-	return b.DeleteRange([]byte{retirePrefix}, upper, nil)
+	return flush(upper)
 }
 
 // Close implements storage.Store. It is idempotent: it stops the writer (ops

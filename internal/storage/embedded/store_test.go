@@ -386,7 +386,14 @@ func TestUpdateFrom(t *testing.T) {
 // writes made obsolete and keeps each live key's latest write, which holds
 // its value.
 func TestCompactKeepsLiveValues(t *testing.T) {
-	s := openTest(t, Options{})
+	for _, chunk := range []int{0, 1} {
+		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) {
+			testCompactKeepsLiveValues(t, openTest(t, Options{CompactChunk: chunk}))
+		})
+	}
+}
+
+func testCompactKeepsLiveValues(t *testing.T, s *Store) {
 	ctx := context.Background()
 	mustWrite := func(rev int64, err error) int64 {
 		t.Helper()
@@ -429,5 +436,42 @@ func TestCompactKeepsLiveValues(t *testing.T) {
 	}
 	if _, err := s.Watch(ctx, "/", 5); !errors.As(err, new(*storage.CompactedError)) {
 		t.Fatalf("watch from below the compacted revision: %v", err)
+	}
+}
+
+// TestCompactResumes: history left behind by a compaction that stopped
+// after recording its revision (a crash, a cancelled context) goes with the
+// next compaction.
+func TestCompactResumes(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := context.Background()
+	a, err := s.Create(ctx, "/a", []byte("a1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(ctx, "/a", []byte("a2"), a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "/b", nil); err != nil {
+		t.Fatal(err)
+	}
+	// What Compact(2) leaves if it stops right after its first batch.
+	b := s.db.NewBatch()
+	if err := b.Set([]byte(metaCompactedKey), encodeMeta(metaCompactedKey, 2), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.commitSynced(b); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	s.compacted.Store(2)
+	if got := rawKeys(t, s); got != "h1 h2 h3 r2" {
+		t.Fatalf("records after the interrupted compaction: %q", got)
+	}
+	if err := s.Compact(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := rawKeys(t, s); got != "h2 h3" {
+		t.Fatalf("records after the next compaction: %q, want h2 h3", got)
 	}
 }
