@@ -41,7 +41,7 @@ type Options struct {
 	// pass when catching up from an old revision. Default 1024.
 	ReplayChunk int
 	// CompactChunk is how many writes' obsolete history Compact deletes
-	// per committed batch (Store.Compact). Default 16384: a batch of about
+	// per committed batch (Store.Compact). Default 16384: a batch of under
 	// half a megabyte, where compacting five minutes of 7,000 writes/s in
 	// one batch would put 40 MB in the WAL ahead of the writer's next
 	// commit.

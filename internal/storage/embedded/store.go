@@ -365,7 +365,10 @@ func (s *Store) retireHistory(ctx context.Context, revision int64) error {
 		b.Close()
 		b = s.db.NewBatch()
 		lower = to
-		return ctx.Err()
+		if err := s.usable(ctx); err != nil {
+			return err // Close waits for this compaction: stop at a chunk
+		}
+		return nil
 	}
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
