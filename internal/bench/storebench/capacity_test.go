@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestCapacity is the capacity-mode benchmark as a manually run test, since
@@ -19,6 +20,8 @@ import (
 // store there instead of a temporary directory), MYRIAD_STOREBENCH_CACHE_MB
 // (Pebble block cache; default the store's), MYRIAD_STOREBENCH_KEEP_HISTORY
 // (compact history to this many revisions every second; default never),
+// MYRIAD_STOREBENCH_COMPACT_EVERY_S (compact every this many seconds
+// instead), MYRIAD_STOREBENCH_COMPACT_CHUNK (the store's CompactChunk),
 // MYRIAD_STOREBENCH_RATE (pace the measured writes at this many per second,
 // latency from each write's due time; default as fast as they go),
 // MYRIAD_STOREBENCH_VALUES (random, the default, or pods),
@@ -44,6 +47,8 @@ func TestCapacity(t *testing.T) {
 		Progress:   os.Stderr,
 	}
 	cfg.KeepHistory = envInt(t, "MYRIAD_STOREBENCH_KEEP_HISTORY", 0)
+	cfg.CompactEvery = time.Duration(envInt(t, "MYRIAD_STOREBENCH_COMPACT_EVERY_S", 0)) * time.Second
+	cfg.StoreOptions.CompactChunk = envInt(t, "MYRIAD_STOREBENCH_COMPACT_CHUNK", 0)
 	cfg.Rate = float64(envInt(t, "MYRIAD_STOREBENCH_RATE", 0))
 	cfg.Values = os.Getenv("MYRIAD_STOREBENCH_VALUES")
 	cfg.Updates = os.Getenv("MYRIAD_STOREBENCH_UPDATES") == "1"

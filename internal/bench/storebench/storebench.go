@@ -68,11 +68,15 @@ type Config struct {
 	// Reads is the number of measured Gets of random existing keys after the
 	// writes, from Writers goroutines. Default 10,000; negative skips them.
 	Reads int
-	// KeepHistory, if positive, compacts the store's history once a second
-	// during the run down to the newest KeepHistory revisions, as the API
-	// server does periodically in production. Default 0: never compact, the
-	// worst case for an LSM (every value is kept twice).
+	// KeepHistory, if positive, compacts the store's history every
+	// CompactEvery during the run down to the newest KeepHistory
+	// revisions, as the API server does periodically in production.
+	// Default 0: never compact, the worst case for an LSM (every write's
+	// value is kept).
 	KeepHistory int
+	// CompactEvery is how often KeepHistory compacts. Default 1 s; the API
+	// server compacts every five minutes.
+	CompactEvery time.Duration
 	// Reopen closes the embedded store after the run and measures how long
 	// opening it again takes.
 	Reopen bool
@@ -193,7 +197,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err error) {
 	if cfg.KeepHistory > 0 {
-		stop := compactLoop(ctx, s, int64(cfg.KeepHistory))
+		every := cfg.CompactEvery
+		if every <= 0 {
+			every = time.Second
+		}
+		stop := compactLoop(ctx, s, int64(cfg.KeepHistory), every)
 		defer func() {
 			if serr := stop(); err == nil {
 				err = serr
@@ -358,13 +366,14 @@ func percentiles(lat []time.Duration) (p50, p99, p999, maxLat time.Duration) {
 	return benchutil.Quantile(s, 0.50), benchutil.Quantile(s, 0.99), benchutil.Quantile(s, 0.999), s[len(s)-1]
 }
 
-// compactLoop compacts s every second, keeping keep revisions of history,
-// until the returned stop is called; stop reports the first failure.
-func compactLoop(ctx context.Context, s storage.Store, keep int64) (stop func() error) {
+// compactLoop compacts s every interval, keeping keep revisions of
+// history, until the returned stop is called; stop reports the first
+// failure.
+func compactLoop(ctx context.Context, s storage.Store, keep int64, every time.Duration) (stop func() error) {
 	quit := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		t := time.NewTicker(time.Second)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

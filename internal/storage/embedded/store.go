@@ -359,8 +359,11 @@ func (s *Store) retireHistory(ctx context.Context, revision int64) error {
 		if err := b.DeleteRange(lower, to, nil); err != nil {
 			return err
 		}
-		if err := s.commitSynced(b); err != nil {
-			return err
+		// No fsync: deleting garbage need not be durable (a crash leaves
+		// it, and its retire records, to the next compaction), and a sync
+		// per chunk would add WAL syncs under the writer's.
+		if err := s.applyUnsynced(b); err != nil {
+			return s.turnReadOnly(err)
 		}
 		b.Close()
 		b = s.db.NewBatch()

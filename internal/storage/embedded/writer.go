@@ -407,14 +407,25 @@ func setDeferred(b *pebble.Batch, key []byte, n int) *pebble.DeferredBatchOp {
 // back into an error. Pebble has already released its commit pipeline's
 // locks by then, so reads keep working; the writer refuses further writes.
 func (s *Store) applyNoSyncWait(b *pebble.Batch) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(pebbleFatal)
-			if !ok {
-				panic(r)
-			}
-			err = f
-		}
-	}()
+	defer recoverFatal(&err)
 	return s.db.ApplyNoSyncWait(b, pebble.Sync)
+}
+
+// applyUnsynced applies b without asking for an fsync (the writer's next
+// commit syncs the WAL up to it), turning a Pebble fatal error into an
+// error as applyNoSyncWait does.
+func (s *Store) applyUnsynced(b *pebble.Batch) (err error) {
+	defer recoverFatal(&err)
+	return s.db.Apply(b, pebble.NoSync)
+}
+
+// recoverFatal, deferred, turns a pebbleFatal panic into *err.
+func recoverFatal(err *error) {
+	if r := recover(); r != nil {
+		f, ok := r.(pebbleFatal)
+		if !ok {
+			panic(r)
+		}
+		*err = f
+	}
 }
