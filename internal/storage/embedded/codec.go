@@ -19,7 +19,7 @@ import (
 //	                        history that the write at rev made obsolete: the record at prevModRev,
 //	                        and with retireSelf the record at rev too (a delete)
 //	"m/current"          -> meta record:    crc32c(4) | rev(8)   (revision of the last committed write)
-//	"m/compacted"        -> meta record:    crc32c(4) | rev(8)   (history <= rev is gone except each live key's latest write)
+//	"m/compacted"        -> meta record:    crc32c(4) | rev(8)   (history <= rev is gone except each key's write current at rev)
 //	"m/format"           -> meta record:    crc32c(4) | format(8)
 //
 // Stores of format 1 and older (migrate.go) also had

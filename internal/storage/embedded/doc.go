@@ -24,7 +24,7 @@
 //	r<rev>       retire record: the history the write at rev made obsolete
 //	m/current    revision of the last committed batch
 //	m/compacted  history at or below this revision is gone, except each
-//	             live key's latest write
+//	             key's write that was current at it
 //	m/format     the layout's version (migrate.go upgrades older stores)
 //
 // A value is stored once, in the history record of the write that put it;
@@ -46,6 +46,8 @@
 // and delete therefore writes a retire record naming the history record it
 // made obsolete (and, for a delete, its own); compacting to revision C
 // deletes what the retire records at or below C name, then those records.
+// A damaged history record that a replayed event's previous value lives in
+// fails that replay with ErrCorrupt until compaction passes the event.
 //
 // Records of 256 bytes or more (the history records of any real object)
 // are written to Pebble's blob files when the memtable is flushed, and the
@@ -64,8 +66,9 @@
 //
 // Update reads the value it replaces in the caller's goroutine before
 // queueing (writer.go, Store.peek), for the live event's PrevValue, and the
-// writer checks it is still current against the index; the writer does not
-// read the LSM for it.
+// writer checks it is still current against the index; the writer reads the
+// LSM itself only when that read is stale, and for a Delete (which returns
+// the old value).
 //
 // # Writes: group commit
 //

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -69,6 +70,11 @@ func (c *chunkedBatch) set(key, value []byte) error {
 	if c.b.Len() < migrateChunk {
 		return nil
 	}
+	return c.commit()
+}
+
+// commit commits what is batched so far, so that reads see it.
+func (c *chunkedBatch) commit() error {
 	if err := c.b.Commit(pebble.NoSync); err != nil {
 		return err
 	}
@@ -116,7 +122,11 @@ func buildKeyIndex(db *pebble.DB) error {
 //   - the latest records are deleted.
 //
 // A damaged latest record is skipped (logged): reads of its key then report
-// the missing history record as corruption, naming the key and revision.
+// the missing history record as corruption, naming the key and revision. A
+// damaged history record of a live key's latest write is rewritten from its
+// intact latest record (as a put without its previous value). The scan of
+// history keeps every key written above the compacted revision in memory
+// (~100 bytes each) for the length of the upgrade.
 func moveValuesToHistory(db *pebble.DB, rev int64, log *slog.Logger) error {
 	comp, err := readMeta(db, metaCompactedKey)
 	if err != nil {
@@ -130,11 +140,24 @@ func moveValuesToHistory(db *pebble.DB, rev int64, log *slog.Logger) error {
 			return nil
 		}
 		if kv.ModRevision > comp {
-			return nil // its history record is there
+			// Its history record should be there, but format 1 served
+			// reads from the latest record, so damage to the history
+			// record went unseen: check it before the latest record goes.
+			_, err := readValue(db, kv.Key, kv.ModRevision, kv.CreateRevision)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, storage.ErrCorrupt) {
+				return err
+			}
+			log.Error("embedded store: rewriting a damaged history record from the intact latest record while upgrading the store format", "err", err)
 		}
 		ev := storage.Event{Type: storage.EventPut, Key: kv.Key, Value: kv.Value, Revision: kv.ModRevision, CreateRevision: kv.CreateRevision}
 		return c.set(historyKey(ev.Revision), encodeHistory(ev))
 	})
+	if err == nil {
+		err = c.commit() // the scan below reads the history records rewritten above
+	}
 	if err == nil {
 		last := make(map[string]int64)
 		err = scanRecords(db, historyKey(comp+1), historyKey(rev+1), func(dbKey, rec []byte) error {

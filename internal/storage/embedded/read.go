@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -116,7 +117,7 @@ func fillValues(ctx context.Context, r pebble.Reader, kvs []storage.KeyValue) er
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(a, b int32) int {
-		return int(kvs[a].ModRevision - kvs[b].ModRevision)
+		return cmp.Compare(kvs[a].ModRevision, kvs[b].ModRevision)
 	})
 	it, err := r.NewIter(&pebble.IterOptions{
 		LowerBound: historyKey(kvs[order[0]].ModRevision),
