@@ -73,13 +73,6 @@ func checksum(dbKey, body []byte) uint32 {
 	return crc32.Update(crc32.Update(0, tab, dbKey), tab, body)
 }
 
-func latestKey(key string) []byte {
-	b := make([]byte, 1+len(key))
-	b[0] = latestPrefix
-	copy(b[1:], key)
-	return b
-}
-
 // prefixBounds returns the [lower, upper) pebble key range holding every
 // record of kind tag (indexPrefix) whose key starts with prefix.
 func prefixBounds(tag byte, prefix string) (lower, upper []byte) {

@@ -38,7 +38,7 @@ func FuzzDecodeRecords(f *testing.F) {
 				t.Fatalf("%s: %v, want ErrCorrupt", what, err)
 			}
 		}
-		dbKey := latestKey(key)
+		dbKey := append([]byte{latestPrefix}, key...)
 		rec := body
 		if fixChecksum {
 			rec = withChecksum(dbKey, body)

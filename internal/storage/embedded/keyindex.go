@@ -66,28 +66,17 @@ func loadKeyIndex(db *pebble.DB) (*keyTable, error) {
 // scanHeaders calls f for every record under prefix, decoding only the
 // revision header.
 func scanHeaders(r pebble.Reader, prefix byte, f func(key []byte, m keyMeta) error) error {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
-	if err != nil {
-		return fmt.Errorf("embedded: loading the key index: %w", err)
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return fmt.Errorf("embedded: loading the key index at %q: %w", it.Key()[1:], err)
-		}
+	err := scanRecords(r, []byte{prefix}, []byte{prefix + 1}, func(dbKey, v []byte) error {
 		var m keyMeta
-		if len(v) < latestHeader || checksum(it.Key(), v[4:]) != binary.BigEndian.Uint32(v) {
+		if len(v) < latestHeader || checksum(dbKey, v[4:]) != binary.BigEndian.Uint32(v) {
 			m.suspect = true
 		} else {
 			m.mod = int64(binary.BigEndian.Uint64(v[4:]))
 			m.create = int64(binary.BigEndian.Uint64(v[12:]))
 		}
-		if err := f(it.Key()[1:], m); err != nil {
-			return err
-		}
-	}
-	if err := it.Error(); err != nil {
+		return f(dbKey[1:], m)
+	})
+	if err != nil {
 		return fmt.Errorf("embedded: loading the key index: %w", err)
 	}
 	return nil

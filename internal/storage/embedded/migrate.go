@@ -198,22 +198,3 @@ func moveValuesToHistory(db *pebble.DB, rev int64, log *slog.Logger) error {
 	}
 	return c.finish(formatHistoryValues)
 }
-
-// scanRecords calls f for every record in [lower, upper).
-func scanRecords(r pebble.Reader, lower, upper []byte, f func(dbKey, rec []byte) error) error {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return fmt.Errorf("reading %q: %w", it.Key(), err)
-		}
-		if err := f(it.Key(), v); err != nil {
-			return err
-		}
-	}
-	return it.Error()
-}

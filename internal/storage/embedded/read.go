@@ -13,32 +13,24 @@ import (
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
-// Get implements storage.Store. It reads a Pebble snapshot, which holds
-// every acknowledged write because the writer acknowledges only after the
-// commit; see awaitDurable for writes still in flight.
+// Get implements storage.Store.
 func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
-	var (
-		kv      storage.KeyValue
-		snapRev int64
-	)
-	err := s.read(ctx, func() error {
-		snap := s.db.NewSnapshot()
-		defer snap.Close()
-		var err error
-		if snapRev, err = readMeta(snap, metaCurrentKey); err != nil {
-			return err
-		}
-		var found bool
+	var kv storage.KeyValue
+	_, err := s.readSnapshot(ctx, func(snap *pebble.Snapshot) error {
+		var (
+			found bool
+			err   error
+		)
 		kv, found, err = readCurrent(snap, key)
 		if err == nil && !found {
 			err = fmt.Errorf("embedded: get %q: %w", key, storage.ErrNotFound)
 		}
 		return err
 	})
-	if werr := s.awaitDurable(ctx, snapRev); werr != nil {
-		return storage.KeyValue{}, werr
+	if err != nil {
+		return storage.KeyValue{}, err
 	}
-	return kv, err
+	return kv, nil
 }
 
 // List implements storage.Store. The returned revision is read from the same
@@ -49,10 +41,28 @@ func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
 // history in revision order: the order history was written in, and so the
 // order it lies on disk.
 func (s *Store) List(ctx context.Context, prefix string) ([]storage.KeyValue, int64, error) {
-	var (
-		out []storage.KeyValue
-		rev int64
-	)
+	var out []storage.KeyValue
+	rev, err := s.readSnapshot(ctx, func(snap *pebble.Snapshot) error {
+		var err error
+		if out, err = listIndex(ctx, snap, prefix); err != nil {
+			return err
+		}
+		return fillValues(ctx, snap, out)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, rev, nil
+}
+
+// readSnapshot runs f on a Pebble snapshot and returns the snapshot's
+// revision. A snapshot holds every acknowledged write, because the writer
+// acknowledges only after the commit; it may also hold the writer's
+// in-flight batch, so readSnapshot returns only once the snapshot's
+// revision is durable (awaitDurable), whatever f found, a missing key
+// included.
+func (s *Store) readSnapshot(ctx context.Context, f func(snap *pebble.Snapshot) error) (int64, error) {
+	var rev int64
 	err := s.read(ctx, func() error {
 		snap := s.db.NewSnapshot()
 		defer snap.Close()
@@ -60,18 +70,12 @@ func (s *Store) List(ctx context.Context, prefix string) ([]storage.KeyValue, in
 		if rev, err = readMeta(snap, metaCurrentKey); err != nil {
 			return err
 		}
-		if out, err = listIndex(ctx, snap, prefix); err != nil {
-			return err
-		}
-		return fillValues(ctx, snap, out)
+		return f(snap)
 	})
-	if err == nil {
-		err = s.awaitDurable(ctx, rev)
+	if werr := s.awaitDurable(ctx, rev); werr != nil {
+		return rev, werr
 	}
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, rev, nil
+	return rev, err
 }
 
 // listIndex returns the key, ModRevision and CreateRevision of every key
@@ -79,31 +83,42 @@ func (s *Store) List(ctx context.Context, prefix string) ([]storage.KeyValue, in
 func listIndex(ctx context.Context, r pebble.Reader, prefix string) ([]storage.KeyValue, error) {
 	var out []storage.KeyValue
 	lower, upper := prefixBounds(indexPrefix, prefix)
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	err := scanRecords(r, lower, upper, func(dbKey, rec []byte) error {
+		if len(out)%1024 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		kv, err := decodeIndex(string(dbKey[1:]), dbKey, rec)
+		if err != nil {
+			return err
+		}
+		out = append(out, kv)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: list %q: %w", prefix, err)
 	}
+	return out, nil
+}
+
+// scanRecords calls f for every record in [lower, upper).
+func scanRecords(r pebble.Reader, lower, upper []byte, f func(dbKey, rec []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
-		if len(out)%1024 == 1023 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
 		v, err := it.ValueAndErr()
 		if err != nil {
-			return nil, fmt.Errorf("embedded: list %q at key %q: %w", prefix, it.Key()[1:], err)
+			return fmt.Errorf("reading %q: %w", it.Key(), err)
 		}
-		kv, err := decodeIndex(string(it.Key()[1:]), it.Key(), v)
-		if err != nil {
-			return nil, err
+		if err := f(it.Key(), v); err != nil {
+			return err
 		}
-		out = append(out, kv)
 	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("embedded: list %q: %w", prefix, err)
-	}
-	return out, nil
+	return it.Error()
 }
 
 // fillValues reads the value of every kvs[i] (key and revisions known) from

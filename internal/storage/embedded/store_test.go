@@ -345,8 +345,8 @@ func TestCloseWithPendingWrites(t *testing.T) {
 }
 
 // TestUpdateFrom: an update given the value it replaces puts that value in
-// the event (a replay reads the same from history), and fails with a conflict, like Update, when
-// the given revision is no longer the key's.
+// the event (a replay reads the same from history), and fails with a
+// conflict, like Update, when the given revision is no longer the key's.
 func TestUpdateFrom(t *testing.T) {
 	s := openTest(t, Options{})
 	ctx := context.Background()
