@@ -11,7 +11,8 @@ import (
 
 // On-disk layout (see doc.go for the reasoning):
 //
-//	"i" + key            -> index record:   crc32c(4) | modRev(8) | createRev(8)   (keyindex.go)
+//	"x" + bigendian(rev) -> key-log record: crc32c(4) | type(1) | createRev(8) | key   (keyindex.go)
+//	                        the key the write at rev wrote: Open rebuilds the key index from these
 //	"h" + bigendian(rev) -> history record: crc32c(4) | type(1) | createRev(8) | [prevModRev(8)] | uvarint(len key) | key | value
 //	                        prevModRev is there when type has prevRevFlag (updates and deletes);
 //	                        the previous value is the value of the history record at prevModRev.
@@ -22,7 +23,12 @@ import (
 //	"m/compacted"        -> meta record:    crc32c(4) | rev(8)   (history <= rev is gone except each key's write current at rev)
 //	"m/format"           -> meta record:    crc32c(4) | format(8)
 //
-// Stores of format 1 and older (migrate.go) also had
+// Stores of format 2 and older (migrate.go) instead had an index record per
+// key, and no key-log records:
+//
+//	"i" + key            -> index record:   crc32c(4) | modRev(8) | createRev(8)
+//
+// Stores of format 1 and older also had
 //
 //	"k" + key            -> latest record:  crc32c(4) | modRev(8) | createRev(8) | value
 //
@@ -37,11 +43,14 @@ const (
 	latestPrefix  = 'k'
 	historyPrefix = 'h'
 	retirePrefix  = 'r'
+	keyLogPrefix  = 'x'
+	indexPrefix   = 'i' // format 2 and older
 
 	latestHeader  = 4 + 8 + 8
 	historyHeader = 4 + 1 + 8
 	metaLen       = 4 + 8
 	retireLen     = 4 + 8 + 1
+	keyLogHeader  = 4 + 1 + 8
 )
 
 // Flags in a history record's type byte.
@@ -75,6 +84,7 @@ func checksum(dbKey, body []byte) uint32 {
 
 // prefixBounds returns the [lower, upper) pebble key range holding every
 // record of kind tag (indexPrefix) whose key starts with prefix.
+// Only the upgrade from format 2 (which had index records) uses it.
 func prefixBounds(tag byte, prefix string) (lower, upper []byte) {
 	lower = make([]byte, 1+len(prefix))
 	lower[0] = tag
@@ -306,4 +316,56 @@ func decodeRetire(dbKey, rec []byte) (rev, prevModRev int64, flags byte, err err
 		return rev, 0, 0, fmt.Errorf("embedded: retire record at revision %d is malformed: %w", rev, storage.ErrCorrupt)
 	}
 	return rev, prevModRev, rec[12], nil
+}
+
+func keyLogKey(rev int64) []byte {
+	b := historyKey(rev)
+	b[0] = keyLogPrefix
+	return b
+}
+
+// keyLogLen is the size of the key-log record of a write of key.
+func keyLogLen(key string) int { return keyLogHeader + len(key) }
+
+// putKeyLog writes into b, which is keyLogLen bytes, the key-log record of
+// the write at rev: a put or delete of key, created at createRev.
+func putKeyLog(b []byte, rev int64, typ storage.EventType, createRev int64, key string) {
+	b[4] = byte(typ)
+	binary.BigEndian.PutUint64(b[5:], uint64(createRev))
+	copy(b[keyLogHeader:], key)
+	binary.BigEndian.PutUint32(b, checksum(keyLogKey(rev), b[4:]))
+}
+
+func encodeKeyLog(rev int64, typ storage.EventType, createRev int64, key string) []byte {
+	b := make([]byte, keyLogLen(key))
+	putKeyLog(b, rev, typ, createRev, key)
+	return b
+}
+
+// keyLogEntry is a decoded key-log record. key aliases the record.
+type keyLogEntry struct {
+	rev, create int64
+	typ         storage.EventType
+	key         []byte
+}
+
+// decodeKeyLog validates and decodes the key-log record stored under dbKey.
+func decodeKeyLog(dbKey, rec []byte) (keyLogEntry, error) {
+	if len(dbKey) != 9 || dbKey[0] != keyLogPrefix {
+		return keyLogEntry{}, fmt.Errorf("embedded: malformed key-log key %x: %w", dbKey, storage.ErrCorrupt)
+	}
+	e := keyLogEntry{rev: int64(binary.BigEndian.Uint64(dbKey[1:]))}
+	if len(rec) < keyLogHeader {
+		return e, fmt.Errorf("embedded: key-log record at revision %d is %d bytes, shorter than its header: %w", e.rev, len(rec), storage.ErrCorrupt)
+	}
+	if got, want := checksum(dbKey, rec[4:]), binary.BigEndian.Uint32(rec); got != want {
+		return e, fmt.Errorf("embedded: key-log record at revision %d fails its checksum (stored %08x, computed %08x): %w", e.rev, want, got, storage.ErrCorrupt)
+	}
+	e.typ = storage.EventType(rec[4])
+	e.create = int64(binary.BigEndian.Uint64(rec[5:]))
+	e.key = rec[keyLogHeader:]
+	if e.typ != storage.EventPut && e.typ != storage.EventDelete || e.create <= 0 || e.create > e.rev {
+		return keyLogEntry{rev: e.rev}, fmt.Errorf("embedded: key-log record at revision %d is malformed (type %d, created at %d): %w", e.rev, rec[4], e.create, storage.ErrCorrupt)
+	}
+	return e, nil
 }

@@ -28,6 +28,7 @@ func FuzzDecodeRecords(f *testing.F) {
 	f.Add("/k", int64(3), encodeHistory(storage.Event{Type: storage.EventDelete, Key: "/k", Revision: 3, CreateRevision: 1, PrevModRevision: 2})[4:], true)
 	f.Add("/k", int64(3), encodeHistoryV1(storage.Event{Type: storage.EventDelete, Key: "/k", Revision: 3, CreateRevision: 1, PrevModRevision: 2, PrevValue: []byte("old")})[4:], true)
 	f.Add("/k", int64(5), encodeRetire(5, 2, retireSelf)[4:], true)
+	f.Add("/k", int64(5), encodeKeyLog(5, storage.EventDelete, 2, "/k")[4:], true)
 	f.Add("", int64(0), []byte{}, true)
 	f.Add("/k", int64(2), []byte{0x81, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0x0f}, true)
 	// An overlong key-length varint (0x81 0x00 is 1).
@@ -101,6 +102,19 @@ func FuzzDecodeRecords(f *testing.F) {
 		if err == nil && !bytes.Equal(encodeLatest(ik, kv.ModRevision, kv.CreateRevision, nil), rec) {
 			t.Fatalf("index record %x does not re-encode to itself", rec)
 		}
+
+		xKey := keyLogKey(rev)
+		rec = body
+		if fixChecksum {
+			rec = withChecksum(xKey, body)
+		}
+		e, err := decodeKeyLog(xKey, rec)
+		check("decodeKeyLog", err)
+		if err == nil && !bytes.Equal(encodeKeyLog(e.rev, e.typ, e.create, string(e.key)), rec) {
+			t.Fatalf("key-log record %x does not re-encode to itself", rec)
+		}
+		_, err = decodeKeyLog(body, rec) // a malformed key-log key
+		check("decodeKeyLog with a foreign key", err)
 
 		_, err = decodeMeta(metaCurrentKey, body)
 		check("decodeMeta", err)

@@ -124,3 +124,31 @@ func TestRetireRecords(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyLogRecords: key-log records round-trip, and damaged ones are
+// corruption.
+func TestKeyLogRecords(t *testing.T) {
+	e, err := decodeKeyLog(keyLogKey(9), encodeKeyLog(9, storage.EventDelete, 4, "/ns/k"))
+	if err != nil || e.rev != 9 || e.typ != storage.EventDelete || e.create != 4 || string(e.key) != "/ns/k" {
+		t.Fatalf("decoded %+v, %v", e, err)
+	}
+	for _, tc := range []struct {
+		name string
+		key  []byte
+		rec  []byte
+	}{
+		{"under another revision", keyLogKey(10), encodeKeyLog(9, storage.EventPut, 4, "/k")},
+		{"created after it", keyLogKey(9), encodeKeyLog(9, storage.EventPut, 10, "/k")},
+		{"not created", keyLogKey(9), encodeKeyLog(9, storage.EventPut, 0, "/k")},
+		{"unknown type", keyLogKey(9), encodeKeyLog(9, 7, 4, "/k")},
+		{"truncated", keyLogKey(9), encodeKeyLog(9, storage.EventPut, 4, "/k")[:keyLogHeader-1]},
+		{"key cut short", keyLogKey(9), encodeKeyLog(9, storage.EventPut, 4, "/k")[:keyLogHeader+1]},
+		{"history key", historyKey(9), encodeKeyLog(9, storage.EventPut, 4, "/k")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := decodeKeyLog(tc.key, tc.rec); !errors.Is(err, storage.ErrCorrupt) {
+				t.Fatalf("got %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}

@@ -94,18 +94,15 @@ func TestCorruption(t *testing.T) {
 				// The update's event carries the damaged previous value.
 				checkWatchCorrupt(t, s, rev, rev, strconv.FormatInt(rev, 10), what)
 			}},
-		{"index bit flip", func(t *testing.T, dir string, _ int64) { rewrite(t, dir, indexKey("/ns/victim"), flipLast) },
+		{"key-log bit flip", func(t *testing.T, dir string, rev int64) { rewrite(t, dir, keyLogKey(rev+1), flipLast) },
 			func(t *testing.T, s *Store, rev int64, what string) {
-				// Without its index record the key's current revision is
-				// unknown: reads and writes of it report that.
-				cur := strconv.FormatInt(rev+1, 10)
-				checkCorrupt(t, "Get", getErr(s.Get(ctx, "/ns/victim")), "/ns/victim", cur, what)
-				_, err := s.Create(ctx, "/ns/victim", nil)
-				checkCorrupt(t, "Create", err, "/ns/victim", cur, what)
-				_, err = s.Update(ctx, "/ns/victim", []byte("x"), rev+1)
-				checkCorrupt(t, "Update", err, "/ns/victim", cur, what)
-				if _, err := s.Get(ctx, "/ns/before"); err != nil {
-					t.Fatalf("undamaged key unreadable: %v", err)
+				// Open read the write's key, type and creation from its
+				// history record instead.
+				if kv, err := s.Get(ctx, "/ns/victim"); err != nil || string(kv.Value) != "precious value" || kv.ModRevision != rev+1 || kv.CreateRevision != rev {
+					t.Fatalf("Get: %+v, %v", kv, err)
+				}
+				if _, err := s.Update(ctx, "/ns/victim", []byte("next"), rev+1); err != nil {
+					t.Fatalf("Update: %v", err)
 				}
 			}},
 	}
@@ -148,6 +145,46 @@ func checkWatchCorrupt(t *testing.T, s *Store, from, rev int64, badRev, what str
 		}
 	}
 	checkCorrupt(t, "Watch", w.Err(), "", badRev, what)
+}
+
+// TestCorruptKeyLog: a write whose key-log and history records are both
+// damaged has an unknown key. Open refuses the store, naming the revision,
+// unless a later write replaced it (its retire record says so).
+func TestCorruptKeyLog(t *testing.T) {
+	ctx := context.Background()
+	for _, replaced := range []bool{false, true} {
+		t.Run("replaced="+strconv.FormatBool(replaced), func(t *testing.T) {
+			dir := t.TempDir()
+			s := openTest(t, Options{Dir: dir})
+			rev, err := s.Create(ctx, "/ns/victim", []byte("v1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if replaced {
+				if _, err := s.Update(ctx, "/ns/victim", []byte("v2"), rev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Close()
+			rewrite(t, dir, keyLogKey(rev), flipLast)
+			rewrite(t, dir, historyKey(rev), flipLast)
+			s, err = Open(ctx, Options{Dir: dir})
+			if !replaced {
+				if err == nil {
+					s.Close()
+				}
+				checkCorrupt(t, "Open", err, "", strconv.FormatInt(rev, 10), "both records damaged")
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer s.Close()
+			if kv, err := s.Get(ctx, "/ns/victim"); err != nil || string(kv.Value) != "v2" {
+				t.Fatalf("Get: %+v, %v", kv, err)
+			}
+		})
+	}
 }
 
 // TestCorruptMeta: a damaged revision counter refuses to open rather than

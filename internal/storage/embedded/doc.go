@@ -15,54 +15,60 @@
 //
 // # Layout
 //
-// Pebble keys (codec.go has the byte formats), the same split etcd's mvcc
-// makes between its key index and its revision-keyed store:
+// Pebble keys (codec.go has the byte formats). Every record but the meta
+// records is keyed by revision, big-endian so it sorts by revision: the
+// store only ever appends, and compaction deletes old records.
 //
-//	i<key>       key index: crc32c | modRev | createRev (no value)
-//	h<rev>       history, rev big-endian so it sorts by revision:
-//	             crc32c | type | createRev | [prevModRev] | key | value
+//	h<rev>       history: crc32c | type | createRev | [prevModRev] | key | value
+//	x<rev>       key log: crc32c | type | createRev | key (the history
+//	             record without its value)
 //	r<rev>       retire record: the history the write at rev made obsolete
 //	m/current    revision of the last committed batch
 //	m/compacted  history at or below this revision is gone, except each
 //	             key's write that was current at it
 //	m/format     the layout's version (migrate.go upgrades older stores)
 //
-// A value is stored once, in the history record of the write that put it;
-// the index says which revision holds each key's current value. Get reads
-// the index record, then that history record; List reads the prefix's
-// index records, then their history records in revision order. Watch
-// replay reads history in order, and an update's or delete's previous
-// value from the history record its prevModRev names.
+// A value is stored once, in the history record of the write that put it.
+// Which revision holds each key's current value is kept in memory, in the
+// key index (keyindex.go), the split etcd's mvcc makes between its
+// in-memory treeIndex and its revision-keyed store. Open rebuilds the index
+// by replaying the key log, ~80 bytes per write rather than every value.
+// Get looks the key up in the index, then reads that history record; List
+// takes the prefix's keys from the index, then reads their values in
+// revision order. Watch replay reads history in order, and an update's or
+// delete's previous value from the history record its prevModRev names.
 //
-// Why not also keep each key's latest value under its key (format 1 did):
-// keys are hashed names, so every memtable flush overlaps the whole range
-// of latest records, and each L0 compaction rewrote all of it, at a million
-// objects the main cost left under write latency. History keys only grow,
-// so flushed history moves down the LSM with little rewriting
-// (docs/bench/storage.md, "Values in history only").
+// Why no record keyed by the object's key (format 1 kept each key's latest
+// value under it, format 2 an index record): keys are hashed names, so
+// every memtable flush overlapped the whole range of those records, and
+// each L0 compaction rewrote all of it; at a million objects that was the
+// main cost left under write latency. Records keyed by revision only grow,
+// so flushed records move down the LSM with little rewriting
+// (docs/bench/storage.md, "Values in history only", "Key log").
 //
 // Compaction (Store.Compact) cannot drop all history below a revision, as
 // that holds the current values of keys not written since. Each update
-// and delete therefore writes a retire record naming the history record it
-// made obsolete (and, for a delete, its own); compacting to revision C
-// deletes what the retire records at or below C name, then those records.
-// A damaged history record that a replayed event's previous value lives in
-// fails that replay with ErrCorrupt until compaction passes the event.
+// and delete therefore writes a retire record naming the write it made
+// obsolete (and, for a delete, itself); compacting to revision C deletes
+// the history and key-log records of what the retire records at or below
+// C name, then those retire records. A damaged history record that a
+// replayed event's previous value lives in fails that replay with
+// ErrCorrupt until compaction passes the event.
 //
 // Records of 256 bytes or more (the history records of any real object)
 // are written to Pebble's blob files when the memtable is flushed, and the
 // sstables keep a handle to them (Options.BlobValueMinSize), so compactions
 // rewrite keys and handles, not objects.
 //
-// Every write stores its index, history and retire records, plus
+// Every write stores its history, key-log and retire records, plus
 // m/current, in one batch; so after a crash they always agree. Each
 // record's CRC32C covers the Pebble key too; a record that fails it is
 // reported as storage.ErrCorrupt naming the key and revision, never
 // served. A key whose current value is damaged can be repaired by an
-// Update (its CAS is checked against the intact index); Delete, which must
-// return the old value, reports ErrCorrupt. A key whose index record is
-// damaged reports ErrCorrupt to reads and writes: its current revision is
-// unknown.
+// Update (its CAS is checked against the index); Delete, which must return
+// the old value, reports ErrCorrupt. A damaged key-log record is read from
+// its history record at Open; if both are damaged and no later write
+// replaced the write, Open fails naming its revision (loadKeyIndex).
 //
 // Update reads the value it replaces in the caller's goroutine before
 // queueing (writer.go, Store.peek), for the live event's PrevValue, and the
@@ -72,9 +78,9 @@
 //
 // # Writes: group commit
 //
-// One writer goroutine (writer.go) owns revision assignment and an in-memory
-// key index (keyindex.go: key -> modRev, createRev, loaded from the i<key>
-// records at Open), so preconditions are checked without reading the LSM. Concurrent
+// One writer goroutine (writer.go) owns revision assignment and is the only
+// one to change the key index, so preconditions are checked without
+// reading the LSM. Concurrent
 // Create/Update/Delete calls queue on an unbuffered channel; the writer takes
 // one, drains whatever else is waiting (bounded by Options.MaxBatchOps and
 // MaxBatchBytes), checks each op's precondition against an indexed batch (so

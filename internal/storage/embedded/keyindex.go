@@ -1,83 +1,231 @@
 package embedded
 
 import (
-	"encoding/binary"
+	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
-// keyMeta is the writer's in-memory record of one live key: enough to check
-// every precondition (exists, ModRevision, CreateRevision) without reading
-// Pebble.
-//
-// Why: at 1M objects a Create's "is the key absent?" probe walks every LSM
-// level (table iterators, index and filter blocks, page-cache preads) and
-// cost ~100 µs, serialized in the single writer: 3 ms of a 28-op batch
-// against a 1.5 ms fsync, so write latency grew with the data. etcd keeps the
-// same kind of in-memory key index (mvcc's treeIndex) for the same reason.
-// The cost is memory, roughly 100 bytes per key (keytable.go holds them
-// without a GC-visible pointer per key), and a scan of the index records at
-// Open.
+// keyMeta is the in-memory record of one live key: the revision holding its
+// value and the revision that created it.
 type keyMeta struct {
 	mod, create int64
-	// suspect marks a record that failed validation at Open: the writer
-	// reads it through Pebble instead, which reports ErrCorrupt.
-	suspect bool
 }
 
-// The index is persisted as its own small records, "i"+key -> crc32c |
-// modRev | createRev (codec.go), written in the same batch as the key's
-// history record, so Open reads ~30 bytes per key instead of every value.
-const indexPrefix = 'i'
-
-func indexKey(key string) []byte {
-	b := make([]byte, 1+len(key))
-	b[0] = indexPrefix
-	copy(b[1:], key)
-	return b
+// keyIndex is the store's only index from keys to revisions: key -> keyMeta
+// for every live key, in memory. The writer checks preconditions against it
+// without reading Pebble; Get and List look keys up in it, then read their
+// values from history.
+//
+// Why in memory only: a persisted index record per key (format 2) was a
+// write to a hashed key on every update, and at a million objects the L0
+// compactions rewriting those records were the main cost left under write
+// latency (docs/bench/storage.md). What is persisted instead is the key-log
+// record of each write (codec.go), keyed by revision, so it is written in
+// order like history; Open replays the key log to rebuild the index. etcd
+// keeps the same kind of in-memory index (mvcc's treeIndex) and rebuilds it
+// from its revision-keyed store at start.
+//
+// Keys are grouped by resource (groupOf), one keyTable per group: a List
+// of one resource's prefix scans that resource's keys, not every key, and
+// sorts what matches. The tables hold their keys without a Go pointer per
+// key (keytable.go), ~100 bytes per key.
+//
+// The writer is the only goroutine that changes the index, under mu, and
+// only after the batch that made the change is applied to Pebble, so a
+// reader holding mu.RLock sees the index at revision rev with every value
+// it names in Pebble. The writer reads it without the lock.
+type keyIndex struct {
+	mu sync.RWMutex
+	// rev is the revision of the last write the index reflects, applied
+	// to Pebble but possibly not yet durable (see Store.awaitDurable).
+	rev    int64
+	groups map[string]*keyTable
 }
 
-// decodeIndex validates and decodes key's index record, stored under ik:
-// the key and its revisions, no value.
-func decodeIndex(key string, ik, rec []byte) (storage.KeyValue, error) {
-	if len(rec) != latestHeader {
-		return storage.KeyValue{}, fmt.Errorf("embedded: index record for key %q is %d bytes, want %d: %w", key, len(rec), latestHeader, storage.ErrCorrupt)
+func newKeyIndex() *keyIndex {
+	return &keyIndex{groups: map[string]*keyTable{}}
+}
+
+// groupOf returns the group key belongs to: its first three path segments
+// ("/registry/pods/" of "/registry/pods/ns/name"), or "" for a key with
+// fewer.
+func groupOf(key string) string {
+	n := 0
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			if n++; n == 3 {
+				return key[:i+1]
+			}
+		}
 	}
-	kv, err := decodeLatest(key, ik, rec)
-	kv.Value = nil
-	return kv, err
+	return ""
 }
 
-// loadKeyIndex reads the persisted key index (upgradeFormat has made sure
-// it exists). A corrupt index record marks its key suspect rather than
-// failing Open.
-func loadKeyIndex(db *pebble.DB) (*keyTable, error) {
-	keys := newKeyTable()
-	err := scanHeaders(db, indexPrefix, func(key []byte, m keyMeta) error {
-		keys.setBytes(key, m)
+func (x *keyIndex) get(key string) (keyMeta, bool) {
+	t := x.groups[groupOf(key)]
+	if t == nil {
+		return keyMeta{}, false
+	}
+	return t.Get(key)
+}
+
+// set and del change the index; only the writer calls them, holding mu.
+func (x *keyIndex) set(key string, m keyMeta) {
+	x.setBytes(unsafe.Slice(unsafe.StringData(key), len(key)), m)
+}
+
+// setBytes is set for a key in a buffer the caller reuses.
+func (x *keyIndex) setBytes(key []byte, m keyMeta) {
+	g := groupOf(unsafe.String(unsafe.SliceData(key), len(key)))
+	t := x.groups[g]
+	if t == nil {
+		t = newKeyTable()
+		x.groups[strings.Clone(g)] = t
+	}
+	t.setBytes(key, m)
+}
+
+func (x *keyIndex) del(key string) {
+	if t := x.groups[groupOf(key)]; t != nil {
+		t.Delete(key)
+	}
+}
+
+// Len is the number of keys.
+func (x *keyIndex) Len() int {
+	n := 0
+	for _, t := range x.groups {
+		n += t.Len()
+	}
+	return n
+}
+
+// list returns the key and revisions of every key with prefix (values
+// unset), in no particular order. The caller holds mu (for reading).
+func (x *keyIndex) list(prefix string) []storage.KeyValue {
+	var out []storage.KeyValue
+	g := groupOf(prefix)
+	for name, t := range x.groups {
+		// A prefix of three segments or more names one group; a shorter
+		// one may match keys of every group it is a prefix of, and keys
+		// without a group.
+		if g != "" && name != g || g == "" && name != "" && !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		t.each(func(key []byte, m keyMeta) {
+			if len(key) >= len(prefix) && string(key[:len(prefix)]) == prefix {
+				out = append(out, storage.KeyValue{Key: string(key), ModRevision: m.mod, CreateRevision: m.create})
+			}
+		})
+	}
+	return out
+}
+
+// sortByKey sorts kvs into key order, the order List returns.
+func sortByKey(kvs []storage.KeyValue) {
+	slices.SortFunc(kvs, func(a, b storage.KeyValue) int { return strings.Compare(a.Key, b.Key) })
+}
+
+// loadKeyIndex rebuilds the key index by replaying the key log: every
+// key-log record in revision order, a later write of a key replacing an
+// earlier one. Compaction deletes a write's key-log record together with
+// its history record once a later write has made both obsolete, so what
+// the log holds is each live key's current write plus the history not yet
+// compacted.
+//
+// A damaged key-log record is read from its history record instead, which
+// holds the same key, type and creation revision. If that is damaged too,
+// the write is skipped when a retire record says a later write replaced it
+// (the later write's own key-log record says where the key went); otherwise
+// Open fails, naming the revision: serving the store without that write
+// could show a deleted key or an old value.
+func loadKeyIndex(r pebble.Reader, rev int64, log *slog.Logger) (*keyIndex, error) {
+	x := newKeyIndex()
+	x.rev = rev
+	var lost []int64
+	err := scanRecords(r, []byte{keyLogPrefix}, []byte{keyLogPrefix + 1}, func(dbKey, rec []byte) error {
+		e, err := decodeKeyLog(dbKey, rec)
+		if err != nil {
+			var herr error
+			if e, herr = keyLogFromHistory(r, e.rev); herr != nil {
+				lost = append(lost, e.rev)
+				log.Error("embedded store: a write's key-log record and history record are both damaged", "revision", e.rev, "keyLogErr", err, "historyErr", herr)
+				return nil
+			}
+			log.Warn("embedded store: a key-log record is damaged; using its history record", "err", err)
+		}
+		// The tables copy key bytes (keyTable.setBytes): no string per
+		// record of a scan over a million.
+		key := unsafe.String(unsafe.SliceData(e.key), len(e.key))
+		if e.typ == storage.EventPut {
+			x.setBytes(e.key, keyMeta{mod: e.rev, create: e.create})
+		} else {
+			x.del(key)
+		}
 		return nil
 	})
-	return keys, err
+	if err != nil {
+		return nil, fmt.Errorf("embedded: loading the key index: %w", err)
+	}
+	if len(lost) > 0 {
+		if err := checkReplaced(r, lost); err != nil {
+			return nil, err
+		}
+	}
+	return x, nil
 }
 
-// scanHeaders calls f for every record under prefix, decoding only the
-// revision header.
-func scanHeaders(r pebble.Reader, prefix byte, f func(key []byte, m keyMeta) error) error {
-	err := scanRecords(r, []byte{prefix}, []byte{prefix + 1}, func(dbKey, v []byte) error {
-		var m keyMeta
-		if len(v) < latestHeader || checksum(dbKey, v[4:]) != binary.BigEndian.Uint32(v) {
-			m.suspect = true
-		} else {
-			m.mod = int64(binary.BigEndian.Uint64(v[4:]))
-			m.create = int64(binary.BigEndian.Uint64(v[12:]))
+// keyLogFromHistory rebuilds the key-log entry of the write at rev from its
+// history record.
+func keyLogFromHistory(r pebble.Reader, rev int64) (keyLogEntry, error) {
+	hk := historyKey(rev)
+	v, closer, err := r.Get(hk)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return keyLogEntry{rev: rev}, fmt.Errorf("embedded: history record at revision %d is missing: %w", rev, storage.ErrCorrupt)
+	}
+	if err != nil {
+		return keyLogEntry{rev: rev}, err
+	}
+	defer closer.Close()
+	ev, _, err := decodeHistoryFor(hk, v, "\xff") // keys start with '/': no values copied
+	if err != nil {
+		return keyLogEntry{rev: rev}, err
+	}
+	return keyLogEntry{rev: rev, create: ev.CreateRevision, typ: ev.Type, key: []byte(ev.Key)}, nil
+}
+
+// checkReplaced returns nil if a retire record names every revision in
+// lost as the write it replaced, and otherwise an ErrCorrupt naming the
+// first that none does.
+func checkReplaced(r pebble.Reader, lost []int64) error {
+	replaced := make(map[int64]bool, len(lost))
+	for _, rev := range lost {
+		replaced[rev] = false
+	}
+	err := scanRecords(r, []byte{retirePrefix}, []byte{retirePrefix + 1}, func(dbKey, rec []byte) error {
+		if _, prev, _, err := decodeRetire(dbKey, rec); err == nil {
+			if _, ok := replaced[prev]; ok {
+				replaced[prev] = true
+			}
 		}
-		return f(dbKey[1:], m)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: loading the key index: %w", err)
+	}
+	for _, rev := range lost {
+		if !replaced[rev] {
+			return fmt.Errorf("embedded: the write at revision %d is damaged in both its key-log record and its history record, so its key is unknown: %w", rev, storage.ErrCorrupt)
+		}
 	}
 	return nil
 }

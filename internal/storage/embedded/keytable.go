@@ -5,8 +5,8 @@ import (
 	"unsafe"
 )
 
-// keyTable holds the writer's key index (keyindex.go): key -> keyMeta for
-// every live key, without a Go pointer per key.
+// keyTable holds one group of the key index (keyindex.go): key -> keyMeta
+// for every live key, without a Go pointer per key.
 //
 // Why not a map[string]keyMeta: at a million objects that map is a million
 // key strings, each its own allocation referenced from a map slot, and
@@ -23,7 +23,7 @@ import (
 // Keys too long for a reference (64 KiB and more; Kubernetes keys are far
 // shorter) live in an ordinary map.
 //
-// Not safe for concurrent use: the writer goroutine owns it.
+// Not safe for concurrent use; keyIndex says who may use it when.
 type keyTable struct {
 	seed   maphash.Seed
 	slots  []keySlot
@@ -38,7 +38,6 @@ type keyTable struct {
 
 // keySlot is one slot. hash is slotEmpty, slotDeleted, or the key's hash
 // (never below 2). ref locates the key: chunk<<40 | offset<<16 | length.
-// mod < 0 marks a suspect key (keyMeta.suspect).
 type keySlot struct {
 	hash        uint64
 	ref         uint64
@@ -71,9 +70,6 @@ func (t *keyTable) Get(key string) (keyMeta, bool) {
 		return keyMeta{}, false
 	}
 	s := &t.slots[i]
-	if s.mod < 0 {
-		return keyMeta{suspect: true}, true
-	}
 	return keyMeta{mod: s.mod, create: s.create}, true
 }
 
@@ -84,14 +80,10 @@ func (t *keyTable) Set(key string, m keyMeta) {
 		t.long[key] = m
 		return
 	}
-	mod := m.mod
-	if m.suspect {
-		mod = -1
-	}
 	h := t.hash(key)
 	i, found := t.find(key, h)
 	if found {
-		t.slots[i].mod, t.slots[i].create = mod, m.create
+		t.slots[i].mod, t.slots[i].create = m.mod, m.create
 		return
 	}
 	if (t.live+t.tombs+1)*4 > len(t.slots)*3 {
@@ -101,7 +93,7 @@ func (t *keyTable) Set(key string, m keyMeta) {
 	if t.slots[i].hash == slotDeleted {
 		t.tombs--
 	}
-	t.slots[i] = keySlot{hash: h, ref: t.store(key), mod: mod, create: m.create}
+	t.slots[i] = keySlot{hash: h, ref: t.store(key), mod: m.mod, create: m.create}
 	t.live++
 }
 
@@ -128,6 +120,19 @@ func (t *keyTable) Delete(key string) {
 		t.live--
 		t.tombs++
 		t.garbage += len(key)
+	}
+}
+
+// each calls f for every key, in no particular order. key is only valid
+// during the call.
+func (t *keyTable) each(f func(key []byte, m keyMeta)) {
+	for _, s := range t.slots {
+		if s.hash > slotDeleted {
+			f(keyAt(t.chunks, s.ref), keyMeta{mod: s.mod, create: s.create})
+		}
+	}
+	for k, m := range t.long {
+		f([]byte(k), m)
 	}
 }
 

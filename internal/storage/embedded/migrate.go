@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,7 +16,8 @@ import (
 // an fsync'd batch, so a crash midway repeats the step on the next Open.
 //
 // A binary older than format 2 does not check the format and would find no
-// values in a format-2 store: downgrading is not supported.
+// values in a newer store; one of format 2 refuses a format-3 store.
+// Downgrading is not supported.
 const (
 	metaFormatKey = "m/format"
 	// formatKeyIndexed: the "i" index records exist.
@@ -23,7 +25,10 @@ const (
 	// formatHistoryValues: values live only in history (no "k" latest
 	// records), and updates and deletes have retire records.
 	formatHistoryValues = 2
-	formatCurrent       = formatHistoryValues
+	// formatKeyLog: key-log records replace the "i" index records, and the
+	// key index lives only in memory.
+	formatKeyLog  = 3
+	formatCurrent = formatKeyLog
 )
 
 // migrateChunk is how many bytes of records an upgrade step commits at a
@@ -48,6 +53,11 @@ func upgradeFormat(db *pebble.DB, rev int64, log *slog.Logger) error {
 	if format < formatHistoryValues {
 		if err := moveValuesToHistory(db, rev, log); err != nil {
 			return fmt.Errorf("embedded: moving values into history at revision %d: %w", rev, err)
+		}
+	}
+	if format < formatKeyLog {
+		if err := buildKeyLog(db, log); err != nil {
+			return fmt.Errorf("embedded: building the key log at revision %d: %w", rev, err)
 		}
 	}
 	return nil
@@ -93,21 +103,116 @@ func (c *chunkedBatch) finish(format int64) error {
 }
 
 // buildKeyIndex upgrades a format-0 store: it writes an index record for
-// every latest record.
+// every latest record. A damaged latest record gets none; the next step
+// reports it.
 func buildKeyIndex(db *pebble.DB) error {
 	c := newChunkedBatch(db)
-	err := scanHeaders(db, latestPrefix, func(key []byte, m keyMeta) error {
-		if m.suspect {
-			return nil // reads of the key report the corruption
+	err := scanRecords(db, []byte{latestPrefix}, []byte{latestPrefix + 1}, func(dbKey, rec []byte) error {
+		if len(rec) < latestHeader || checksum(dbKey, rec[4:]) != binary.BigEndian.Uint32(rec) {
+			return nil
 		}
-		ik := indexKey(string(key))
-		return c.set(ik, encodeLatest(ik, m.mod, m.create, nil))
+		ik := indexKey(string(dbKey[1:]))
+		mod, create := int64(binary.BigEndian.Uint64(rec[4:])), int64(binary.BigEndian.Uint64(rec[12:]))
+		return c.set(ik, encodeLatest(ik, mod, create, nil))
 	})
 	if err != nil {
 		c.b.Close()
 		return err
 	}
 	return c.finish(formatKeyIndexed)
+}
+
+func indexKey(key string) []byte {
+	b := make([]byte, 1+len(key))
+	b[0] = indexPrefix
+	copy(b[1:], key)
+	return b
+}
+
+// decodeIndex validates and decodes key's index record, stored under ik:
+// the key and its revisions, no value.
+func decodeIndex(key string, ik, rec []byte) (storage.KeyValue, error) {
+	if len(rec) != latestHeader {
+		return storage.KeyValue{}, fmt.Errorf("embedded: index record for key %q is %d bytes, want %d: %w", key, len(rec), latestHeader, storage.ErrCorrupt)
+	}
+	kv, err := decodeLatest(key, ik, rec)
+	kv.Value = nil
+	return kv, err
+}
+
+// buildKeyLog upgrades a format-2 store: each live key's current write gets
+// its key-log record, from the key's index record, and the index records
+// go. Other history gets none: what compaction has not yet deleted of it
+// is replaced by a later write, so replaying the log at Open needs no
+// record of it, and compaction deleting its (absent) key-log record is
+// harmless.
+//
+// A damaged index record says nothing of its key's revision; such a key's
+// current write is found by reading history (all of it, once, only in that
+// case): the key's last write there. If that is a put it gets its key-log
+// record; if history holds no intact write of the key it is logged and
+// lost to the index.
+func buildKeyLog(db *pebble.DB, log *slog.Logger) error {
+	c := newChunkedBatch(db)
+	damaged := map[string]bool{}
+	err := scanRecords(db, []byte{indexPrefix}, []byte{indexPrefix + 1}, func(dbKey, rec []byte) error {
+		kv, err := decodeIndex(string(dbKey[1:]), dbKey, rec)
+		if err != nil {
+			log.Error("embedded store: a damaged index record while upgrading the store format; reading history for its key", "err", err)
+			damaged[kv.Key] = true
+			return nil
+		}
+		return c.set(keyLogKey(kv.ModRevision), encodeKeyLog(kv.ModRevision, storage.EventPut, kv.CreateRevision, kv.Key))
+	})
+	if err == nil && len(damaged) > 0 {
+		last := map[string]storage.Event{}
+		err = scanRecords(db, []byte{historyPrefix}, []byte{historyPrefix + 1}, func(dbKey, rec []byte) error {
+			ev, _, err := decodeHistoryFor(dbKey, rec, "\xff") // keys start with '/': no values copied
+			if err == nil && damaged[ev.Key] {
+				last[ev.Key] = ev
+			}
+			return nil
+		})
+		// A later write whose history record is damaged too is known
+		// by its retire record: follow those.
+		next := map[int64]int64{} // write -> the write that replaced it (negative: a delete)
+		if err == nil {
+			err = scanRecords(db, []byte{retirePrefix}, []byte{retirePrefix + 1}, func(dbKey, rec []byte) error {
+				if rev, prev, flags, err := decodeRetire(dbKey, rec); err == nil {
+					next[prev] = rev
+					if flags&retireSelf != 0 {
+						next[prev] = -rev
+					}
+				}
+				return nil
+			})
+		}
+		for key := range damaged {
+			ev, ok := last[key]
+			if !ok {
+				log.Error("embedded store: no intact history of a key whose index record is damaged; the key is lost", "key", key)
+				continue
+			}
+			for ev.Type == storage.EventPut && next[ev.Revision] != 0 {
+				if r := next[ev.Revision]; r < 0 {
+					ev.Type = storage.EventDelete
+				} else {
+					ev.Revision = r // a damaged value: reads of the key report it
+				}
+			}
+			if ev.Type == storage.EventPut && err == nil {
+				err = c.set(keyLogKey(ev.Revision), encodeKeyLog(ev.Revision, storage.EventPut, ev.CreateRevision, key))
+			}
+		}
+	}
+	if err == nil {
+		err = c.b.DeleteRange([]byte{indexPrefix}, []byte{indexPrefix + 1}, nil)
+	}
+	if err != nil {
+		c.b.Close()
+		return err
+	}
+	return c.finish(formatKeyLog)
 }
 
 // moveValuesToHistory upgrades a format-1 store, whose values were kept

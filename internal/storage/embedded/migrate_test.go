@@ -41,16 +41,18 @@ func copyTestdata(t *testing.T, name string) string {
 }
 
 // TestUpgradeFormat opens stores written by older versions
-// (testdata/format1/README.md says what they hold): every value, every
+// (testdata/format*/README.md say what they hold): every value, every
 // replayable event with its previous value, and compaction of the old
 // history must come through the upgrade.
 func TestUpgradeFormat(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
+		data    string
 		prepare func(t *testing.T, db *pebble.DB)
 	}{
-		{"format 1", func(*testing.T, *pebble.DB) {}},
-		{"format 0, without the key index", func(t *testing.T, db *pebble.DB) {
+		{"format 2", "format2", func(*testing.T, *pebble.DB) {}},
+		{"format 1", "format1", func(*testing.T, *pebble.DB) {}},
+		{"format 0, without the key index", "format1", func(t *testing.T, db *pebble.DB) {
 			if err := db.DeleteRange([]byte{indexPrefix}, []byte{indexPrefix + 1}, pebble.Sync); err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +62,7 @@ func TestUpgradeFormat(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyTestdata(t, "format1")
+			dir := copyTestdata(t, tc.data)
 			db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{discardLogger()}})
 			if err != nil {
 				t.Fatal(err)
@@ -154,16 +156,16 @@ func checkUpgraded(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 	checkReads(live)
-	if got := rawKeys(t, s); got != "h5 h6 h9 h12" {
-		t.Fatalf("records left: %q, want the history of d, b, e, a", got)
+	if got := rawKeys(t, s); got != "h5 h6 h9 h12 x5 x6 x9 x12" {
+		t.Fatalf("records left: %q, want the history and key log of d, b, e, a", got)
 	}
 	if format, err := readMeta(s.db, metaFormatKey); err != nil || format != formatCurrent {
 		t.Fatalf("format %d, %v", format, err)
 	}
 }
 
-// rawKeys lists the store's history, retire and latest records, as
-// "h<rev>", "r<rev>" and "k<key>".
+// rawKeys lists the store's history, retire, key-log, index and latest
+// records, as "h<rev>", "r<rev>", "x<rev>", "i<key>" and "k<key>".
 func rawKeys(t *testing.T, s *Store) string {
 	t.Helper()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{historyPrefix}})
@@ -175,9 +177,9 @@ func rawKeys(t *testing.T, s *Store) string {
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
 		switch k[0] {
-		case historyPrefix, retirePrefix:
+		case historyPrefix, retirePrefix, keyLogPrefix:
 			out = append(out, string(k[0])+strconv.FormatUint(binary.BigEndian.Uint64(k[1:9]), 10))
-		case latestPrefix:
+		case latestPrefix, indexPrefix:
 			out = append(out, string(k))
 		}
 	}
@@ -212,7 +214,7 @@ func TestUpgradeRepairsHistory(t *testing.T) {
 	if err := s.Compact(ctx, 11); err != nil {
 		t.Fatal(err)
 	}
-	if got := rawKeys(t, s); got != "h4 h5 h6 h9" {
+	if got := rawKeys(t, s); got != "h4 h5 h6 h9 x4 x5 x6 x9" {
 		t.Fatalf("records left: %q", got)
 	}
 }

@@ -15,16 +15,17 @@ import (
 
 // Get implements storage.Store.
 func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
-	var kv storage.KeyValue
-	_, err := s.readSnapshot(ctx, func(snap *pebble.Snapshot) error {
-		var (
-			found bool
-			err   error
-		)
-		kv, found, err = readCurrent(snap, key)
-		if err == nil && !found {
-			err = fmt.Errorf("embedded: get %q: %w", key, storage.ErrNotFound)
+	var (
+		m     keyMeta
+		found bool
+		kv    storage.KeyValue
+	)
+	_, err := s.readSnapshot(ctx, func() { m, found = s.index.get(key) }, func(snap *pebble.Snapshot) error {
+		if !found {
+			return fmt.Errorf("embedded: get %q: %w", key, storage.ErrNotFound)
 		}
+		var err error
+		kv, err = readValue(snap, key, m.mod, m.create)
 		return err
 	})
 	if err != nil {
@@ -33,21 +34,17 @@ func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
 	return kv, nil
 }
 
-// List implements storage.Store. The returned revision is read from the same
-// Pebble snapshot as the values (the writer stores it in every batch), so the
-// pair is exactly consistent.
-//
-// It reads the prefix's index records in key order, then their values from
-// history in revision order: the order history was written in, and so the
-// order it lies on disk.
+// List implements storage.Store. It finds the prefix's keys in the key
+// index, then reads their values from history in revision order: the order
+// history was written in, and so the order it lies on disk.
 func (s *Store) List(ctx context.Context, prefix string) ([]storage.KeyValue, int64, error) {
 	var out []storage.KeyValue
-	rev, err := s.readSnapshot(ctx, func(snap *pebble.Snapshot) error {
-		var err error
-		if out, err = listIndex(ctx, snap, prefix); err != nil {
-			return err
+	rev, err := s.readSnapshot(ctx, func() { out = s.index.list(prefix) }, func(snap *pebble.Snapshot) error {
+		if err := fillValues(ctx, snap, out); err != nil {
+			return fmt.Errorf("embedded: list %q: %w", prefix, err)
 		}
-		return fillValues(ctx, snap, out)
+		sortByKey(out)
+		return nil
 	})
 	if err != nil {
 		return nil, 0, err
@@ -55,51 +52,30 @@ func (s *Store) List(ctx context.Context, prefix string) ([]storage.KeyValue, in
 	return out, rev, nil
 }
 
-// readSnapshot runs f on a Pebble snapshot and returns the snapshot's
-// revision. A snapshot holds every acknowledged write, because the writer
-// acknowledges only after the commit; it may also hold the writer's
-// in-flight batch, so readSnapshot returns only once the snapshot's
-// revision is durable (awaitDurable), whatever f found, a missing key
-// included.
-func (s *Store) readSnapshot(ctx context.Context, f func(snap *pebble.Snapshot) error) (int64, error) {
+// readSnapshot calls find with the key index read-locked and takes a Pebble
+// snapshot at the same instant, then reads values with f from the snapshot.
+// The snapshot holds every value the index names: the writer changes the
+// index only after applying the batch that made the change, and compaction
+// deletes a value only once a write at or below the acknowledged revision
+// has replaced it, which the index then shows. It returns the index's
+// revision, once that is durable (awaitDurable): the index may show the
+// writer's in-flight batch, and a reader must not see a write a crash could
+// still undo, whatever f found, a missing key included.
+func (s *Store) readSnapshot(ctx context.Context, find func(), f func(snap *pebble.Snapshot) error) (int64, error) {
 	var rev int64
 	err := s.read(ctx, func() error {
+		s.index.mu.RLock()
+		rev = s.index.rev
+		find()
 		snap := s.db.NewSnapshot()
+		s.index.mu.RUnlock()
 		defer snap.Close()
-		var err error
-		if rev, err = readMeta(snap, metaCurrentKey); err != nil {
-			return err
-		}
 		return f(snap)
 	})
 	if werr := s.awaitDurable(ctx, rev); werr != nil {
 		return rev, werr
 	}
 	return rev, err
-}
-
-// listIndex returns the key, ModRevision and CreateRevision of every key
-// with prefix, in key order.
-func listIndex(ctx context.Context, r pebble.Reader, prefix string) ([]storage.KeyValue, error) {
-	var out []storage.KeyValue
-	lower, upper := prefixBounds(indexPrefix, prefix)
-	err := scanRecords(r, lower, upper, func(dbKey, rec []byte) error {
-		if len(out)%1024 == 1023 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		kv, err := decodeIndex(string(dbKey[1:]), dbKey, rec)
-		if err != nil {
-			return err
-		}
-		out = append(out, kv)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded: list %q: %w", prefix, err)
-	}
-	return out, nil
 }
 
 // scanRecords calls f for every record in [lower, upper).
@@ -165,25 +141,6 @@ func fillValues(ctx context.Context, r pebble.Reader, kvs []storage.KeyValue) er
 		}
 	}
 	return nil
-}
-
-// readCurrent reads key's current version through r: its index record, then
-// the history record at the revision the index names.
-func readCurrent(r pebble.Reader, key string) (storage.KeyValue, bool, error) {
-	ik := indexKey(key)
-	v, closer, err := r.Get(ik)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return storage.KeyValue{}, false, nil
-	}
-	if err != nil {
-		return storage.KeyValue{}, false, fmt.Errorf("embedded: reading %q: %w", key, err)
-	}
-	kv, err := decodeIndex(key, ik, v)
-	closer.Close()
-	if err == nil {
-		kv, err = readValue(r, key, kv.ModRevision, kv.CreateRevision)
-	}
-	return kv, err == nil, err
 }
 
 // readValue reads key's write at revision mod from history.

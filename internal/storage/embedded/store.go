@@ -53,6 +53,12 @@ type Store struct {
 	// after the compaction is durable.
 	compacted atomic.Int64
 	compactMu sync.Mutex
+	// lastRetire is when Compact last deleted obsolete history
+	// (Options.RetireInterval), and retired the revision it deleted up to
+	// (0 when this process has not: retire records may be left from
+	// before). Guarded by compactMu.
+	lastRetire time.Time
+	retired    int64
 	// writeErr is set (once) when Pebble fails a commit: from then on the
 	// store refuses writes but keeps serving reads. See writer.go.
 	writeErr atomic.Pointer[error]
@@ -63,9 +69,12 @@ type Store struct {
 	// disables it.
 	pacer *pacer
 
-	// keys is the in-memory key index (keyindex.go). Owned by the writer
-	// goroutine; Open fills it before starting the writer.
-	keys *keyTable
+	// index is the in-memory key index (keyindex.go), which Open loads
+	// before starting the writer.
+	index *keyIndex
+	// pending holds the changes to the index made by the batch the writer
+	// is staging. Owned by the writer goroutine.
+	pending map[string]pendingKey
 
 	// dbMu keeps Pebble open while a read is in flight: readers hold it
 	// shared, Close takes it exclusively before db.Close (Pebble panics on
@@ -144,16 +153,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err == nil && comp > cur {
 			err = fmt.Errorf("embedded: compacted revision %d is newer than current revision %d: %w", comp, cur, storage.ErrCorrupt)
 		}
-		var keys *keyTable
+		var index *keyIndex
 		if err == nil {
 			err = upgradeFormat(db, cur, opts.Logger)
 		}
 		if err == nil {
-			keys, err = loadKeyIndex(db)
+			index, err = loadKeyIndex(db, cur, opts.Logger)
 		}
 		if err == nil {
 			s := &Store{
-				keys:    keys,
+				index:   index,
+				pending: map[string]pendingKey{},
 				opts:    opts,
 				db:      db,
 				ops:     make(chan *writeOp),
@@ -290,9 +300,11 @@ func (s *Store) Health(ctx context.Context) error {
 // an event a watch may still replay. The deletions go in chunks
 // (Options.CompactChunk), so a compaction of millions of revisions never
 // puts one huge batch ahead of the writer's; a crash midway leaves retire
-// records that a compaction to a later revision picks up. It does not go through the
-// writer: the writer only adds records above the current revision, which
-// is never below revision.
+// records that a later compaction picks up. The deleting is done at most
+// once per Options.RetireInterval; a compaction sooner than that leaves it
+// to a later one (to the same revision or newer). It does not go through the writer: the
+// writer only adds records above the current revision, which is never
+// below revision.
 func (s *Store) Compact(ctx context.Context, revision int64) error {
 	if err := s.usable(ctx); err != nil {
 		return err
@@ -302,25 +314,30 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 	if cur := s.rev.Load(); revision > cur {
 		return fmt.Errorf("embedded: compact to revision %d: newer than current revision %d", revision, cur)
 	}
-	if revision <= s.compacted.Load() {
-		return nil
-	}
 	if p := s.writeErr.Load(); p != nil {
 		return fmt.Errorf("embedded: compact to revision %d: store is read-only after a failed write: %w", revision, *p)
 	}
 	return s.read(ctx, func() error {
-		b := s.db.NewBatch()
-		defer b.Close()
-		if err := b.Set([]byte(metaCompactedKey), encodeMeta(metaCompactedKey, revision), nil); err != nil {
-			return err
+		if revision > s.compacted.Load() {
+			b := s.db.NewBatch()
+			defer b.Close()
+			if err := b.Set([]byte(metaCompactedKey), encodeMeta(metaCompactedKey, revision), nil); err != nil {
+				return err
+			}
+			if err := s.commitSynced(b); err != nil {
+				return fmt.Errorf("embedded: compact to revision %d: %w", revision, err)
+			}
+			s.compacted.Store(revision)
 		}
-		if err := s.commitSynced(b); err != nil {
-			return fmt.Errorf("embedded: compact to revision %d: %w", revision, err)
+		comp := s.compacted.Load()
+		if s.retired >= comp || s.opts.RetireInterval > 0 && time.Since(s.lastRetire) < s.opts.RetireInterval {
+			return nil
 		}
-		s.compacted.Store(revision)
-		if err := s.retireHistory(ctx, revision); err != nil {
-			return fmt.Errorf("embedded: compacted to revision %d, but deleting its obsolete history failed (a compaction to a later revision retries): %w", revision, err)
+		s.lastRetire = time.Now()
+		if err := s.retireHistory(ctx, comp); err != nil {
+			return fmt.Errorf("embedded: compacted to revision %d, but deleting its obsolete history failed (a later compaction retries): %w", comp, err)
 		}
+		s.retired = comp
 		return nil
 	})
 }
@@ -340,8 +357,8 @@ func (s *Store) commitSynced(b *pebble.Batch) error {
 	return nil
 }
 
-// retireHistory deletes every history record that the retire records at or
-// below revision name, and those retire records, committing every
+// retireHistory deletes every write (its history and key-log records) that
+// the retire records at or below revision name, and those retire records, committing every
 // Options.CompactChunk retire records. A damaged retire record is logged
 // and dropped: the history it named stays on disk (it is never read),
 // which costs space, not correctness.
@@ -391,11 +408,11 @@ func (s *Store) retireHistory(ctx context.Context, revision int64) error {
 			s.opts.Logger.Error("embedded store: dropping a damaged retire record; the history it names stays on disk", "err", err)
 			continue
 		}
-		if err := b.Delete(historyKey(prev), nil); err != nil {
+		if err := deleteWrite(b, prev); err != nil {
 			return err
 		}
 		if flags&retireSelf != 0 {
-			if err := b.Delete(historyKey(rev), nil); err != nil {
+			if err := deleteWrite(b, rev); err != nil {
 				return err
 			}
 		}
@@ -409,6 +426,14 @@ func (s *Store) retireHistory(ctx context.Context, revision int64) error {
 		return err
 	}
 	return flush(upper)
+}
+
+// deleteWrite adds to b the deletion of the records of the write at rev.
+func deleteWrite(b *pebble.Batch, rev int64) error {
+	if err := b.Delete(historyKey(rev), nil); err != nil {
+		return err
+	}
+	return b.Delete(keyLogKey(rev), nil)
 }
 
 // Close implements storage.Store. It is idempotent: it stops the writer (ops

@@ -388,7 +388,7 @@ func TestUpdateFrom(t *testing.T) {
 func TestCompactKeepsLiveValues(t *testing.T) {
 	for _, chunk := range []int{0, 1} {
 		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) {
-			testCompactKeepsLiveValues(t, openTest(t, Options{CompactChunk: chunk}))
+			testCompactKeepsLiveValues(t, openTest(t, Options{CompactChunk: chunk, RetireInterval: -1}))
 		})
 	}
 }
@@ -413,9 +413,9 @@ func testCompactKeepsLiveValues(t *testing.T, s *Store) {
 		write   func()
 		want    string
 	}{
-		{compact: 4, want: "h3 h5"},
-		{compact: 5, want: "h3 h5"},
-		{write: func() { mustWrite(s.Update(ctx, "/c", []byte("c2"), c)) }, compact: 6, want: "h3 h6"},
+		{compact: 4, want: "h3 h5 x3 x5"},
+		{compact: 5, want: "h3 h5 x3 x5"},
+		{write: func() { mustWrite(s.Update(ctx, "/c", []byte("c2"), c)) }, compact: 6, want: "h3 h6 x3 x6"},
 	} {
 		if step.write != nil {
 			step.write()
@@ -465,13 +465,53 @@ func TestCompactResumes(t *testing.T) {
 	}
 	b.Close()
 	s.compacted.Store(2)
-	if got := rawKeys(t, s); got != "h1 h2 h3 r2" {
+	if got := rawKeys(t, s); got != "h1 h2 h3 r2 x1 x2 x3" {
 		t.Fatalf("records after the interrupted compaction: %q", got)
 	}
 	if err := s.Compact(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	if got := rawKeys(t, s); got != "h2 h3" {
-		t.Fatalf("records after the next compaction: %q, want h2 h3", got)
+	if got := rawKeys(t, s); got != "h2 h3 x2 x3" {
+		t.Fatalf("records after the next compaction: %q, want h2 h3 x2 x3", got)
+	}
+}
+
+// TestCompactRetireInterval: a compaction sooner than RetireInterval after
+// the last deletion round records its revision (watchers see it at once)
+// but leaves the deleting to a later compaction, which catches up.
+func TestCompactRetireInterval(t *testing.T) {
+	s := openTest(t, Options{RetireInterval: time.Hour})
+	ctx := context.Background()
+	a, err := s.Create(ctx, "/a", []byte("a1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err = s.Update(ctx, "/a", []byte("a2"), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(ctx, a); err != nil { // the first compaction deletes
+		t.Fatal(err)
+	}
+	if _, err := s.Update(ctx, "/a", []byte("a3"), a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := rawKeys(t, s); got != "h2 h3 r3 x2 x3" {
+		t.Fatalf("records after a compaction within the interval: %q, want h2 h3 r3 x2 x3", got)
+	}
+	if _, err := s.Watch(ctx, "/", 2); !errors.As(err, new(*storage.CompactedError)) {
+		t.Fatalf("watch from below the compacted revision: %v", err)
+	}
+	s.compactMu.Lock()
+	s.lastRetire = time.Time{} // the interval has passed
+	s.compactMu.Unlock()
+	if err := s.Compact(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := rawKeys(t, s); got != "h3 x3" {
+		t.Fatalf("records after the interval: %q, want h3 x3", got)
 	}
 }

@@ -77,8 +77,13 @@ func (s *Store) UpdateFrom(ctx context.Context, key string, value []byte, prev s
 // and reads the value itself otherwise. A failed peek is not an error.
 func (s *Store) peek(ctx context.Context, op *writeOp) {
 	_ = s.read(ctx, func() error {
-		kv, found, err := readCurrent(s.db, op.key)
-		op.peek, op.peeked = kv, found && err == nil
+		s.index.mu.RLock()
+		m, found := s.index.get(op.key)
+		s.index.mu.RUnlock()
+		if found {
+			kv, err := readValue(s.db, op.key, m.mod, m.create)
+			op.peek, op.peeked = kv, err == nil
+		}
 		return nil
 	})
 }
@@ -185,6 +190,7 @@ func (s *Store) stage(ops []*writeOp) *stagedBatch {
 	}
 	b := s.db.NewIndexedBatch()
 	sb.b = b
+	clear(s.pending)
 	base := s.staged
 	next := base
 	for i, op := range ops {
@@ -219,8 +225,38 @@ func (s *Store) stage(ops []*writeOp) *stagedBatch {
 		// The pipeline is unusable (see applyNoSyncWait): refuse further
 		// writes now, before staging another batch on it.
 		sb.err = s.commitFailed(sb, err)
+		return sb
 	}
+	// Only now, with the batch in Pebble, do readers of the index see it
+	// (keyIndex); and before the syncer can acknowledge it, so the index
+	// is never behind an acknowledged write.
+	s.index.mu.Lock()
+	for key, p := range s.pending {
+		if p.deleted {
+			s.index.del(key)
+		} else {
+			s.index.set(key, p.keyMeta)
+		}
+	}
+	s.index.rev = next
+	s.index.mu.Unlock()
 	return sb
+}
+
+// pendingKey is a change to the key index made by the batch being staged.
+type pendingKey struct {
+	keyMeta
+	deleted bool
+}
+
+// lookup returns key's entry in the key index as the batch being staged
+// has left it. Only the writer calls it (and reads the index without its
+// lock: no one else changes it).
+func (s *Store) lookup(key string) (keyMeta, bool) {
+	if p, ok := s.pending[key]; ok {
+		return p.keyMeta, !p.deleted
+	}
+	return s.index.get(key)
 }
 
 // runSyncer finishes the writer's batches in order until staged is closed.
@@ -275,28 +311,18 @@ func (s *Store) turnReadOnly(err error) error {
 	return err
 }
 
-// apply checks op's precondition against b (which sees the batch's earlier
-// ops) and stages it at revision rev: the key's index record, its history
-// record, and for updates and deletes a retire record naming the history
-// the write made obsolete (compaction deletes it, see Store.Compact).
+// apply checks op's precondition against the key index and the batch's
+// earlier ops, and stages it at revision rev: the write's key-log and
+// history records, and for updates and deletes a retire record naming the
+// history the write made obsolete (compaction deletes it, see
+// Store.Compact).
 func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, storage.KeyValue, error) {
-	meta, exists := s.keys.Get(op.key)
-	// readCur reads the current version through the indexed batch (so it
-	// sees this batch's earlier ops); only conflicts, deletes and suspect
-	// records need it.
+	meta, exists := s.lookup(op.key)
+	// readCur reads the current value through the indexed batch (which
+	// holds this batch's earlier ops); only conflicts, deletes and updates
+	// without a usable peek need it.
 	readCur := func() (storage.KeyValue, error) {
-		cur, found, err := readCurrent(b, op.key)
-		if err == nil && !found {
-			err = fmt.Errorf("embedded: key index lists %q at revision %d but it is missing: %w", op.key, meta.mod, storage.ErrCorrupt)
-		}
-		return cur, err
-	}
-	if exists && meta.suspect {
-		cur, err := readCur()
-		if err != nil {
-			return storage.Event{}, storage.KeyValue{}, err
-		}
-		meta = keyMeta{mod: cur.ModRevision, create: cur.CreateRevision}
+		return readValue(b, op.key, meta.mod, meta.create)
 	}
 	var (
 		ev  storage.Event
@@ -357,32 +383,25 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 			return ev, storage.KeyValue{}, err
 		}
 	}
-	ik := indexKey(op.key)
 	if ev.Type == storage.EventPut {
 		// The caller may reuse its slice once we return, and the event
 		// (shared with watchers) must not change under them: copy once,
 		// here.
 		ev.Value = append([]byte{}, op.value...)
-		rec := setDeferred(b, ik, latestHeader)
-		putLatest(rec.Value, ik, rev, ev.CreateRevision, nil)
-		if err := rec.Finish(); err != nil {
-			return ev, storage.KeyValue{}, err
-		}
-	} else if err := b.Delete(ik, nil); err != nil {
+	}
+	rec := setDeferred(b, keyLogKey(rev), keyLogLen(op.key))
+	putKeyLog(rec.Value, rev, ev.Type, ev.CreateRevision, op.key)
+	if err := rec.Finish(); err != nil {
 		return ev, storage.KeyValue{}, err
 	}
-	rec := setDeferred(b, historyKey(rev), historyLen(ev))
+	rec = setDeferred(b, historyKey(rev), historyLen(ev))
 	putHistory(rec.Value, ev)
 	if err := rec.Finish(); err != nil {
 		return ev, storage.KeyValue{}, err
 	}
-	// Later ops in this batch see this one. If the commit then fails the
-	// index is ahead of Pebble, but the store refuses all further writes.
-	if ev.Type == storage.EventPut {
-		s.keys.Set(op.key, keyMeta{mod: rev, create: ev.CreateRevision})
-	} else {
-		s.keys.Delete(op.key)
-	}
+	// Later ops in this batch see this one; the index itself changes once
+	// the batch is applied (stage).
+	s.pending[op.key] = pendingKey{keyMeta: keyMeta{mod: rev, create: ev.CreateRevision}, deleted: ev.Type == storage.EventDelete}
 	if op.kind == opUpdate {
 		cur = storage.KeyValue{} // only Delete returns the old value
 	}
