@@ -187,6 +187,36 @@ func TestCorruptKeyLog(t *testing.T) {
 	}
 }
 
+// TestCorruptKeyLogCompacted: a damaged key-log record of a delete whose
+// history compaction has deleted must not bring the deleted key back.
+func TestCorruptKeyLogCompacted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir, RetireInterval: -1})
+	rev, err := s.Create(ctx, "/ns/gone", []byte("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, rev, err = s.Delete(ctx, "/ns/gone", rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "/ns/kept", []byte("k")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	rewrite(t, dir, keyLogKey(rev), flipLast)
+	s = openTest(t, Options{Dir: dir})
+	if _, err := s.Get(ctx, "/ns/gone"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Get of the deleted key: %v, want ErrNotFound", err)
+	}
+	if list, _, err := s.List(ctx, "/ns/"); err != nil || len(list) != 1 || list[0].Key != "/ns/kept" {
+		t.Fatalf("List: %+v, %v", list, err)
+	}
+}
+
 // TestCorruptMeta: a damaged revision counter refuses to open rather than
 // reusing revisions.
 func TestCorruptMeta(t *testing.T) {

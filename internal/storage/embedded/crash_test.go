@@ -46,7 +46,7 @@ func valueHash(v []byte) uint64 {
 // knows the order of each key's writes. It runs until it is killed (with a
 // safety exit in case the parent died).
 func crashChild(dir string) {
-	s, err := Open(context.Background(), Options{Dir: dir, Logger: discardLogger()})
+	s, err := Open(context.Background(), Options{Dir: dir, Logger: discardLogger(), CheckpointWrites: 1})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		os.Exit(2)
@@ -287,9 +287,14 @@ func verifyStore(t *testing.T, dir string, acked map[string][]ack, maxAcked int6
 			t.Fatalf("%q: latest record %d/%d disagrees with history replay %+v", kv.Key, kv.ModRevision, kv.CreateRevision, st)
 		}
 	}
-	// The key log, replayed, agrees with the history replay (List above
-	// read the index Open built from it; this is the log as it is now).
-	index, err := loadKeyIndex(s.db, cur, slog.New(slog.DiscardHandler))
+	// The checkpoint and key log, replayed, agree with the history replay
+	// (List above read the index Open built from them; this is them as
+	// they are now).
+	ckpt, err := readMeta(s.db, metaCheckpointKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := loadKeyIndex(s.db, cur, 0, ckpt, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

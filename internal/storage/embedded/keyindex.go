@@ -30,7 +30,9 @@ type keyMeta struct {
 // compactions rewriting those records were the main cost left under write
 // latency (docs/bench/storage.md). What is persisted instead is the key-log
 // record of each write (codec.go), keyed by revision, so it is written in
-// order like history; Open replays the key log to rebuild the index. etcd
+// order like history, and from time to time the whole index, as a
+// checkpoint (checkpoint.go); Open reads the checkpoint and replays the
+// key log after it. etcd
 // keeps the same kind of in-memory index (mvcc's treeIndex) and rebuilds it
 // from its revision-keyed store at start.
 //
@@ -135,28 +137,40 @@ func sortByKey(kvs []storage.KeyValue) {
 	slices.SortFunc(kvs, func(a, b storage.KeyValue) int { return strings.Compare(a.Key, b.Key) })
 }
 
-// loadKeyIndex rebuilds the key index by replaying the key log: every
-// key-log record in revision order, a later write of a key replacing an
-// earlier one. Compaction deletes a write's key-log record together with
-// its history record once a later write has made both obsolete, so what
-// the log holds is each live key's current write plus the history not yet
-// compacted.
+// loadKeyIndex rebuilds the key index at revision rev from the checkpoint
+// at revision checkpoint (0: none; checkpoint.go), then by replaying the
+// key log after it: every key-log record in revision order, a later write
+// of a key replacing an earlier one.
 //
 // A damaged key-log record is read from its history record instead, which
-// holds the same key, type and creation revision. If that is damaged too,
+// holds the same key, type and creation revision; if compaction has
+// deleted that, the write was replaced or was a delete, and every key
+// whose current write's history is gone is dropped (dropStale). If that is damaged too,
 // the write is skipped when a retire record says a later write replaced it
 // (the later write's own key-log record says where the key went); otherwise
 // Open fails, naming the revision: serving the store without that write
 // could show a deleted key or an old value.
-func loadKeyIndex(r pebble.Reader, rev int64, log *slog.Logger) (*keyIndex, error) {
+func loadKeyIndex(r pebble.Reader, rev, compacted, checkpoint int64, log *slog.Logger) (*keyIndex, error) {
 	x := newKeyIndex()
 	x.rev = rev
+	if checkpoint > 0 {
+		if err := loadCheckpoint(r, x, checkpoint, log); err != nil {
+			return nil, fmt.Errorf("embedded: loading the key index checkpoint at revision %d: %w", checkpoint, err)
+		}
+	}
 	var lost []int64
-	err := scanRecords(r, []byte{keyLogPrefix}, []byte{keyLogPrefix + 1}, func(dbKey, rec []byte) error {
+	retired := false
+	err := scanRecords(r, keyLogKey(checkpoint+1), []byte{keyLogPrefix + 1}, func(dbKey, rec []byte) error {
 		e, err := decodeKeyLog(dbKey, rec)
 		if err != nil {
 			var herr error
-			if e, herr = keyLogFromHistory(r, e.rev); herr != nil {
+			if e, herr = keyLogFromHistory(r, e.rev); errors.Is(herr, errNoHistory) && e.rev <= compacted {
+				// Compaction deleted its history: a later write replaced
+				// it, or it was a delete (dropStale).
+				log.Warn("embedded store: a damaged key-log record of a compacted write", "err", err)
+				retired = true
+				return nil
+			} else if herr != nil {
 				lost = append(lost, e.rev)
 				log.Error("embedded store: a write's key-log record and history record are both damaged", "revision", e.rev, "keyLogErr", err, "historyErr", herr)
 				return nil
@@ -181,8 +195,45 @@ func loadKeyIndex(r pebble.Reader, rev int64, log *slog.Logger) (*keyIndex, erro
 			return nil, err
 		}
 	}
+	if retired {
+		if err := dropStale(r, x); err != nil {
+			return nil, fmt.Errorf("embedded: loading the key index: %w", err)
+		}
+	}
 	return x, nil
 }
+
+// dropStale removes from x every key whose history record is gone. Only
+// compaction deletes history, and never a live key's current write: such
+// a key was deleted by a write whose key-log record is damaged. It reads
+// one record per key, so Open calls it only in that case.
+func dropStale(r pebble.Reader, x *keyIndex) error {
+	var stale []string
+	var err error
+	for _, t := range x.groups {
+		t.each(func(key []byte, m keyMeta) {
+			if err != nil {
+				return
+			}
+			_, closer, gerr := r.Get(historyKey(m.mod))
+			switch {
+			case errors.Is(gerr, pebble.ErrNotFound):
+				stale = append(stale, string(key))
+			case gerr != nil:
+				err = gerr
+			default:
+				closer.Close()
+			}
+		})
+	}
+	for _, key := range stale {
+		x.del(key)
+	}
+	return err
+}
+
+// errNoHistory: the history record is not there (compaction deleted it).
+var errNoHistory = fmt.Errorf("embedded: the history record is gone: %w", storage.ErrCorrupt)
 
 // keyLogFromHistory rebuilds the key-log entry of the write at rev from its
 // history record.
@@ -190,7 +241,7 @@ func keyLogFromHistory(r pebble.Reader, rev int64) (keyLogEntry, error) {
 	hk := historyKey(rev)
 	v, closer, err := r.Get(hk)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return keyLogEntry{rev: rev}, fmt.Errorf("embedded: history record at revision %d is missing: %w", rev, storage.ErrCorrupt)
+		return keyLogEntry{rev: rev}, errNoHistory
 	}
 	if err != nil {
 		return keyLogEntry{rev: rev}, err

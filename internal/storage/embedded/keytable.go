@@ -34,6 +34,8 @@ type keyTable struct {
 	garbage int
 	// long holds keys of maxRefLen bytes or more.
 	long map[string]keyMeta
+	// gen counts rebuilds (eachFrom).
+	gen uint64
 }
 
 // keySlot is one slot. hash is slotEmpty, slotDeleted, or the key's hash
@@ -126,14 +128,28 @@ func (t *keyTable) Delete(key string) {
 // each calls f for every key, in no particular order. key is only valid
 // during the call.
 func (t *keyTable) each(f func(key []byte, m keyMeta)) {
-	for _, s := range t.slots {
+	t.eachFrom(0, len(t.slots), f)
+}
+
+// eachFrom calls f for the keys in slots [start, start+n), and once the
+// slots run out for the long keys too; it returns where to go on from and
+// whether there is more. Between calls the keys may change: a key set or
+// deleted meanwhile may be seen in either state or not at all, and if the
+// table is rebuilt (gen changes) the slots move and a scan must start over.
+func (t *keyTable) eachFrom(start, n int, f func(key []byte, m keyMeta)) (int, bool) {
+	end := min(start+n, len(t.slots))
+	for _, s := range t.slots[min(start, end):end] {
 		if s.hash > slotDeleted {
 			f(keyAt(t.chunks, s.ref), keyMeta{mod: s.mod, create: s.create})
 		}
 	}
+	if end < len(t.slots) {
+		return end, true
+	}
 	for k, m := range t.long {
 		f([]byte(k), m)
 	}
+	return end, false
 }
 
 func (t *keyTable) hash(key string) uint64 {
@@ -225,6 +241,7 @@ func (t *keyTable) rebuild() {
 		slots[i] = s
 	}
 	t.slots, t.tombs = slots, 0
+	t.gen++
 	if compact {
 		t.chunks, t.garbage = chunks, 0
 	}

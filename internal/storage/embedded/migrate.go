@@ -25,8 +25,9 @@ const (
 	// formatHistoryValues: values live only in history (no "k" latest
 	// records), and updates and deletes have retire records.
 	formatHistoryValues = 2
-	// formatKeyLog: key-log records replace the "i" index records, and the
-	// key index lives only in memory.
+	// formatKeyLog: the key index lives in memory, persisted as key-log
+	// records and checkpoints (checkpoint.go) instead of "i" index
+	// records.
 	formatKeyLog  = 3
 	formatCurrent = formatKeyLog
 )
@@ -56,8 +57,8 @@ func upgradeFormat(db *pebble.DB, rev int64, log *slog.Logger) error {
 		}
 	}
 	if format < formatKeyLog {
-		if err := buildKeyLog(db, log); err != nil {
-			return fmt.Errorf("embedded: building the key log at revision %d: %w", rev, err)
+		if err := checkpointIndex(db, rev, log); err != nil {
+			return fmt.Errorf("embedded: checkpointing the key index at revision %d: %w", rev, err)
 		}
 	}
 	return nil
@@ -67,10 +68,15 @@ func upgradeFormat(db *pebble.DB, rev int64, log *slog.Logger) error {
 type chunkedBatch struct {
 	db *pebble.DB
 	b  *pebble.Batch
+	// apply commits a piece without waiting for its fsync.
+	apply func(b *pebble.Batch) error
 }
 
 func newChunkedBatch(db *pebble.DB) *chunkedBatch {
-	return &chunkedBatch{db: db, b: db.NewBatch()}
+	return &chunkedBatch{db: db, b: db.NewBatch(), apply: func(b *pebble.Batch) (err error) {
+		defer recoverFatal(&err)
+		return b.Commit(pebble.NoSync)
+	}}
 }
 
 func (c *chunkedBatch) set(key, value []byte) error {
@@ -85,7 +91,7 @@ func (c *chunkedBatch) set(key, value []byte) error {
 
 // commit commits what is batched so far, so that reads see it.
 func (c *chunkedBatch) commit() error {
-	if err := c.b.Commit(pebble.NoSync); err != nil {
+	if err := c.apply(c.b); err != nil {
 		return err
 	}
 	c.b.Close()
@@ -94,11 +100,12 @@ func (c *chunkedBatch) commit() error {
 }
 
 // finish records format in the last batch and commits it with an fsync.
-func (c *chunkedBatch) finish(format int64) error {
+func (c *chunkedBatch) finish(format int64) (err error) {
 	defer c.b.Close()
 	if err := c.b.Set([]byte(metaFormatKey), encodeMeta(metaFormatKey, format), nil); err != nil {
 		return err
 	}
+	defer recoverFatal(&err)
 	return c.b.Commit(pebble.Sync)
 }
 
@@ -140,21 +147,17 @@ func decodeIndex(key string, ik, rec []byte) (storage.KeyValue, error) {
 	return kv, err
 }
 
-// buildKeyLog upgrades a format-2 store: each live key's current write gets
-// its key-log record, from the key's index record, and the index records
-// go. Other history gets none: what compaction has not yet deleted of it
-// is replaced by a later write, so replaying the log at Open needs no
-// record of it, and compaction deleting its (absent) key-log record is
-// harmless.
-//
-// A damaged index record says nothing of its key's revision; such a key's
-// current write is found by reading history (all of it, once, only in that
-// case): the key's last write there. If that is a put it gets its key-log
-// record; if history holds no intact write of the key it is logged and
-// lost to the index.
-func buildKeyLog(db *pebble.DB, log *slog.Logger) error {
+// checkpointIndex upgrades a format-2 store, at revision rev: its index
+// records become the key index's first checkpoint (checkpoint.go), at rev,
+// and go. A damaged index record's key is recovered from history
+// (recoverKeys).
+func checkpointIndex(db *pebble.DB, rev int64, log *slog.Logger) error {
 	c := newChunkedBatch(db)
 	damaged := map[string]bool{}
+	put := func(key string, m keyMeta) error {
+		ck := checkpointKey(rev, []byte(key))
+		return c.set(ck, encodeLatest(ck, m.mod, m.create, nil))
+	}
 	err := scanRecords(db, []byte{indexPrefix}, []byte{indexPrefix + 1}, func(dbKey, rec []byte) error {
 		kv, err := decodeIndex(string(dbKey[1:]), dbKey, rec)
 		if err != nil {
@@ -162,51 +165,22 @@ func buildKeyLog(db *pebble.DB, log *slog.Logger) error {
 			damaged[kv.Key] = true
 			return nil
 		}
-		return c.set(keyLogKey(kv.ModRevision), encodeKeyLog(kv.ModRevision, storage.EventPut, kv.CreateRevision, kv.Key))
+		return put(kv.Key, keyMeta{mod: kv.ModRevision, create: kv.CreateRevision})
 	})
 	if err == nil && len(damaged) > 0 {
-		last := map[string]storage.Event{}
-		err = scanRecords(db, []byte{historyPrefix}, []byte{historyPrefix + 1}, func(dbKey, rec []byte) error {
-			ev, _, err := decodeHistoryFor(dbKey, rec, "\xff") // keys start with '/': no values copied
-			if err == nil && damaged[ev.Key] {
-				last[ev.Key] = ev
-			}
-			return nil
-		})
-		// A later write whose history record is damaged too is known
-		// by its retire record: follow those.
-		next := map[int64]int64{} // write -> the write that replaced it (negative: a delete)
-		if err == nil {
-			err = scanRecords(db, []byte{retirePrefix}, []byte{retirePrefix + 1}, func(dbKey, rec []byte) error {
-				if rev, prev, flags, err := decodeRetire(dbKey, rec); err == nil {
-					next[prev] = rev
-					if flags&retireSelf != 0 {
-						next[prev] = -rev
-					}
-				}
-				return nil
-			})
-		}
-		for key := range damaged {
-			ev, ok := last[key]
-			if !ok {
-				log.Error("embedded store: no intact history of a key whose index record is damaged; the key is lost", "key", key)
-				continue
-			}
-			for ev.Type == storage.EventPut && next[ev.Revision] != 0 {
-				if r := next[ev.Revision]; r < 0 {
-					ev.Type = storage.EventDelete
-				} else {
-					ev.Revision = r // a damaged value: reads of the key report it
-				}
-			}
-			if ev.Type == storage.EventPut && err == nil {
-				err = c.set(keyLogKey(ev.Revision), encodeKeyLog(ev.Revision, storage.EventPut, ev.CreateRevision, key))
+		var live map[string]keyMeta
+		live, err = recoverKeys(db, damaged, log)
+		for key, m := range live {
+			if err == nil {
+				err = put(key, m)
 			}
 		}
 	}
 	if err == nil {
 		err = c.b.DeleteRange([]byte{indexPrefix}, []byte{indexPrefix + 1}, nil)
+	}
+	if err == nil {
+		err = c.b.Set([]byte(metaCheckpointKey), encodeMeta(metaCheckpointKey, rev), nil)
 	}
 	if err != nil {
 		c.b.Close()

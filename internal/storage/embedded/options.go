@@ -65,6 +65,12 @@ type Options struct {
 	// from 1.6 to 2.6-2.9 ms, while the API server's five-minute
 	// compactions are unaffected (docs/bench/storage.md, "Key log").
 	RetireInterval time.Duration
+	// CheckpointWrites is how many writes the key log (keyindex.go) may
+	// hold since the last checkpoint of the key index before a new one is
+	// written, unless the store holds more keys than that: then it may
+	// hold as many writes as there are keys, so a checkpoint costs at
+	// most one record per write. Default 100,000.
+	CheckpointWrites int
 
 	// CacheSize is Pebble's block cache size in bytes. Default 64 MiB.
 	CacheSize int64
@@ -74,14 +80,14 @@ type Options struct {
 	// grow before Pebble compacts it into the level below: Pebble starts
 	// at half this many sublevels and stops writes at four times this
 	// many. Default 16 (Pebble's own is 4, starting at 2 and stalling at
-	// 12). Object keys are hashed names, so every flush overlaps the
-	// whole of that level, and each L0 compaction rewrites all of it
-	// (~40 MB of keys and blob handles at a million objects): starting
-	// at 8 sublevels rather than 2 rewrites it a quarter as often. At 1M
-	// objects and 5,000 paced writes/s that cut compaction output 2.6–9×
-	// and creates' p99 by about a quarter, bringing it close to the 10k
-	// store's; updates' p99 fell in one set of alternating runs and not
-	// in another (docs/bench/storage.md). The price is more L0 files for a point
+	// 12). Chosen when the store still kept a record per object key (a
+	// hashed name, so every flush overlapped the whole of that level and
+	// each L0 compaction rewrote all of it): starting at 8 sublevels
+	// rather than 2 rewrote it a quarter as often. At 1M objects and
+	// 5,000 paced writes/s that cut compaction output 2.6–9× and creates'
+	// p99 by about a quarter (docs/bench/storage.md). Deleting obsolete
+	// history still lands all over the older records' range, so the
+	// setting stands. The price is more L0 files for a point
 	// read to consult; the bloom filters keep that cheap, and the API
 	// server reads from its cache.
 	L0CompactionThreshold int
@@ -125,7 +131,7 @@ func (o Options) withDefaults() (Options, error) {
 	for name, v := range map[string]int{
 		"MaxBatchOps": o.MaxBatchOps, "MaxBatchBytes": o.MaxBatchBytes,
 		"WatchRingEvents": o.WatchRingEvents, "WatchRingBytes": o.WatchRingBytes,
-		"WatchBuffer": o.WatchBuffer, "ReplayChunk": o.ReplayChunk, "CompactChunk": o.CompactChunk,
+		"WatchBuffer": o.WatchBuffer, "ReplayChunk": o.ReplayChunk, "CompactChunk": o.CompactChunk, "CheckpointWrites": o.CheckpointWrites,
 		"L0CompactionThreshold": o.L0CompactionThreshold,
 	} {
 		if v < 0 {
@@ -142,6 +148,7 @@ func (o Options) withDefaults() (Options, error) {
 	setDefault(&o.WatchBuffer, 4096)
 	setDefault(&o.ReplayChunk, 1024)
 	setDefault(&o.CompactChunk, 262144)
+	setDefault(&o.CheckpointWrites, 100000)
 	if o.RetireInterval == 0 {
 		o.RetireInterval = time.Minute
 	}

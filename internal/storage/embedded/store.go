@@ -75,6 +75,12 @@ type Store struct {
 	// pending holds the changes to the index made by the batch the writer
 	// is staging. Owned by the writer goroutine.
 	pending map[string]pendingKey
+	// checkpointRev is the revision of the latest key-index checkpoint
+	// (checkpoint.go); the syncer wakes runCheckpoints through
+	// checkpointWake (capacity 1) after each batch.
+	checkpointRev  atomic.Int64
+	checkpointWake chan struct{}
+	checkpointMu   sync.Mutex // held while a checkpoint is written
 
 	// dbMu keeps Pebble open while a read is in flight: readers hold it
 	// shared, Close takes it exclusively before db.Close (Pebble panics on
@@ -153,29 +159,38 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		if err == nil && comp > cur {
 			err = fmt.Errorf("embedded: compacted revision %d is newer than current revision %d: %w", comp, cur, storage.ErrCorrupt)
 		}
-		var index *keyIndex
+		var (
+			index *keyIndex
+			ckpt  int64
+		)
 		if err == nil {
 			err = upgradeFormat(db, cur, opts.Logger)
 		}
 		if err == nil {
-			index, err = loadKeyIndex(db, cur, opts.Logger)
+			ckpt, err = readMeta(db, metaCheckpointKey)
+		}
+		if err == nil {
+			index, err = loadKeyIndex(db, cur, comp, ckpt, opts.Logger)
 		}
 		if err == nil {
 			s := &Store{
-				index:   index,
-				pending: map[string]pendingKey{},
-				opts:    opts,
-				db:      db,
-				ops:     make(chan *writeOp),
-				closing: make(chan struct{}),
-				acked:   make(chan struct{}),
+				index:          index,
+				pending:        map[string]pendingKey{},
+				checkpointWake: make(chan struct{}, 1),
+				opts:           opts,
+				db:             db,
+				ops:            make(chan *writeOp),
+				closing:        make(chan struct{}),
+				acked:          make(chan struct{}),
 			}
 			s.rev.Store(cur)
 			s.staged = cur
 			s.compacted.Store(comp)
+			s.checkpointRev.Store(ckpt)
 			s.hub = newHub(cur, opts.WatchRingEvents, opts.WatchRingBytes)
-			s.wg.Add(1)
+			s.wg.Add(2)
 			go s.runWriter()
+			go s.runCheckpoints()
 			if pace != nil {
 				s.pacer = pace
 				s.wg.Add(1)
@@ -357,8 +372,8 @@ func (s *Store) commitSynced(b *pebble.Batch) error {
 	return nil
 }
 
-// retireHistory deletes every write (its history and key-log records) that
-// the retire records at or below revision name, and those retire records, committing every
+// retireHistory deletes every history record that the retire records at or
+// below revision name, and those retire records, committing every
 // Options.CompactChunk retire records. A damaged retire record is logged
 // and dropped: the history it named stays on disk (it is never read),
 // which costs space, not correctness.
@@ -408,11 +423,11 @@ func (s *Store) retireHistory(ctx context.Context, revision int64) error {
 			s.opts.Logger.Error("embedded store: dropping a damaged retire record; the history it names stays on disk", "err", err)
 			continue
 		}
-		if err := deleteWrite(b, prev); err != nil {
+		if err := b.Delete(historyKey(prev), nil); err != nil {
 			return err
 		}
 		if flags&retireSelf != 0 {
-			if err := deleteWrite(b, rev); err != nil {
+			if err := b.Delete(historyKey(rev), nil); err != nil {
 				return err
 			}
 		}
@@ -426,14 +441,6 @@ func (s *Store) retireHistory(ctx context.Context, revision int64) error {
 		return err
 	}
 	return flush(upper)
-}
-
-// deleteWrite adds to b the deletion of the records of the write at rev.
-func deleteWrite(b *pebble.Batch, rev int64) error {
-	if err := b.Delete(historyKey(rev), nil); err != nil {
-		return err
-	}
-	return b.Delete(keyLogKey(rev), nil)
 }
 
 // Close implements storage.Store. It is idempotent: it stops the writer (ops

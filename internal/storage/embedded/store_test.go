@@ -384,7 +384,7 @@ func TestUpdateFrom(t *testing.T) {
 
 // TestCompactKeepsLiveValues: compaction deletes the history that later
 // writes made obsolete and keeps each live key's latest write, which holds
-// its value.
+// its value. (The key log goes with checkpoints, not compactions.)
 func TestCompactKeepsLiveValues(t *testing.T) {
 	for _, chunk := range []int{0, 1} {
 		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) {
@@ -413,9 +413,9 @@ func testCompactKeepsLiveValues(t *testing.T, s *Store) {
 		write   func()
 		want    string
 	}{
-		{compact: 4, want: "h3 h5 x3 x5"},
-		{compact: 5, want: "h3 h5 x3 x5"},
-		{write: func() { mustWrite(s.Update(ctx, "/c", []byte("c2"), c)) }, compact: 6, want: "h3 h6 x3 x6"},
+		{compact: 4, want: "h3 h5 x1 x2 x3 x4 x5"},
+		{compact: 5, want: "h3 h5 x1 x2 x3 x4 x5"},
+		{write: func() { mustWrite(s.Update(ctx, "/c", []byte("c2"), c)) }, compact: 6, want: "h3 h6 x1 x2 x3 x4 x5 x6"},
 	} {
 		if step.write != nil {
 			step.write()
@@ -471,8 +471,8 @@ func TestCompactResumes(t *testing.T) {
 	if err := s.Compact(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	if got := rawKeys(t, s); got != "h2 h3 x2 x3" {
-		t.Fatalf("records after the next compaction: %q, want h2 h3 x2 x3", got)
+	if got := rawKeys(t, s); got != "h2 h3 x1 x2 x3" {
+		t.Fatalf("records after the next compaction: %q, want h2 h3 x1 x2 x3", got)
 	}
 }
 
@@ -499,8 +499,8 @@ func TestCompactRetireInterval(t *testing.T) {
 	if err := s.Compact(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	if got := rawKeys(t, s); got != "h2 h3 r3 x2 x3" {
-		t.Fatalf("records after a compaction within the interval: %q, want h2 h3 r3 x2 x3", got)
+	if got := rawKeys(t, s); got != "h2 h3 r3 x1 x2 x3" {
+		t.Fatalf("records after a compaction within the interval: %q, want h2 h3 r3 x1 x2 x3", got)
 	}
 	if _, err := s.Watch(ctx, "/", 2); !errors.As(err, new(*storage.CompactedError)) {
 		t.Fatalf("watch from below the compacted revision: %v", err)
@@ -511,7 +511,7 @@ func TestCompactRetireInterval(t *testing.T) {
 	if err := s.Compact(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
-	if got := rawKeys(t, s); got != "h3 x3" {
-		t.Fatalf("records after the interval: %q, want h3 x3", got)
+	if got := rawKeys(t, s); got != "h3 x1 x2 x3" {
+		t.Fatalf("records after the interval: %q, want h3 x1 x2 x3", got)
 	}
 }

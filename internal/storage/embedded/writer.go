@@ -283,6 +283,10 @@ func (s *Store) runSyncer(staged <-chan *stagedBatch, done chan<- struct{}) {
 			} else {
 				s.hub.publish(sb.events)
 				s.advance(sb.to)
+				select {
+				case s.checkpointWake <- struct{}{}:
+				default:
+				}
 			}
 		}
 		_ = sb.b.Close()

@@ -1,0 +1,250 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
+)
+
+// Checkpoints bound the key log. Open rebuilds the key index from the
+// latest checkpoint plus the key-log records after it; the checkpoint is
+// the index written out whole, one record per key, under a prefix of its
+// own revision:
+//
+//	"c" + bigendian(C) + key -> crc32c(4) | modRev(8) | createRev(8)
+//	"m/checkpoint"           -> crc32c(4) | C(8)
+//
+// Why not delete each obsolete key-log record when compaction deletes its
+// history: those deletions land all over the log's range (an update's
+// previous write may be anywhere in the past), and each round of them made
+// the next L0 compaction rewrite the whole log (~80 bytes per object),
+// which at a million objects doubled updates' p99 (docs/bench/storage.md,
+// "Key log"). A checkpoint instead writes keys that overlap nothing older
+// (the prefix is new) and drops the old checkpoint and the log it covers
+// with range deletions, which Pebble applies by dropping whole files.
+//
+// The checkpoint is written while writes go on, from the live index in
+// pieces (each under the index's read lock), so it is fuzzy: a key written
+// after C may be recorded at any of its states since. That is harmless,
+// because the key-log records after C stay, and replaying them after the
+// checkpoint ends every such key at its last write.
+const checkpointPrefix = 'c'
+
+const metaCheckpointKey = "m/checkpoint"
+
+// checkpointSlots is how many key-table slots one piece of a checkpoint
+// reads under the index's read lock.
+const checkpointSlots = 4096
+
+func checkpointKey(rev int64, key []byte) []byte {
+	b := make([]byte, 9+len(key))
+	b[0] = checkpointPrefix
+	binary.BigEndian.PutUint64(b[1:], uint64(rev))
+	copy(b[9:], key)
+	return b
+}
+
+// checkpointDue reports whether the key log has grown past
+// Options.CheckpointWrites records, or past the number of live keys if that
+// is larger, since the last checkpoint: replaying it at Open then costs
+// more than reading the checkpoint would.
+func (s *Store) checkpointDue() bool {
+	s.index.mu.RLock()
+	since, live := s.index.rev-s.checkpointRev.Load(), s.index.Len()
+	s.index.mu.RUnlock()
+	return since >= int64(max(live, s.opts.CheckpointWrites))
+}
+
+// runCheckpoints writes a checkpoint whenever the syncer signals one may be
+// due and it is, until the store closes.
+func (s *Store) runCheckpoints() {
+	defer s.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.closing
+		cancel()
+	}()
+	for {
+		select {
+		case <-s.closing:
+			return
+		case <-s.checkpointWake:
+		}
+		if !s.checkpointDue() {
+			continue
+		}
+		if err := s.read(ctx, func() error { return s.checkpoint(ctx) }); err != nil && ctx.Err() == nil {
+			s.opts.Logger.Error("embedded store: writing a key-index checkpoint failed; the key log keeps growing until one succeeds", "err", err)
+		}
+	}
+}
+
+// checkpoint writes the key index out as a checkpoint at the index's
+// current revision C, then, in one fsync'd batch, records it and deletes
+// the previous checkpoint and the key log up to C. The caller holds the
+// Pebble read guard (Store.read).
+func (s *Store) checkpoint(ctx context.Context) error {
+	// One at a time: each deletes the checkpoints before its own.
+	s.checkpointMu.Lock()
+	defer s.checkpointMu.Unlock()
+	s.index.mu.RLock()
+	rev := s.index.rev
+	if rev <= s.checkpointRev.Load() {
+		s.index.mu.RUnlock()
+		return nil
+	}
+	groups := make([]*keyTable, 0, len(s.index.groups))
+	for _, t := range s.index.groups {
+		groups = append(groups, t)
+	}
+	s.index.mu.RUnlock()
+
+	c := newChunkedBatch(s.db)
+	c.apply = func(b *pebble.Batch) error {
+		if err := s.applyUnsynced(b); err != nil {
+			return s.turnReadOnly(err)
+		}
+		return nil
+	}
+	defer func() { c.b.Close() }()
+	put := func(key []byte, m keyMeta) error {
+		ck := checkpointKey(rev, key)
+		return c.set(ck, encodeLatest(ck, m.mod, m.create, nil))
+	}
+	for _, t := range groups {
+		s.index.mu.RLock()
+		gen := t.gen
+		s.index.mu.RUnlock()
+		for next := 0; ; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var keys [][]byte
+			var metas []keyMeta
+			s.index.mu.RLock()
+			rebuilt := t.gen != gen
+			var more bool
+			next, more = t.eachFrom(next, checkpointSlots, func(key []byte, m keyMeta) {
+				keys = append(keys, append([]byte(nil), key...))
+				metas = append(metas, m)
+			})
+			s.index.mu.RUnlock()
+			if rebuilt {
+				// Its slots moved between pieces: the next checkpoint
+				// starts over.
+				return fmt.Errorf("embedded: checkpoint at revision %d: the key index was rebuilt while it was read", rev)
+			}
+			for i, key := range keys {
+				if err := put(key, metas[i]); err != nil {
+					return err
+				}
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	// The checkpoint may hold writes the syncer has not yet acknowledged;
+	// they are durable before the checkpoint is (Pebble syncs its WAL in
+	// order), and if their commit fails, so does this one.
+	b := c.b
+	if err := b.DeleteRange([]byte{checkpointPrefix}, checkpointKey(rev, nil), nil); err != nil {
+		return err
+	}
+	if err := b.DeleteRange([]byte{keyLogPrefix}, keyLogKey(rev+1), nil); err != nil {
+		return err
+	}
+	if err := b.Set([]byte(metaCheckpointKey), encodeMeta(metaCheckpointKey, rev), nil); err != nil {
+		return err
+	}
+	if err := s.commitSynced(b); err != nil {
+		return fmt.Errorf("embedded: checkpoint at revision %d: %w", rev, err)
+	}
+	s.checkpointRev.Store(rev)
+	return nil
+}
+
+// loadCheckpoint reads the checkpoint at revision rev into x. A damaged
+// record's key is recovered from history (recoverKeys).
+func loadCheckpoint(r pebble.Reader, x *keyIndex, rev int64, log *slog.Logger) error {
+	damaged := map[string]bool{}
+	lower := checkpointKey(rev, nil)
+	upper := checkpointKey(rev+1, nil)
+	err := scanRecords(r, lower, upper, func(dbKey, rec []byte) error {
+		key := dbKey[9:]
+		if len(rec) != latestHeader || checksum(dbKey, rec[4:]) != binary.BigEndian.Uint32(rec) {
+			log.Error("embedded store: a damaged key-index checkpoint record; reading history for its key", "key", string(key), "checkpoint", rev)
+			damaged[string(key)] = true
+			return nil
+		}
+		x.setBytes(key, keyMeta{mod: int64(binary.BigEndian.Uint64(rec[4:])), create: int64(binary.BigEndian.Uint64(rec[12:]))})
+		return nil
+	})
+	if err != nil || len(damaged) == 0 {
+		return err
+	}
+	found, err := recoverKeys(r, damaged, log)
+	for key, m := range found {
+		x.set(key, m)
+	}
+	return err
+}
+
+// recoverKeys finds the current write of each damaged key by reading all of
+// history (so only when a record naming it is damaged): the key's last
+// intact write there, followed through retire records past later writes
+// whose history records are damaged too. It returns the keys that are live,
+// with the revision holding their value (whose record may be the damaged
+// one: reads of the key then report it). A key with no intact history is
+// logged and left out.
+func recoverKeys(r pebble.Reader, damaged map[string]bool, log *slog.Logger) (map[string]keyMeta, error) {
+	last := map[string]storage.Event{}
+	err := scanRecords(r, []byte{historyPrefix}, []byte{historyPrefix + 1}, func(dbKey, rec []byte) error {
+		ev, _, err := decodeHistoryFor(dbKey, rec, "\xff") // keys start with '/': no values copied
+		if err == nil && damaged[ev.Key] {
+			last[ev.Key] = ev
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	next := map[int64]int64{} // write -> the write that replaced it (negative: a delete)
+	err = scanRecords(r, []byte{retirePrefix}, []byte{retirePrefix + 1}, func(dbKey, rec []byte) error {
+		if rev, prev, flags, err := decodeRetire(dbKey, rec); err == nil {
+			next[prev] = rev
+			if flags&retireSelf != 0 {
+				next[prev] = -rev
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]keyMeta{}
+	for key := range damaged {
+		ev, ok := last[key]
+		if !ok {
+			log.Error("embedded store: no intact history of a key whose index record is damaged; the key is lost", "key", key)
+			continue
+		}
+		for ev.Type == storage.EventPut && next[ev.Revision] != 0 {
+			if n := next[ev.Revision]; n < 0 {
+				ev.Type = storage.EventDelete
+			} else {
+				ev.Revision = n
+			}
+		}
+		if ev.Type == storage.EventPut {
+			live[key] = keyMeta{mod: ev.Revision, create: ev.CreateRevision}
+		}
+	}
+	return live, nil
+}
