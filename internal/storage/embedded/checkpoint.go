@@ -38,7 +38,8 @@ const checkpointPrefix = 'c'
 const metaCheckpointKey = "m/checkpoint"
 
 // checkpointSlots is how many key-table slots one piece of a checkpoint
-// reads under the index's read lock.
+// reads under the index's read lock, and how many records it writes
+// between pauses (Store.yield).
 const checkpointSlots = 4096
 
 func checkpointKey(rev int64, key []byte) []byte {
@@ -105,55 +106,20 @@ func (s *Store) checkpoint(ctx context.Context) error {
 	}
 	s.index.mu.RUnlock()
 
-	c := newChunkedBatch(s.db)
-	c.apply = func(b *pebble.Batch) error {
-		if err := s.applyUnsynced(b); err != nil {
-			return s.turnReadOnly(err)
-		}
-		return nil
+	entries, err := s.collectIndex(ctx, groups)
+	if err != nil {
+		return err
 	}
-	defer func() { c.b.Close() }()
-	put := func(key []byte, m keyMeta) error {
-		ck := checkpointKey(rev, key)
-		return c.set(ck, encodeLatest(ck, m.mod, m.create, nil))
-	}
-	for _, t := range groups {
-		s.index.mu.RLock()
-		gen := t.gen
-		s.index.mu.RUnlock()
-		for next := 0; ; {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			var keys [][]byte
-			var metas []keyMeta
-			s.index.mu.RLock()
-			rebuilt := t.gen != gen
-			var more bool
-			next, more = t.eachFrom(next, checkpointSlots, func(key []byte, m keyMeta) {
-				keys = append(keys, append([]byte(nil), key...))
-				metas = append(metas, m)
-			})
-			s.index.mu.RUnlock()
-			if rebuilt {
-				// Its slots moved between pieces: the next checkpoint
-				// starts over.
-				return fmt.Errorf("embedded: checkpoint at revision %d: the key index was rebuilt while it was read", rev)
-			}
-			for i, key := range keys {
-				if err := put(key, metas[i]); err != nil {
-					return err
-				}
-			}
-			if !more {
-				break
-			}
+	if len(entries.keys) > 0 {
+		if err := s.ingestCheckpoint(ctx, rev, entries); err != nil {
+			return fmt.Errorf("embedded: checkpoint at revision %d: %w", rev, err)
 		}
 	}
-	// The checkpoint may hold writes the syncer has not yet acknowledged;
-	// they are durable before the checkpoint is (Pebble syncs its WAL in
-	// order), and if their commit fails, so does this one.
-	b := c.b
+	b := s.db.NewBatch()
+	defer b.Close()
+	// The checkpoint may hold writes the syncer has not yet acknowledged:
+	// it becomes the checkpoint with this batch, after theirs in the WAL,
+	// so they are durable first, and if their commit failed, so does this.
 	if err := b.DeleteRange([]byte{checkpointPrefix}, checkpointKey(rev, nil), nil); err != nil {
 		return err
 	}

@@ -23,6 +23,9 @@ import (
 type Store struct {
 	opts Options
 	db   *pebble.DB
+	// pebbleOpts are the options db was opened with, defaults filled in
+	// (for writing sstables to ingest, checkpoint_write.go).
+	pebbleOpts *pebble.Options
 
 	// ops hands writes to the writer goroutine. It is unbuffered on purpose:
 	// a send succeeds only when the writer takes the op, so an op is never
@@ -148,6 +151,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		popts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return policy }
 	}
+	popts.EnsureDefaults()
 	db, err := pebble.Open(opts.Dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: opening pebble in %s: %w", opts.Dir, err)
@@ -174,6 +178,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		if err == nil {
 			s := &Store{
+				pebbleOpts:     popts,
 				index:          index,
 				pending:        map[string]pendingKey{},
 				checkpointWake: make(chan struct{}, 1),
