@@ -49,6 +49,8 @@ func TestCapacity(t *testing.T) {
 	cfg.KeepHistory = envInt(t, "MYRIAD_STOREBENCH_KEEP_HISTORY", 0)
 	cfg.CompactEvery = time.Duration(envInt(t, "MYRIAD_STOREBENCH_COMPACT_EVERY_S", 0)) * time.Second
 	cfg.StoreOptions.CompactChunk = envInt(t, "MYRIAD_STOREBENCH_COMPACT_CHUNK", 0)
+	cfg.StoreOptions.RetireInterval = time.Duration(envInt(t, "MYRIAD_STOREBENCH_RETIRE_INTERVAL_MS", 0)) * time.Millisecond
+	cfg.StoreOptions.CheckpointWrites = envInt(t, "MYRIAD_STOREBENCH_CHECKPOINT_WRITES", 0)
 	cfg.Rate = float64(envInt(t, "MYRIAD_STOREBENCH_RATE", 0))
 	cfg.Values = os.Getenv("MYRIAD_STOREBENCH_VALUES")
 	cfg.Updates = os.Getenv("MYRIAD_STOREBENCH_UPDATES") == "1"

@@ -22,6 +22,9 @@
 //	h<rev>       history: crc32c | type | createRev | [prevModRev] | key | value
 //	x<rev>       key log: crc32c | type | createRev | key (the history
 //	             record without its value)
+//	c<C><key>    key-index checkpoint at revision C: crc32c | modRev |
+//	             createRev (checkpoint.go)
+//	m/checkpoint the latest checkpoint's revision
 //	r<rev>       retire record: the history the write at rev made obsolete
 //	m/current    revision of the last committed batch
 //	m/compacted  history at or below this revision is gone, except each
@@ -32,7 +35,11 @@
 // Which revision holds each key's current value is kept in memory, in the
 // key index (keyindex.go), the split etcd's mvcc makes between its
 // in-memory treeIndex and its revision-keyed store. Open rebuilds the index
-// by replaying the key log, ~80 bytes per write rather than every value.
+// from the latest checkpoint (the whole index, one small record per key)
+// and the key log after it (~80 bytes per write), not from every value.
+// A background goroutine writes a new checkpoint, as an ingested sstable,
+// once the log holds more writes than the store holds keys, and drops the
+// log it covers with a range deletion.
 // Get looks the key up in the index, then reads that history record; List
 // takes the prefix's keys from the index, then reads their values in
 // revision order. Watch replay reads history in order, and an update's or
@@ -50,8 +57,8 @@
 // that holds the current values of keys not written since. Each update
 // and delete therefore writes a retire record naming the write it made
 // obsolete (and, for a delete, itself); compacting to revision C deletes
-// the history and key-log records of what the retire records at or below
-// C name, then those retire records. A damaged history record that a
+// the history records that the retire records at or below C name, then
+// those retire records, at most once per Options.RetireInterval. A damaged history record that a
 // replayed event's previous value lives in fails that replay with
 // ErrCorrupt until compaction passes the event.
 //
@@ -61,7 +68,9 @@
 // rewrite keys and handles, not objects.
 //
 // Every write stores its history, key-log and retire records, plus
-// m/current, in one batch; so after a crash they always agree. Each
+// m/current, in one batch; so after a crash they always agree. A
+// checkpoint becomes current only with the fsync'd batch that records it,
+// after every write it holds. Each
 // record's CRC32C covers the Pebble key too; a record that fails it is
 // reported as storage.ErrCorrupt naming the key and revision, never
 // served. A key whose current value is damaged can be repaired by an

@@ -17,7 +17,8 @@ import (
 // Store is the embedded storage.Store. Create it with Open; it is safe for
 // concurrent use.
 //
-// Goroutines: the writer and its syncer (writer.go) and one per running
+// Goroutines: the writer and its syncer (writer.go), the checkpointer
+// (checkpoint.go), the compaction pacer (pacing.go) and one per running
 // watch (watch.go).
 // Close stops and joins all of them before closing Pebble.
 type Store struct {
@@ -80,8 +81,10 @@ type Store struct {
 	pending map[string]pendingKey
 	// checkpointRev is the revision of the latest key-index checkpoint
 	// (checkpoint.go); the syncer wakes runCheckpoints through
-	// checkpointWake (capacity 1) after each batch.
+	// checkpointWake (capacity 1) after a batch that reaches revision
+	// checkpointAt, when one may be due.
 	checkpointRev  atomic.Int64
+	checkpointAt   atomic.Int64
 	checkpointWake chan struct{}
 	checkpointMu   sync.Mutex // held while a checkpoint is written
 

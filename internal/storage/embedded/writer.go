@@ -283,9 +283,11 @@ func (s *Store) runSyncer(staged <-chan *stagedBatch, done chan<- struct{}) {
 			} else {
 				s.hub.publish(sb.events)
 				s.advance(sb.to)
-				select {
-				case s.checkpointWake <- struct{}{}:
-				default:
+				if sb.to >= s.checkpointAt.Load() {
+					select {
+					case s.checkpointWake <- struct{}{}:
+					default:
+					}
 				}
 			}
 		}
