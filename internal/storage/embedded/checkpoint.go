@@ -50,16 +50,23 @@ func checkpointKey(rev int64, key []byte) []byte {
 	return b
 }
 
+// checkpointKeysFactor: the key log may hold this many writes per live key
+// before a checkpoint is due. A checkpoint of a million keys costs ~1.7 s
+// of CPU over ~7 s (paced), and updates' p99 in the minute it falls in
+// rose from 2.5 to 3.7-3.9 ms (docs/bench/storage.md, "Key log"); twice
+// the keys halves how often that happens, for a log Open replays in well
+// under a second at a million keys.
+const checkpointKeysFactor = 2
+
 // checkpointDue reports whether the key log has grown past
-// Options.CheckpointWrites records, or past the number of live keys if that
-// is larger, since the last checkpoint: replaying it at Open then costs
-// more than reading the checkpoint would.
+// Options.CheckpointWrites records, or past checkpointKeysFactor times the
+// number of live keys if that is larger, since the last checkpoint.
 func (s *Store) checkpointDue() bool {
 	s.index.mu.RLock()
 	last, live := s.checkpointRev.Load(), s.index.Len()
 	rev := s.index.rev
 	s.index.mu.RUnlock()
-	due := last + int64(max(live, s.opts.CheckpointWrites))
+	due := last + int64(max(checkpointKeysFactor*live, s.opts.CheckpointWrites))
 	// The syncer need not wake us before then (the key count may have
 	// grown by then: we look again).
 	s.checkpointAt.Store(due)
