@@ -82,26 +82,6 @@ func checksum(dbKey, body []byte) uint32 {
 	return crc32.Update(crc32.Update(0, tab, dbKey), tab, body)
 }
 
-// prefixBounds returns the [lower, upper) pebble key range holding every
-// record of kind tag (indexPrefix) whose key starts with prefix.
-// Only the upgrade from format 2 (which had index records) uses it.
-func prefixBounds(tag byte, prefix string) (lower, upper []byte) {
-	lower = make([]byte, 1+len(prefix))
-	lower[0] = tag
-	copy(lower[1:], prefix)
-	upper = append([]byte(nil), lower...)
-	// Increment the last byte that is not 0xff, dropping the 0xff tail: that
-	// is the smallest key greater than every key with this prefix. The tag
-	// is a letter, so this always terminates.
-	for i := len(upper) - 1; i >= 0; i-- {
-		if upper[i] != 0xff {
-			upper[i]++
-			return lower, upper[:i+1]
-		}
-	}
-	panic("unreachable: record tags are letters")
-}
-
 func historyKey(rev int64) []byte {
 	b := make([]byte, 9)
 	b[0] = historyPrefix

@@ -143,13 +143,14 @@ func sortByKey(kvs []storage.KeyValue) {
 // of a key replacing an earlier one.
 //
 // A damaged key-log record is read from its history record instead, which
-// holds the same key, type and creation revision; if compaction has
-// deleted that, the write was replaced or was a delete, and every key
-// whose current write's history is gone is dropped (dropStale). If that is damaged too,
-// the write is skipped when a retire record says a later write replaced it
-// (the later write's own key-log record says where the key went); otherwise
-// Open fails, naming the revision: serving the store without that write
-// could show a deleted key or an old value.
+// holds the same key, type and creation revision. If compaction has
+// deleted that history record, the write was replaced or was a delete:
+// every key whose current write's history is gone is then dropped
+// (dropStale). If the history record is damaged too, the write is skipped
+// when a retire record says a later write replaced it (the later write's
+// own key-log record says where the key went); otherwise Open fails,
+// naming the revision: serving the store without that write could show a
+// deleted key or an old value.
 func loadKeyIndex(r pebble.Reader, rev, compacted, checkpoint int64, log *slog.Logger) (*keyIndex, error) {
 	x := newKeyIndex()
 	x.rev = rev
