@@ -316,12 +316,6 @@ func putKeyLog(b []byte, rev int64, typ storage.EventType, createRev int64, key 
 	binary.BigEndian.PutUint32(b, checksum(keyLogKey(rev), b[4:]))
 }
 
-func encodeKeyLog(rev int64, typ storage.EventType, createRev int64, key string) []byte {
-	b := make([]byte, keyLogLen(key))
-	putKeyLog(b, rev, typ, createRev, key)
-	return b
-}
-
 // keyLogEntry is a decoded key-log record. key aliases the record.
 type keyLogEntry struct {
 	rev, create int64

@@ -152,3 +152,10 @@ func TestKeyLogRecords(t *testing.T) {
 		})
 	}
 }
+
+// encodeKeyLog is putKeyLog into a fresh buffer.
+func encodeKeyLog(rev int64, typ storage.EventType, createRev int64, key string) []byte {
+	b := make([]byte, keyLogLen(key))
+	putKeyLog(b, rev, typ, createRev, key)
+	return b
+}
