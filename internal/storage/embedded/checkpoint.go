@@ -156,12 +156,13 @@ func loadCheckpoint(r pebble.Reader, x *keyIndex, rev int64, log *slog.Logger) e
 	upper := checkpointKey(rev+1, nil)
 	err := scanRecords(r, lower, upper, func(dbKey, rec []byte) error {
 		key := dbKey[9:]
-		if len(rec) != latestHeader || checksum(dbKey, rec[4:]) != binary.BigEndian.Uint32(rec) {
+		m, ok := decodeRevisions(dbKey, rec)
+		if !ok || len(rec) != latestHeader {
 			log.Error("embedded store: a damaged key-index checkpoint record; reading history for its key", "key", string(key), "checkpoint", rev)
 			damaged[string(key)] = true
 			return nil
 		}
-		x.setBytes(key, keyMeta{mod: int64(binary.BigEndian.Uint64(rec[4:])), create: int64(binary.BigEndian.Uint64(rec[12:]))})
+		x.setBytes(key, m)
 		return nil
 	})
 	if err != nil || len(damaged) == 0 {
@@ -172,6 +173,24 @@ func loadCheckpoint(r pebble.Reader, x *keyIndex, rev int64, log *slog.Logger) e
 		x.set(key, m)
 	}
 	return err
+}
+
+// replacements reads the retire records: for each write a later one
+// replaced and compaction has not yet deleted, the revision of the write
+// that replaced it, negated if that was a delete. Damaged retire records
+// are skipped.
+func replacements(r pebble.Reader) (map[int64]int64, error) {
+	next := map[int64]int64{}
+	err := scanRecords(r, []byte{retirePrefix}, []byte{retirePrefix + 1}, func(dbKey, rec []byte) error {
+		if rev, prev, flags, err := decodeRetire(dbKey, rec); err == nil {
+			next[prev] = rev
+			if flags&retireSelf != 0 {
+				next[prev] = -rev
+			}
+		}
+		return nil
+	})
+	return next, err
 }
 
 // recoverKeys finds the current write of each damaged key by reading all of
@@ -193,16 +212,7 @@ func recoverKeys(r pebble.Reader, damaged map[string]bool, log *slog.Logger) (ma
 	if err != nil {
 		return nil, err
 	}
-	next := map[int64]int64{} // write -> the write that replaced it (negative: a delete)
-	err = scanRecords(r, []byte{retirePrefix}, []byte{retirePrefix + 1}, func(dbKey, rec []byte) error {
-		if rev, prev, flags, err := decodeRetire(dbKey, rec); err == nil {
-			next[prev] = rev
-			if flags&retireSelf != 0 {
-				next[prev] = -rev
-			}
-		}
-		return nil
-	})
+	next, err := replacements(r)
 	if err != nil {
 		return nil, err
 	}

@@ -104,6 +104,16 @@ func putLatest(b, dbKey []byte, modRev, createRev int64, value []byte) {
 	binary.BigEndian.PutUint32(b, checksum(dbKey, b[4:]))
 }
 
+// decodeRevisions validates a record that begins with the latest record's
+// header (latest, index and checkpoint records) and returns the revisions
+// in it; ok is false if the record is damaged.
+func decodeRevisions(dbKey, rec []byte) (m keyMeta, ok bool) {
+	if len(rec) < latestHeader || checksum(dbKey, rec[4:]) != binary.BigEndian.Uint32(rec) {
+		return keyMeta{}, false
+	}
+	return keyMeta{mod: int64(binary.BigEndian.Uint64(rec[4:])), create: int64(binary.BigEndian.Uint64(rec[12:]))}, true
+}
+
 // decodeLatest validates and decodes a latest record. The returned value is a
 // fresh copy: pebble owns rec and may reuse it once its closer is called.
 func decodeLatest(key string, dbKey, rec []byte) (storage.KeyValue, error) {

@@ -259,23 +259,12 @@ func keyLogFromHistory(r pebble.Reader, rev int64) (keyLogEntry, error) {
 // lost as the write it replaced, and otherwise an ErrCorrupt naming the
 // first that none does.
 func checkReplaced(r pebble.Reader, lost []int64) error {
-	replaced := make(map[int64]bool, len(lost))
-	for _, rev := range lost {
-		replaced[rev] = false
-	}
-	err := scanRecords(r, []byte{retirePrefix}, []byte{retirePrefix + 1}, func(dbKey, rec []byte) error {
-		if _, prev, _, err := decodeRetire(dbKey, rec); err == nil {
-			if _, ok := replaced[prev]; ok {
-				replaced[prev] = true
-			}
-		}
-		return nil
-	})
+	next, err := replacements(r)
 	if err != nil {
 		return fmt.Errorf("embedded: loading the key index: %w", err)
 	}
 	for _, rev := range lost {
-		if !replaced[rev] {
+		if next[rev] == 0 {
 			return fmt.Errorf("embedded: the write at revision %d is damaged in both its key-log record and its history record, so its key is unknown: %w", rev, storage.ErrCorrupt)
 		}
 	}

@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -115,12 +114,12 @@ func (c *chunkedBatch) finish(format int64) (err error) {
 func buildKeyIndex(db *pebble.DB) error {
 	c := newChunkedBatch(db)
 	err := scanRecords(db, []byte{latestPrefix}, []byte{latestPrefix + 1}, func(dbKey, rec []byte) error {
-		if len(rec) < latestHeader || checksum(dbKey, rec[4:]) != binary.BigEndian.Uint32(rec) {
+		m, ok := decodeRevisions(dbKey, rec)
+		if !ok {
 			return nil
 		}
 		ik := indexKey(string(dbKey[1:]))
-		mod, create := int64(binary.BigEndian.Uint64(rec[4:])), int64(binary.BigEndian.Uint64(rec[12:]))
-		return c.set(ik, encodeLatest(ik, mod, create, nil))
+		return c.set(ik, encodeLatest(ik, m.mod, m.create, nil))
 	})
 	if err != nil {
 		c.b.Close()
