@@ -39,7 +39,7 @@ const metaCheckpointKey = "m/checkpoint"
 
 // checkpointSlots is how many key-table slots one piece of a checkpoint
 // reads under the index's read lock, and how many records it writes
-// between pauses (Store.yield).
+// between looks at its context.
 const checkpointSlots = 4096
 
 func checkpointKey(rev int64, key []byte) []byte {
@@ -52,10 +52,9 @@ func checkpointKey(rev int64, key []byte) []byte {
 
 // checkpointKeysFactor: the key log may hold this many writes per live key
 // before a checkpoint is due. A checkpoint of a million keys costs ~1.7 s
-// of CPU over ~7 s (paced), and updates' p99 in the minute it falls in
-// rose from 2.5 to 3.7-3.9 ms (docs/bench/storage.md, "Key log"); twice
-// the keys halves how often that happens, for a log Open replays in well
-// under a second at a million keys.
+// of CPU over ~12 s (paced in short slices, slicePacer); twice the keys
+// keeps that a small share of the CPU writes take, for a log Open replays
+// in well under a second at a million keys.
 const checkpointKeysFactor = 2
 
 // checkpointDue reports whether the key log has grown past
@@ -118,12 +117,13 @@ func (s *Store) checkpoint(ctx context.Context) error {
 	}
 	s.index.mu.RUnlock()
 
-	entries, err := s.collectIndex(ctx, groups)
+	pace := newSlicePacer(s.opts.CompactionYield)
+	runs, err := s.collectIndex(ctx, groups, pace)
 	if err != nil {
 		return err
 	}
-	if len(entries.metas) > 0 {
-		if err := s.ingestCheckpoint(ctx, rev, entries); err != nil {
+	if len(runs) > 0 {
+		if err := s.ingestCheckpoint(ctx, rev, runs, pace); err != nil {
 			return fmt.Errorf("embedded: checkpoint at revision %d: %w", rev, err)
 		}
 	}

@@ -1,14 +1,15 @@
 package embedded
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -128,33 +129,77 @@ func countRecords(t *testing.T, r pebble.Reader, prefix byte) int {
 	return n
 }
 
-// TestIndexCopyMerge: merging sorted runs yields every key once, in order.
+// TestIndexCopyMerge: merging sorted runs yields every key once, in order,
+// with its own revisions.
 func TestIndexCopyMerge(t *testing.T) {
-	for _, runs := range []int{0, 1, 2, 7, 64} {
-		rng := rand.New(rand.NewPCG(uint64(runs), 2))
-		c := &indexCopy{offs: []int{0}}
-		var want []string
-		for range runs {
-			start := len(c.metas)
-			c.runs = append(c.runs, start)
+	for _, n := range []int{0, 1, 2, 7, 64} {
+		rng := rand.New(rand.NewPCG(uint64(n), 2))
+		var (
+			runs     []*indexRun
+			want     []string
+			wantMods = map[string]int64{}
+		)
+		for range n {
+			r := newIndexRun()
 			for range 1 + rng.IntN(50) {
-				key := fmt.Sprintf("/k/%08d", rng.IntN(1e8))
+				key := fmt.Sprintf("/k/%08d/%d", rng.IntN(1e8), len(want))
 				want = append(want, key)
-				c.arena = append(c.arena, key...)
-				c.offs = append(c.offs, len(c.arena))
-				c.metas = append(c.metas, keyMeta{})
-				c.order = append(c.order, len(c.metas)-1)
+				wantMods[key] = int64(len(want))
+				r.add([]byte(key), keyMeta{mod: int64(len(want))})
 			}
-			run := c.order[start:]
-			slices.SortFunc(run, func(a, b int) int { return bytes.Compare(c.key(a), c.key(b)) })
+			r.sort(newSlicePacer(0))
+			runs = append(runs, r)
 		}
 		var got []string
-		if err := c.merge(func(i int) error { got = append(got, string(c.key(i))); return nil }); err != nil {
+		mods := map[string]int64{}
+		if err := mergeRuns(runs, func(key []byte, m keyMeta) error {
+			got = append(got, string(key))
+			mods[string(key)] = m.mod
+			return nil
+		}); err != nil {
 			t.Fatal(err)
 		}
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
-			t.Fatalf("%d runs: merged %d keys, not the sorted input (%d keys)", runs, len(got), len(want))
+			t.Fatalf("%d runs: merged %d keys, not the sorted input (%d keys)", n, len(got), len(want))
 		}
+		if !maps.Equal(mods, wantMods) {
+			t.Fatalf("%d runs: merged keys lost their revisions", n)
+		}
+	}
+}
+
+// TestSlicePacer: a slice of work is followed by a pause of yield times
+// its length; short slices and a non-positive yield add none.
+func TestSlicePacer(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		yield     float64
+		work      time.Duration
+		wantPause bool
+	}{
+		{"a full slice pauses", 3, 2 * time.Millisecond, true},
+		{"a short slice does not", 3, 0, false},
+		{"no yield, no pause", 0, 2 * time.Millisecond, false},
+		{"negative yield, no pause", -1, 2 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var slept []time.Duration
+			p := newSlicePacer(tc.yield)
+			p.sleep = func(d time.Duration) { slept = append(slept, d) }
+			p.start = time.Now().Add(-tc.work)
+			for range 64 {
+				p.step()
+			}
+			if !tc.wantPause {
+				if len(slept) != 0 {
+					t.Fatalf("paused %v", slept)
+				}
+				return
+			}
+			if len(slept) != 1 || slept[0] < time.Duration(tc.yield*float64(tc.work)) {
+				t.Fatalf("paused %v, want one pause of at least %v", slept, time.Duration(tc.yield*float64(tc.work)))
+			}
+		})
 	}
 }
