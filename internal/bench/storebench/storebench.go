@@ -12,6 +12,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -237,6 +238,10 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err 
 			return res, err
 		}
 	}
+	// The setup's garbage (a preload, or the values read to pick objects
+	// to update: ~1 GB at a million objects) is collected now rather than
+	// in the first measured second, whose p99 it made 14 ms at 1M objects.
+	runtime.GC()
 	start := time.Now()
 	lat, err := writeN(ctx, cfg.Count, cfg.Writers, prepare, cfg.Progress, "write", cfg.Rate)
 	if err != nil {
