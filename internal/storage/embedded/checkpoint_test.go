@@ -182,6 +182,7 @@ func TestSlicePacer(t *testing.T) {
 		{"a short slice does not", 3, 0, false},
 		{"no yield, no pause", 0, 2 * time.Millisecond, false},
 		{"negative yield, no pause", -1, 2 * time.Millisecond, false},
+		{"a long slice pauses at most the cap", 3, time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var slept []time.Duration
@@ -197,8 +198,9 @@ func TestSlicePacer(t *testing.T) {
 				}
 				return
 			}
-			if len(slept) != 1 || slept[0] < time.Duration(tc.yield*float64(tc.work)) {
-				t.Fatalf("paused %v, want one pause of at least %v", slept, time.Duration(tc.yield*float64(tc.work)))
+			want := min(time.Duration(tc.yield*float64(tc.work)), maxCompactionYield)
+			if len(slept) != 1 || slept[0] < want || slept[0] > maxCompactionYield {
+				t.Fatalf("paused %v, want one pause of %v to %v", slept, want, maxCompactionYield)
 			}
 		})
 	}

@@ -15,10 +15,11 @@ import (
 
 // indexRun is one piece of a copy of the key index: key i is
 // arena[offs[i]:offs[i+1]] with metas[i], and order lists the keys sorted.
-// Each piece has arrays of its own, sized for checkpointSlots slots: one
-// copy of a million keys in arrays grown by doubling moved tens of MB at a
-// time, in copies the runtime cannot preempt, and updates' p99 in the
-// seconds that took was 20-76 ms (docs/bench/storage.md, "Key log").
+// Each piece has arrays of its own (a few hundred KB): one copy of a
+// million keys in arrays grown by doubling moved tens of MB at a time, in
+// copies the runtime cannot preempt, and updates' p99 in the seconds that
+// took was 20-76 ms (docs/bench/storage.md, "Checkpoints in short
+// slices").
 type indexRun struct {
 	arena []byte
 	offs  []int
@@ -171,7 +172,9 @@ func (s *Store) ingestCheckpoint(ctx context.Context, rev int64, runs []*indexRu
 // 10 ms, and runtime.Gosched hands the core back to the same job): paced
 // after every 4096 keys, ~4 ms of work, a checkpoint of a million keys
 // raised updates' p99 from ~1.3 to ~5 ms for as long as it ran, whatever
-// the yield (docs/bench/storage.md, "Key log").
+// the yield (docs/bench/storage.md, "Checkpoints in short slices"). A
+// pause is capped at maxCompactionYield, so a slice that ran long because
+// the job was descheduled does not hold up Close.
 type slicePacer struct {
 	yield float64 // Options.CompactionYield; no pauses if not positive
 	n     int
@@ -193,7 +196,7 @@ func (p *slicePacer) step() {
 		return
 	}
 	if work := time.Since(p.start); work >= sliceWork {
-		p.sleep(time.Duration(p.yield * float64(work)))
+		p.sleep(min(time.Duration(p.yield*float64(work)), maxCompactionYield))
 		p.start = time.Now()
 	}
 }
