@@ -72,6 +72,7 @@ func runStoreBench(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.BoolVar(&cfg.ListAll, "list-all", false, "with --reopen, time a List of every object in the reopened store")
 	fs.StringVar(&cfg.Values, "values", "random", "object values: random (incompressible, --object-size bytes) or pods (1.5 KB Pods encoded as the API server stores them)")
 	fs.BoolVar(&cfg.Updates, "updates", false, "measured writes update random existing objects (the store keeps its size) instead of creating new ones")
+	fs.IntVar(&cfg.UpdateSet, "update-set", 0, "with --updates, update only the first N objects (default: all), so stores of different sizes get the same writes")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "pace the measured writes at this many per second, latency from each write's due time (default: as fast as they go)")
 	if err := fs.Parse(args); err != nil {
 		return err

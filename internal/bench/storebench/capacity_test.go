@@ -30,7 +30,8 @@ import (
 // compaction pacing off),
 // MYRIAD_STOREBENCH_MEMTABLE_MB (its memtable size),
 // MYRIAD_STOREBENCH_UPDATES=1 (measured writes update existing objects
-// instead of creating new ones), MYRIAD_STOREBENCH_LIST=1 (time a List of
+// instead of creating new ones), MYRIAD_STOREBENCH_UPDATE_SET (update only
+// the first this many objects), MYRIAD_STOREBENCH_LIST=1 (time a List of
 // every object after the reopen).
 func TestCapacity(t *testing.T) {
 	preload := envInt(t, "MYRIAD_STOREBENCH_PRELOAD", -1)
@@ -54,6 +55,7 @@ func TestCapacity(t *testing.T) {
 	cfg.Rate = float64(envInt(t, "MYRIAD_STOREBENCH_RATE", 0))
 	cfg.Values = os.Getenv("MYRIAD_STOREBENCH_VALUES")
 	cfg.Updates = os.Getenv("MYRIAD_STOREBENCH_UPDATES") == "1"
+	cfg.UpdateSet = envInt(t, "MYRIAD_STOREBENCH_UPDATE_SET", 0)
 	cfg.ListAll = os.Getenv("MYRIAD_STOREBENCH_LIST") == "1"
 	cfg.StoreOptions.L0CompactionThreshold = envInt(t, "MYRIAD_STOREBENCH_L0_THRESHOLD", 0)
 	cfg.StoreOptions.CompactionYield = float64(envInt(t, "MYRIAD_STOREBENCH_COMPACTION_YIELD", 0))

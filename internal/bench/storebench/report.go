@@ -22,6 +22,9 @@ func (r Result) Write(w io.Writer) error {
 	if r.Updates {
 		kind = "updates"
 	}
+	if r.UpdateSet > 0 {
+		kind = fmt.Sprintf("updates of ~%d objects", r.UpdateSet)
+	}
 	p("writes:  %d %s at ~%d objects: %.0f writes/s, p50 %s, p99 %s, p99.9 %s, max %s\n",
 		r.Writes, kind, r.ObjectsAtMeasure, r.WritesPerSec, ms(r.WriteP50), ms(r.WriteP99), ms(r.WriteP999), ms(r.WriteMax))
 	if r.Reads > 0 {

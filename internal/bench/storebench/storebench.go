@@ -50,6 +50,12 @@ type Config struct {
 	// object, so writers do not conflict, and updates from copies it read
 	// before the timed writes, as the API server updates from its cache.
 	Updates bool
+	// UpdateSet, with Updates, draws the updated objects from the first
+	// UpdateSet objects only (0: from all of them). Comparing stores of
+	// different sizes under the same writes takes the same set at both:
+	// drawn from all of a million objects, most updates replace a write
+	// from the preload; from all of 10,000, one from the run.
+	UpdateSet int
 	// Values is what the objects hold: "random" (default) incompressible
 	// bytes of ObjectSize, the worst case for the store's I/O, or "pods":
 	// Pods of about 1.5 KB (benchutil.StoredPod, whatever ObjectSize says)
@@ -93,6 +99,7 @@ type Config struct {
 type Result struct {
 	Writes       int
 	Updates      bool // the writes were updates of existing objects
+	UpdateSet    int  // with Config.UpdateSet: ~how many objects the updates were drawn from
 	WriteTime    time.Duration
 	WritesPerSec float64
 	WriteP50     time.Duration
@@ -234,8 +241,18 @@ func measure(ctx context.Context, cfg Config, s storage.Store) (res Result, err 
 	res.ObjectsAtMeasure = int(next.Load())
 	prepare := creates(s, &next, values)
 	if cfg.Updates {
-		if prepare, res.ObjectsAtMeasure, err = updates(ctx, s, res.ObjectsAtMeasure, cfg.Writers, cfg.Count, values); err != nil {
+		set := res.ObjectsAtMeasure
+		if cfg.UpdateSet > 0 && cfg.UpdateSet < set {
+			set = cfg.UpdateSet
+		}
+		var found int
+		if prepare, found, err = updates(ctx, s, set, cfg.Writers, cfg.Count, values); err != nil {
 			return res, err
+		}
+		if set == res.ObjectsAtMeasure {
+			res.ObjectsAtMeasure = found
+		} else {
+			res.UpdateSet = found
 		}
 	}
 	// The setup's garbage (a preload, or the values read to pick objects

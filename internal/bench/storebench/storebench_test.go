@@ -164,3 +164,42 @@ func TestRunCancelled(t *testing.T) {
 		t.Fatal("Run with a cancelled context succeeded")
 	}
 }
+
+// TestRunUpdateSet: with UpdateSet the updates touch only the first
+// objects, and the result counts both the store and the set.
+func TestRunUpdateSet(t *testing.T) {
+	dir := t.TempDir()
+	res, err := Run(context.Background(), Config{Dir: dir, Writers: 8, ObjectSize: 100, Count: 300, Preload: 200, Updates: true, UpdateSet: 40, Reads: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ObjectsAtMeasure != 200 || res.UpdateSet != 40 {
+		t.Fatalf("counted %d objects and a set of %d, want 200 and 40", res.ObjectsAtMeasure, res.UpdateSet)
+	}
+	inSet := map[string]bool{}
+	for i := range 40 {
+		inSet[Key(i)] = true
+	}
+	s, err := embedded.Open(context.Background(), embedded.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	kvs, _, err := s.List(context.Background(), "/registry/pods/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated := 0
+	for _, kv := range kvs {
+		if kv.ModRevision == kv.CreateRevision {
+			continue
+		}
+		updated++
+		if !inSet[kv.Key] {
+			t.Fatalf("%s was updated; it is not among the first 40 objects", kv.Key)
+		}
+	}
+	if updated == 0 {
+		t.Fatal("no object was updated")
+	}
+}
