@@ -50,6 +50,12 @@ func checkpointKey(rev int64, key []byte) []byte {
 	return b
 }
 
+// checkpointRecord encodes key's record in the checkpoint at revision rev.
+func checkpointRecord(rev int64, key []byte, m keyMeta) (dbKey, rec []byte) {
+	dbKey = checkpointKey(rev, key)
+	return dbKey, encodeLatest(dbKey, m.mod, m.create, nil)
+}
+
 // checkpointKeysFactor: the key log may hold this many writes per live key
 // before a checkpoint is due. A checkpoint of a million keys costs ~1.7 s
 // of CPU over ~12 s (paced in short slices, slicePacer); twice the keys

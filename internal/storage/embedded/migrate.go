@@ -154,8 +154,7 @@ func checkpointIndex(db *pebble.DB, rev int64, log *slog.Logger) error {
 	c := newChunkedBatch(db)
 	damaged := map[string]bool{}
 	put := func(key string, m keyMeta) error {
-		ck := checkpointKey(rev, []byte(key))
-		return c.set(ck, encodeLatest(ck, m.mod, m.create, nil))
+		return c.set(checkpointRecord(rev, []byte(key), m))
 	}
 	err := scanRecords(db, []byte{indexPrefix}, []byte{indexPrefix + 1}, func(dbKey, rec []byte) error {
 		kv, err := decodeIndex(string(dbKey[1:]), dbKey, rec)
