@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -15,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/myriad-k8s/myriad/internal/cache"
+	"github.com/myriad-k8s/myriad/internal/admission"
 )
 
 // maxGenerateNameAttempts bounds retries when a generated name collides.
@@ -44,6 +43,20 @@ func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, ns stri
 type writeOptions struct {
 	dryRun       bool
 	fieldManager string
+	// applyManager is the manager of a server-side apply, whose
+	// fieldManager is applyManagerSentinel.
+	applyManager string
+	// admitted: the caller ran admission on the subresource's own object
+	// (a Scale), so the write of the main object is not admitted again.
+	admitted bool
+}
+
+// manager is the field manager the client named.
+func (o writeOptions) manager() string {
+	if o.fieldManager == applyManagerSentinel {
+		return o.applyManager
+	}
+	return o.fieldManager
 }
 
 func writeOptionsFrom(r *http.Request) writeOptions {
@@ -56,9 +69,10 @@ func writeOptionsFrom(r *http.Request) writeOptions {
 	return writeOptions{dryRun: q.Get("dryRun") == "All", fieldManager: manager}
 }
 
-// createObject runs the create path shared by POST, apply-create and
-// subresources that create (binding): metadata, defaults, validation,
-// allocation, managed fields, then a durable write.
+// createObject runs the create path shared by POST, apply-create and the
+// server's bootstrap: metadata, defaults, mutating admission, validation,
+// allocation, managed fields, validating admission, then a durable write
+// (see package admission for the order).
 func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, ns string, opts writeOptions) (runtime.Object, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -70,11 +84,6 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 	if m.GetResourceVersion() != "" {
 		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
-	if h.res.Namespaced {
-		if err := h.s.requireNamespace(ctx, m.GetNamespace()); err != nil {
-			return nil, err
-		}
-	}
 	generated := m.GetName() == "" && m.GetGenerateName() != ""
 	m.SetUID(types.UID(uuid.NewUUID()))
 	m.SetCreationTimestamp(metav1.NewTime(h.s.clock.Now().Truncate(1e9)))
@@ -82,6 +91,12 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetSelfLink("")
 	h.res.Strategy.PrepareForCreate(ctx, obj)
+	// Admitted once, before a name is generated, as upstream: a retry
+	// after a generated name collided is the same request.
+	attrs := h.attributes(ctx, admission.Create, m.GetNamespace(), m.GetName(), "", obj, nil, opts)
+	if err := h.s.admission.Admit(ctx, attrs); err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		if generated {
 			m.SetName(m.GetGenerateName() + utilrand.String(5))
@@ -92,30 +107,32 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 		if errs := h.res.Strategy.Validate(ctx, obj); len(errs) > 0 {
 			return nil, invalidError(h.res.GroupVersionKind().GroupKind(), m.GetName(), errs)
 		}
-		if h.hooks.beforeCreate != nil {
-			if err := h.hooks.beforeCreate(ctx, obj, opts.dryRun); err != nil {
-				return nil, err
-			}
-		}
-		tracked, err := h.s.fields.trackCreate(h.res, obj, opts.fieldManager)
+		attrs.Name, attrs.Object = m.GetName(), obj
+		finish, err := h.s.admission.Allocate(ctx, attrs)
 		if err != nil {
 			return nil, err
 		}
+		tracked, err := h.s.fields.trackCreate(h.res, obj, opts.fieldManager)
+		if err != nil {
+			finish(false)
+			return nil, err
+		}
+		attrs.Object = tracked
+		if err := h.s.admission.Validate(ctx, attrs); err != nil {
+			finish(false)
+			return nil, err
+		}
 		if opts.dryRun {
+			finish(false)
 			return tracked, nil
 		}
 		out, err := h.objects.create(ctx, m.GetNamespace(), m.GetName(), tracked)
+		finish(err == nil)
 		if err != nil {
-			if h.hooks.createFailed != nil {
-				h.hooks.createFailed(obj)
-			}
 			if generated && apierrors.IsAlreadyExists(err) && attempt < maxGenerateNameAttempts {
 				continue
 			}
 			return nil, err
-		}
-		if h.hooks.afterCreate != nil {
-			h.hooks.afterCreate(obj)
 		}
 		return out, nil
 	}
@@ -137,28 +154,6 @@ func (h *resourceHandler) checkNamespace(m metav1.Object, ns string) error {
 	}
 	if m.GetNamespace() == "" {
 		return apierrors.NewBadRequest("a namespace is required for " + h.res.Resource)
-	}
-	return nil
-}
-
-// requireNamespace refuses creation in a namespace that does not exist or
-// is terminating, as upstream's NamespaceLifecycle admission does. It asks
-// the namespaces cache as it stands (a store read per create cost a tenth
-// of the create path) and only reads the store when the cache has not seen
-// the namespace yet, so a namespace created a moment ago is found.
-func (s *Server) requireNamespace(ctx context.Context, ns string) error {
-	nsObj, err := s.namespaces.cache.Get(ctx, s.namespaces.objects.key("", ns), "0")
-	if cache.IsNotFound(err) {
-		nsObj, _, err = s.namespaces.objects.get(ctx, "", ns)
-	}
-	if err != nil {
-		if cache.IsNotFound(err) || apierrors.IsNotFound(err) {
-			return apierrors.NewNotFound(s.namespaces.objects.gr, ns)
-		}
-		return err
-	}
-	if m, err := meta.Accessor(nsObj); err == nil && m.GetDeletionTimestamp() != nil {
-		return apierrors.NewForbidden(s.namespaces.objects.gr, ns, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/myriad-k8s/myriad/internal/admission"
 )
 
 // Finalizers the API server itself adds for propagation policies; the
@@ -30,7 +32,7 @@ func (h *resourceHandler) delete(w http.ResponseWriter, r *http.Request, ns, nam
 		h.s.writeError(w, r, err)
 		return
 	}
-	out, deleted, err := h.deleteObject(r.Context(), ns, name, opts)
+	out, deleted, err := h.deleteObject(r.Context(), ns, name, opts, true)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
@@ -45,8 +47,11 @@ func (h *resourceHandler) delete(w http.ResponseWriter, r *http.Request, ns, nam
 }
 
 // deleteObject deletes or marks the object for deletion. deleted reports
-// whether it is gone from the store.
-func (h *resourceHandler) deleteObject(ctx context.Context, ns, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+// whether it is gone from the store. With admit, the delete goes through
+// admission: mutating before the object is read, validating on the object
+// as read, before it is removed or marked (a pod's eviction has its own
+// admission and deletes the pod without).
+func (h *resourceHandler) deleteObject(ctx context.Context, ns, name string, opts *metav1.DeleteOptions, admit bool) (runtime.Object, bool, error) {
 	dryRun := len(opts.DryRun) > 0 && opts.DryRun[0] == metav1.DryRunAll
 	if opts.PropagationPolicy != nil {
 		switch *opts.PropagationPolicy {
@@ -57,6 +62,13 @@ func (h *resourceHandler) deleteObject(ctx context.Context, ns, name string, opt
 	}
 	if opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0 {
 		return nil, false, apierrors.NewBadRequest("gracePeriodSeconds must be >= 0")
+	}
+	var attrs *admission.Attributes
+	if admit {
+		attrs = h.deleteAttributes(ctx, ns, name, opts)
+		if err := h.s.admission.Admit(ctx, attrs); err != nil {
+			return nil, false, err
+		}
 	}
 	// A lost compare-and-swap race is retried on the newer object until the
 	// request ends, as upstream's conditional delete does.
@@ -69,19 +81,22 @@ func (h *resourceHandler) deleteObject(ctx context.Context, ns, name string, opt
 		if err := checkPreconditions(h, m, opts.Preconditions); err != nil {
 			return nil, false, err
 		}
+		if admit {
+			attrs.OldObject = cur
+			if err := h.s.admission.Validate(ctx, attrs); err != nil {
+				return nil, false, err
+			}
+		}
 		marked, changed := h.markForDeletion(cur, m, opts)
 		if !marked {
 			if dryRun {
 				return cur, true, nil
 			}
-			if err := h.objects.delete(ctx, ns, name, rev); err != nil {
+			if err := h.removeObject(ctx, ns, name, cur, rev, opts); err != nil {
 				if apierrors.IsConflict(err) && ctx.Err() == nil {
 					continue
 				}
 				return nil, false, err
-			}
-			if h.hooks.afterDelete != nil {
-				h.hooks.afterDelete(cur)
 			}
 			return cur, true, nil
 		}

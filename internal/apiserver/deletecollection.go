@@ -53,7 +53,7 @@ func (h *resourceHandler) deleteCollection(w http.ResponseWriter, r *http.Reques
 			h.s.writeError(w, r, err)
 			return
 		}
-		out, _, err := h.deleteObject(r.Context(), t.ns, t.name, dopts.DeepCopy())
+		out, _, err := h.deleteObject(r.Context(), t.ns, t.name, dopts.DeepCopy(), true)
 		if apierrors.IsNotFound(err) {
 			continue // deleted by someone else meanwhile
 		}

@@ -4,15 +4,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// installHooks attaches the behaviour some resources need beyond their
-// registry strategy.
+// installHooks attaches the delete behaviour and subresources some
+// resources need beyond their registry strategy. (Admission is not a
+// hook: see admission.go.)
 func (s *Server) installHooks() {
 	for gvr, h := range s.handlers {
 		switch {
 		case gvr == schema.GroupVersionResource{Version: "v1", Resource: "pods"}:
 			s.podHooks(h)
-		case gvr == schema.GroupVersionResource{Version: "v1", Resource: "services"}:
-			s.services.hooks(h)
 		case gvr == schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}:
 			s.namespaceHooks(h)
 		}

@@ -38,7 +38,7 @@ func (s *Server) bootstrapKubernetesService(ctx context.Context) error {
 		Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}}
 	svc := &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{
 		Type:            corev1.ServiceTypeClusterIP,
-		ClusterIP:       s.services.addrAt(0).String(),
+		ClusterIP:       s.services.FirstAddress().String(),
 		SessionAffinity: corev1.ServiceAffinityNone,
 		Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443,
 			TargetPort: intstr.FromInt32(port)}},

@@ -106,7 +106,7 @@ func (h *resourceHandler) checkPatchedIdentity(obj, old runtime.Object) error {
 // not exist yet.
 func (h *resourceHandler) apply(ctx context.Context, ns, name, subresource string, config []byte, opts writeOptions, force bool, validation string, w http.ResponseWriter) (runtime.Object, bool, error) {
 	aopts := patch.ApplyOptions{Force: force, Subresource: subresource, FieldValidation: validation}
-	applied := writeOptions{dryRun: opts.dryRun, fieldManager: applyManagerSentinel}
+	applied := writeOptions{dryRun: opts.dryRun, fieldManager: applyManagerSentinel, applyManager: opts.fieldManager}
 	for {
 		var warnings []string
 		out, err := h.guaranteedUpdate(ctx, ns, name, subresource, applied, func(cur runtime.Object) (runtime.Object, error) {

@@ -14,13 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/myriad-k8s/myriad/internal/admission"
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 )
 
-// podHooks: priority admission, graceful deletion, and the binding and eviction subresources.
+// podHooks: graceful deletion, and the binding and eviction subresources.
 func (s *Server) podHooks(h *resourceHandler) {
 	h.hooks.gracePeriod = podGracePeriod
-	h.hooks.beforeCreate = s.admitPodPriority
 	h.hooks.subresources = map[string]subresourceHandler{
 		"binding":  (*Server).bindPod,
 		"eviction": (*Server).evictPod,
@@ -49,6 +49,13 @@ func (s *Server) bindPod(w http.ResponseWriter, r *http.Request, h *resourceHand
 	if !ok {
 		return
 	}
+	ctx := r.Context()
+	attrs := h.attributes(ctx, admission.Create, info.Namespace, info.Name, "binding", obj, nil, writeOptionsFrom(r))
+	attrs.Kind = corev1.SchemeGroupVersion.WithKind("Binding")
+	if err := s.admission.Admit(ctx, attrs); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	binding := obj.(*corev1.Binding)
 	if binding.Name != "" && binding.Name != info.Name {
 		s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("name in URL (%s) and in the Binding (%s) differ", info.Name, binding.Name)))
@@ -63,7 +70,11 @@ func (s *Server) bindPod(w http.ResponseWriter, r *http.Request, h *resourceHand
 		s.writeError(w, r, apierrors.NewBadRequest("a Binding must name a target node"))
 		return
 	}
-	_, err := h.systemUpdate(r.Context(), info.Namespace, info.Name, func(old runtime.Object) (runtime.Object, error) {
+	if err := s.admission.Validate(ctx, attrs); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	_, err := h.systemUpdate(ctx, info.Namespace, info.Name, func(old runtime.Object) (runtime.Object, error) {
 		pod := old.DeepCopyObject().(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(h.objects.gr, pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
@@ -120,12 +131,22 @@ func (s *Server) evictPod(w http.ResponseWriter, r *http.Request, h *resourceHan
 	if !ok {
 		return
 	}
+	ctx := r.Context()
+	attrs := h.attributes(ctx, admission.Create, info.Namespace, info.Name, "eviction", obj, nil, writeOptionsFrom(r))
+	attrs.Kind = policyv1.SchemeGroupVersion.WithKind("Eviction")
+	if err := s.admission.Admit(ctx, attrs); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	eviction := obj.(*policyv1.Eviction)
 	if eviction.Name != info.Name {
 		s.writeError(w, r, apierrors.NewBadRequest("name in URL does not match name in Eviction object"))
 		return
 	}
-	ctx := r.Context()
+	if err := s.admission.Validate(ctx, attrs); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	podObj, _, err := h.objects.get(ctx, info.Namespace, info.Name)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -143,7 +164,7 @@ func (s *Server) evictPod(w http.ResponseWriter, r *http.Request, h *resourceHan
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
 	}
-	if _, _, err := h.deleteObject(ctx, info.Namespace, info.Name, opts); err != nil {
+	if _, _, err := h.deleteObject(ctx, info.Namespace, info.Name, opts, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,21 +26,11 @@ type resourceHandler struct {
 	storedProtobuf bool
 }
 
-// resourceHooks are the few places where a resource needs behaviour beyond
-// its strategy that involves other state (allocators, grace periods).
+// resourceHooks are how a resource is deleted, when that is more than
+// removing it, and the subresources it serves beyond status. Admission
+// and allocation are not here: every write goes through the server's
+// admission chain (package admission).
 type resourceHooks struct {
-	// beforeCreate runs after validation; it may allocate (ClusterIPs).
-	beforeCreate func(ctx context.Context, obj runtime.Object, dryRun bool) error
-	// createFailed releases what beforeCreate allocated; afterCreate
-	// confirms it.
-	createFailed func(obj runtime.Object)
-	afterCreate  func(obj runtime.Object)
-	// beforeUpdate runs after validation of an update; it may allocate.
-	// finish is called once with whether the update was stored, to commit
-	// (free what obj no longer holds) or roll back (free what obj took).
-	beforeUpdate func(ctx context.Context, obj, old runtime.Object) (finish func(written bool), err error)
-	// afterDelete runs once the object is gone from the store.
-	afterDelete func(obj runtime.Object)
 	// gracePeriod returns the deletion grace period for obj (0: immediate).
 	gracePeriod func(obj runtime.Object, opts *metav1.DeleteOptions) int64
 	// keepOnDelete reports that obj must be marked, not removed, even

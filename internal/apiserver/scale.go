@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/myriad-k8s/myriad/internal/admission"
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 )
 
@@ -58,7 +59,12 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, h *resourceH
 				return
 			}
 		}
-		out, err := h.guaranteedUpdate(ctx, ns, info.Name, "", writeOptionsFrom(r), func(old runtime.Object) (runtime.Object, error) {
+		opts := writeOptionsFrom(r)
+		// Admission sees the Scale, as upstream's scale REST shows it;
+		// the write of the main object is not admitted again.
+		admitted := opts
+		admitted.admitted = true
+		out, err := h.guaranteedUpdate(ctx, ns, info.Name, "", admitted, func(old runtime.Object) (runtime.Object, error) {
 			cur := scaleOf(h, old)
 			want := desired
 			if want == nil {
@@ -71,9 +77,18 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, h *resourceH
 			if want.ResourceVersion != "" && want.ResourceVersion != cur.ResourceVersion {
 				return nil, conflictError(h.objects.gr, info.Name)
 			}
+			want = want.DeepCopy() // admission may change it; a retry starts again from desired
+			attrs := h.attributes(ctx, admission.Update, ns, info.Name, "scale", want, cur, opts)
+			attrs.Kind = scaleGVK
+			if err := s.admission.Admit(ctx, attrs); err != nil {
+				return nil, err
+			}
 			if want.Spec.Replicas < 0 {
 				return nil, apierrors.NewInvalid(scaleGVK.GroupKind(), info.Name, field.ErrorList{
 					field.Invalid(field.NewPath("spec", "replicas"), want.Spec.Replicas, "must be greater than or equal to 0")})
+			}
+			if err := s.admission.Validate(ctx, attrs); err != nil {
+				return nil, err
 			}
 			obj := old.DeepCopyObject()
 			h.res.Scale.SetReplicas(obj, want.Spec.Replicas)

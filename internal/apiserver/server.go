@@ -20,6 +20,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/myriad-k8s/myriad/internal/admission"
+	"github.com/myriad-k8s/myriad/internal/admission/serviceip"
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 	"github.com/myriad-k8s/myriad/internal/cache"
 	"github.com/myriad-k8s/myriad/internal/openapi"
@@ -76,7 +78,10 @@ type Server struct {
 
 	handlers   map[schema.GroupVersionResource]*resourceHandler
 	namespaces *resourceHandler
-	services   *serviceAllocator
+	// admission is the chain every write goes through (admission.go);
+	// services is its ClusterIP and node port allocator.
+	admission *admission.Chain
+	services  *serviceip.Allocator
 	// listWriters holds the 64 KiB buffered writers lists stream through
 	// (liststream.go).
 	listWriters sync.Pool
@@ -141,9 +146,6 @@ func New(cfg Config) (*Server, error) {
 	if s.fields, err = newFieldTracker(cfg.Scheme, cfg.Registry, tc, s.log.Warn); err != nil {
 		return nil, err
 	}
-	if s.services, err = newServiceAllocator(cfg.ServiceClusterIPRange, cfg.ServiceNodePortRange); err != nil {
-		return nil, err
-	}
 	for _, res := range cfg.Registry.Resources() {
 		h, err := s.newResourceHandler(res)
 		if err != nil {
@@ -156,6 +158,9 @@ func New(cfg Config) (*Server, error) {
 		s.namespaces = h
 	} else {
 		return nil, errors.New("apiserver: the registry does not serve namespaces")
+	}
+	if s.admission, err = s.newAdmission(); err != nil {
+		return nil, err
 	}
 	s.installHooks()
 	return s, nil
@@ -218,7 +223,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("starting cache for %s: %w", h.res.Resource, err)
 		}
 	}
-	if err := s.services.load(ctx, s.handlers[schema.GroupVersionResource{Version: "v1", Resource: "services"}]); err != nil {
+	if err := s.loadServiceAllocations(ctx); err != nil {
 		return err
 	}
 	if err := s.bootstrap(ctx); err != nil {

@@ -9,8 +9,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/myriad-k8s/myriad/internal/admission"
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
@@ -181,10 +184,10 @@ func (h *resourceHandler) current(ctx context.Context, ns, name string, fresh bo
 }
 
 // prepareUpdate applies the strategy of the main resource or of a
-// subresource, validates, and records managed fields. Unless it fails, the
-// caller must call finish once with whether the result was stored (see
-// resourceHooks.beforeUpdate).
-func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Object, subresource string, opts writeOptions) (_ runtime.Object, finish func(written bool), _ error) {
+// subresource, admits, validates, allocates and records managed fields
+// (see package admission for the order). Unless it fails, the caller must
+// call finish once with whether the result was stored.
+func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Object, subresource string, opts writeOptions) (_ runtime.Object, finish admission.Finish, _ error) {
 	m, _ := meta.Accessor(obj)
 	oldMeta, _ := meta.Accessor(old)
 	// System fields belong to the server, whatever the client sent.
@@ -194,35 +197,47 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Ob
 	m.SetDeletionGracePeriodSeconds(oldMeta.GetDeletionGracePeriodSeconds())
 	m.SetResourceVersion(oldMeta.GetResourceVersion())
 	m.SetSelfLink("")
-	gk := h.res.GroupVersionKind().GroupKind()
 	switch subresource {
 	case "":
 		h.res.Strategy.PrepareForUpdate(ctx, obj, old)
-		if errs := h.res.Strategy.ValidateUpdate(ctx, obj, old); len(errs) > 0 {
-			return nil, nil, invalidError(gk, m.GetName(), errs)
-		}
 	case "status":
 		if h.res.Status == nil {
 			return nil, nil, apierrors.NewNotFound(h.objects.gr, m.GetName())
 		}
 		h.res.Status.PrepareForStatusUpdate(ctx, obj, old)
-		if errs := h.res.Status.ValidateStatusUpdate(ctx, obj, old); len(errs) > 0 {
-			return nil, nil, invalidError(gk, m.GetName(), errs)
-		}
 	default:
 		return nil, nil, apierrors.NewNotFound(h.objects.gr, m.GetName())
 	}
-	finish = func(bool) {}
-	if h.hooks.beforeUpdate != nil {
-		var err error
-		if finish, err = h.hooks.beforeUpdate(ctx, obj, old); err != nil {
+	attrs := h.attributes(ctx, admission.Update, m.GetNamespace(), m.GetName(), subresource, obj, old, opts)
+	if !opts.admitted {
+		if err := h.s.admission.Admit(ctx, attrs); err != nil {
 			return nil, nil, err
 		}
+	}
+	var errs field.ErrorList
+	if subresource == "" {
+		errs = h.res.Strategy.ValidateUpdate(ctx, obj, old)
+	} else {
+		errs = h.res.Status.ValidateStatusUpdate(ctx, obj, old)
+	}
+	if len(errs) > 0 {
+		return nil, nil, invalidError(h.res.GroupVersionKind().GroupKind(), m.GetName(), errs)
+	}
+	finish, err := h.s.admission.Allocate(ctx, attrs)
+	if err != nil {
+		return nil, nil, err
 	}
 	out, err := h.s.fields.trackUpdate(h.res, obj, old, opts.fieldManager, subresource)
 	if err != nil {
 		finish(false)
 		return nil, nil, err
+	}
+	if !opts.admitted {
+		attrs.Object = out
+		if err := h.s.admission.Validate(ctx, attrs); err != nil {
+			finish(false)
+			return nil, nil, err
+		}
 	}
 	return out, finish, nil
 }
@@ -241,11 +256,23 @@ func (h *resourceHandler) finishDeletionIfFinalized(ctx context.Context, ns, nam
 		// A graceful deletion in progress (a pod): the kubelet finishes it.
 		return false, nil
 	}
-	err := h.objects.delete(ctx, ns, name, rev)
-	if err == nil && h.hooks.afterDelete != nil {
-		h.hooks.afterDelete(obj)
+	return true, h.removeObject(ctx, ns, name, obj, rev, &metav1.DeleteOptions{})
+}
+
+// removeObject deletes obj, stored at rev, from the store and gives back
+// what it held (a Service's addresses) once it is gone. It does not admit:
+// the delete that asked for the removal was admitted, or the server
+// removes the object on its own authority (the last finalizer is gone).
+func (h *resourceHandler) removeObject(ctx context.Context, ns, name string, obj runtime.Object, rev int64, opts *metav1.DeleteOptions) error {
+	attrs := h.deleteAttributes(ctx, ns, name, opts)
+	attrs.OldObject = obj
+	finish, err := h.s.admission.Allocate(ctx, attrs)
+	if err != nil {
+		return err
 	}
-	return true, err
+	err = h.objects.delete(ctx, ns, name, rev)
+	finish(err == nil)
+	return err
 }
 
 // systemUpdate is a compare-and-swap loop for changes the server makes on

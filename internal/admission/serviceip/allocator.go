@@ -1,7 +1,6 @@
-package apiserver
+package serviceip
 
 import (
-	"context"
 	"fmt"
 	"math/big"
 	"math/rand/v2"
@@ -12,16 +11,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// serviceAllocator hands out ClusterIPs and NodePorts. Its state is derived
-// from the stored Services at start, so a crash cannot leak an allocation.
+// Allocator hands out ClusterIPs and NodePorts. Its state is derived
+// from the stored Services at start (Load), so a crash cannot leak an
+// allocation.
 // With several API servers this must move into the store (upstream's
 // IPAddress objects); one server owns it for now.
-type serviceAllocator struct {
+type Allocator struct {
 	prefix   netip.Prefix
 	size     int64 // usable addresses (network and broadcast excluded)
 	portLow  int
@@ -33,7 +32,9 @@ type serviceAllocator struct {
 	}
 }
 
-func newServiceAllocator(cidr, portRange string) (*serviceAllocator, error) {
+// New is an allocator over the CIDR cidr (default 10.96.0.0/12, IPv4
+// only) and the node ports "low-high" (default 30000-32767).
+func New(cidr, portRange string) (*Allocator, error) {
 	if cidr == "" {
 		cidr = "10.96.0.0/12"
 	}
@@ -50,7 +51,7 @@ func newServiceAllocator(cidr, portRange string) (*serviceAllocator, error) {
 	if !ok || err1 != nil || err2 != nil || low < 1 || high > 65535 || low > high {
 		return nil, fmt.Errorf("service node port range %q: want low-high", portRange)
 	}
-	a := &serviceAllocator{prefix: p.Masked(), portLow: low, portHigh: high}
+	a := &Allocator{prefix: p.Masked(), portLow: low, portHigh: high}
 	a.size = (int64(1) << (32 - p.Bits())) - 2
 	if a.size < 1 {
 		return nil, fmt.Errorf("service cluster IP range %q is too small", cidr)
@@ -60,28 +61,17 @@ func newServiceAllocator(cidr, portRange string) (*serviceAllocator, error) {
 	return a, nil
 }
 
-// load marks every allocation of the stored Services as taken.
-func (a *serviceAllocator) load(ctx context.Context, h *resourceHandler) error {
-	if h == nil {
-		return nil
-	}
-	kvs, _, err := h.objects.store.List(ctx, h.objects.prefix())
-	if err != nil {
-		return fmt.Errorf("loading service allocations: %w", err)
-	}
+// Load marks every allocation of the stored Services as taken. It is
+// meant for start, before the allocator serves writes.
+func (a *Allocator) Load(svcs []*corev1.Service) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, kv := range kvs {
-		obj, err := h.objects.decode(kv)
-		if err != nil {
-			return err
-		}
-		a.markLocked(obj.(*corev1.Service))
+	for _, svc := range svcs {
+		a.markLocked(svc)
 	}
-	return nil
 }
 
-func (a *serviceAllocator) markLocked(svc *corev1.Service) {
+func (a *Allocator) markLocked(svc *corev1.Service) {
 	for _, ip := range svc.Spec.ClusterIPs {
 		if addr, err := netip.ParseAddr(ip); err == nil {
 			a.mu.ips[addr] = true
@@ -94,8 +84,12 @@ func (a *serviceAllocator) markLocked(svc *corev1.Service) {
 	}
 }
 
+// FirstAddress is the first usable address of the range, the one
+// upstream gives the "kubernetes" Service.
+func (a *Allocator) FirstAddress() netip.Addr { return a.addrAt(0) }
+
 // addrAt is the i-th usable address of the range (0-based).
-func (a *serviceAllocator) addrAt(i int64) netip.Addr {
+func (a *Allocator) addrAt(i int64) netip.Addr {
 	base := new(big.Int).SetBytes(a.prefix.Addr().AsSlice())
 	base.Add(base, big.NewInt(i+1))
 	b := base.FillBytes(make([]byte, 4))
@@ -105,7 +99,7 @@ func (a *serviceAllocator) addrAt(i int64) netip.Addr {
 
 // allocate fills in svc's ClusterIP and NodePorts. It returns a release
 // function that undoes exactly what it took.
-func (a *serviceAllocator) allocate(svc *corev1.Service) (func(), error) {
+func (a *Allocator) allocate(svc *corev1.Service) (func(), error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ips, ports, err := a.allocateLocked(svc)
@@ -121,7 +115,7 @@ func (a *serviceAllocator) allocate(svc *corev1.Service) (func(), error) {
 
 // allocateLocked fills in and marks svc's ClusterIP and NodePorts; it
 // returns what it marked. On error nothing stays marked.
-func (a *serviceAllocator) allocateLocked(svc *corev1.Service) (takenIPs []netip.Addr, takenPorts []int, err error) {
+func (a *Allocator) allocateLocked(svc *corev1.Service) (takenIPs []netip.Addr, takenPorts []int, err error) {
 	fail := func(err error) ([]netip.Addr, []int, error) {
 		a.freeLocked(takenIPs, takenPorts)
 		return nil, nil, err
@@ -186,7 +180,7 @@ func needsNodePorts(svc *corev1.Service) bool {
 
 // nextFreeIPLocked starts at a random offset so concurrent allocations
 // rarely contend and freed addresses are not reused at once.
-func (a *serviceAllocator) nextFreeIPLocked() (netip.Addr, bool) {
+func (a *Allocator) nextFreeIPLocked() (netip.Addr, bool) {
 	start := rand.Int64N(a.size)
 	for i := int64(0); i < a.size; i++ {
 		addr := a.addrAt((start + i) % a.size)
@@ -197,7 +191,7 @@ func (a *serviceAllocator) nextFreeIPLocked() (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-func (a *serviceAllocator) nextFreePortLocked() (int, bool) {
+func (a *Allocator) nextFreePortLocked() (int, bool) {
 	n := a.portHigh - a.portLow + 1
 	start := rand.IntN(n)
 	for i := 0; i < n; i++ {
@@ -210,7 +204,7 @@ func (a *serviceAllocator) nextFreePortLocked() (int, bool) {
 }
 
 // freeLocked unmarks addresses and ports.
-func (a *serviceAllocator) freeLocked(ips []netip.Addr, ports []int) {
+func (a *Allocator) freeLocked(ips []netip.Addr, ports []int) {
 	for _, ip := range ips {
 		delete(a.mu.ips, ip)
 	}
@@ -235,7 +229,7 @@ func held(svc *corev1.Service) (ips []netip.Addr, ports []int) {
 }
 
 // releaseService frees everything a deleted Service held.
-func (a *serviceAllocator) releaseService(svc *corev1.Service) {
+func (a *Allocator) releaseService(svc *corev1.Service) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.freeLocked(held(svc))
@@ -247,7 +241,7 @@ func (a *serviceAllocator) releaseService(svc *corev1.Service) {
 // is freed yet: finish(true), once the update is stored, frees what svc no
 // longer holds; finish(false) (dry run, failed or no-op write) frees what
 // svc newly took. finish must be called exactly once.
-func (a *serviceAllocator) reallocate(svc, old *corev1.Service) (finish func(written bool), err error) {
+func (a *Allocator) reallocate(svc, old *corev1.Service) (finish func(written bool), err error) {
 	if !needsNodePorts(svc) {
 		for i := range svc.Spec.Ports {
 			svc.Spec.Ports[i].NodePort = 0
@@ -296,45 +290,4 @@ func minus[T comparable](a, b []T) []T {
 		}
 	}
 	return out
-}
-
-// serviceHooks wires allocation into the Service resource.
-func (a *serviceAllocator) hooks(h *resourceHandler) {
-	var mu sync.Mutex
-	pending := map[*corev1.Service]func(){}
-	h.hooks.beforeCreate = func(ctx context.Context, obj runtime.Object, dryRun bool) error {
-		svc := obj.(*corev1.Service)
-		release, err := a.allocate(svc)
-		if err != nil {
-			return err
-		}
-		if dryRun {
-			release()
-			return nil
-		}
-		mu.Lock()
-		pending[svc] = release
-		mu.Unlock()
-		return nil
-	}
-	h.hooks.createFailed = func(obj runtime.Object) {
-		mu.Lock()
-		release := pending[obj.(*corev1.Service)]
-		delete(pending, obj.(*corev1.Service))
-		mu.Unlock()
-		if release != nil {
-			release()
-		}
-	}
-	h.hooks.afterCreate = func(obj runtime.Object) {
-		mu.Lock()
-		delete(pending, obj.(*corev1.Service))
-		mu.Unlock()
-	}
-	h.hooks.beforeUpdate = func(ctx context.Context, obj, old runtime.Object) (func(bool), error) {
-		return a.reallocate(obj.(*corev1.Service), old.(*corev1.Service))
-	}
-	h.hooks.afterDelete = func(obj runtime.Object) {
-		a.releaseService(obj.(*corev1.Service))
-	}
 }

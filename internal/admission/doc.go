@@ -1,0 +1,58 @@
+// Package admission decides, between a write's arrival and its storage,
+// whether it may happen and what it finally stores: a chain of plugins the
+// REST handlers call at fixed points, so new policy (webhooks,
+// ValidatingAdmissionPolicy, ServiceAccount, NodeRestriction) is a plugin
+// added to the chain, never a change to a handler.
+//
+// A write goes through the API server in this order (create, update,
+// patch, delete, and the subresources binding, eviction, finalize, scale,
+// status):
+//
+//	decode ─► defaults (registry strategy: PrepareForCreate/Update)
+//	       ─► Chain.Admit      mutating plugins, in order; may change Object
+//	       ─► validation       registry strategy: Validate/ValidateUpdate
+//	       ─► Chain.Allocate   allocating steps (ClusterIPs, node ports)
+//	       ─► managed fields
+//	       ─► Chain.Validate   validating plugins; see the final object
+//	       ─► storage write    compare-and-swap
+//	       ─► Finish(written)  the allocations kept or given back
+//
+// as upstream's: mutating admission before the strategy's validation,
+// validating admission after it, allocation (upstream's BeginCreate /
+// BeginUpdate registry hooks) between the two, so validating plugins see
+// the addresses a Service got and nothing is allocated for a request the
+// strategy refuses. A DELETE is admitted with neither object, then
+// validated with the stored one as OldObject before it is removed or
+// marked; an update is admitted again on every compare-and-swap attempt,
+// against the object it is applied to. The server's own writes on its
+// authority (a binding's pod update, finalize) are admitted as the
+// subresource request that asked for them, as upstream.
+//
+// # Why not k8s.io/apiserver/pkg/admission
+//
+// The interfaces follow upstream's: Operation, Attributes,
+// Handles(operation), a MutationInterface with Admit and a
+// ValidationInterface with Validate, a chain that runs every mutating
+// plugin, then every validating one. They are smaller in three ways, and
+// the module does not depend on k8s.io/apiserver (its dependency tree is
+// larger than Myriad's):
+//
+//   - Attributes is a struct, not an interface of getters: there is one
+//     implementation, the handlers fill it in without an allocation per
+//     getter, and a webhook plugin builds its AdmissionReview from the
+//     fields as easily.
+//   - No ObjectInterfaces argument: every object is the served version of
+//     its Kind (Myriad serves one version per resource and never converts),
+//     so plugins need no scheme to convert or default.
+//   - No annotations or reinvocation yet: the webhook plugin that needs
+//     them adds them to Attributes.
+//
+// AllocationInterface has no upstream counterpart in this package: it is
+// the registry's begin/finish hook pair, run by the chain so that the
+// handlers call one thing at one place (see its comment and package
+// serviceip).
+//
+// The plugins live in subpackages, one each: namespacelifecycle, priority,
+// serviceip. The API server builds the chain (internal/apiserver,
+// admission.go) because the plugins read through its stores and caches.
+package admission

@@ -1,0 +1,118 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/myriad-k8s/myriad/internal/admission"
+	"github.com/myriad-k8s/myriad/internal/admission/namespacelifecycle"
+	"github.com/myriad-k8s/myriad/internal/admission/priority"
+	"github.com/myriad-k8s/myriad/internal/admission/serviceip"
+	"github.com/myriad-k8s/myriad/internal/apiserver/request"
+	"github.com/myriad-k8s/myriad/internal/cache"
+)
+
+var (
+	servicesGVR        = corev1.SchemeGroupVersion.WithResource("services")
+	priorityClassesGVR = schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")
+)
+
+// newAdmission builds the admission chain over the server's handlers, in
+// upstream's plugin order: NamespaceLifecycle, Priority, then the
+// ClusterIP and node port allocation. A plugin is added here; the REST
+// handlers call the chain and need no change.
+func (s *Server) newAdmission() (*admission.Chain, error) {
+	var err error
+	if s.services, err = serviceip.New(s.cfg.ServiceClusterIPRange, s.cfg.ServiceNodePortRange); err != nil {
+		return nil, err
+	}
+	plugins := []admission.Interface{namespacelifecycle.New(s.namespaceForAdmission)}
+	if pcs, ok := s.handlers[priorityClassesGVR]; ok {
+		plugins = append(plugins, priority.New(func(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
+			obj, _, err := pcs.objects.get(ctx, "", name)
+			if err != nil {
+				return nil, err
+			}
+			return obj.(*schedulingv1.PriorityClass), nil
+		}))
+	}
+	plugins = append(plugins, s.services)
+	return admission.NewChain(plugins...)
+}
+
+// namespaceForAdmission reads a namespace from the namespaces cache as it
+// stands (a store read per create cost a tenth of the create path) and
+// only reads the store when the cache has not seen it yet, so a namespace
+// created a moment ago is found.
+func (s *Server) namespaceForAdmission(ctx context.Context, name string) (runtime.Object, error) {
+	obj, err := s.namespaces.cache.Get(ctx, s.namespaces.objects.key("", name), "0")
+	if cache.IsNotFound(err) {
+		obj, _, err = s.namespaces.objects.get(ctx, "", name)
+	}
+	if cache.IsNotFound(err) {
+		return nil, apierrors.NewNotFound(s.namespaces.objects.gr, name)
+	}
+	return obj, err
+}
+
+// loadServiceAllocations gives the allocator what the stored Services
+// hold, before the server takes writes.
+func (s *Server) loadServiceAllocations(ctx context.Context) error {
+	h, ok := s.handlers[servicesGVR]
+	if !ok {
+		return nil
+	}
+	kvs, _, err := h.objects.store.List(ctx, h.objects.prefix())
+	if err != nil {
+		return fmt.Errorf("loading service allocations: %w", err)
+	}
+	svcs := make([]*corev1.Service, 0, len(kvs))
+	for _, kv := range kvs {
+		obj, err := h.objects.decode(kv)
+		if err != nil {
+			return err
+		}
+		svcs = append(svcs, obj.(*corev1.Service))
+	}
+	s.services.Load(svcs)
+	return nil
+}
+
+// attributes describe a write of h's resource for the admission chain. A
+// subresource whose object is of another kind (Binding, Scale) sets Kind
+// itself.
+func (h *resourceHandler) attributes(ctx context.Context, op admission.Operation, ns, name, subresource string, obj, old runtime.Object, opts writeOptions) *admission.Attributes {
+	a := &admission.Attributes{
+		Operation: op, Resource: h.res.GroupVersionResource(), Subresource: subresource,
+		Kind: h.res.GroupVersionKind(), Namespace: ns, Name: name,
+		Object: obj, OldObject: old, DryRun: opts.dryRun,
+	}
+	if u, ok := request.UserFrom(ctx); ok {
+		a.User = u
+	}
+	var dryRun []string
+	if opts.dryRun {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	switch op {
+	case admission.Create:
+		a.Options = &metav1.CreateOptions{DryRun: dryRun, FieldManager: opts.manager()}
+	case admission.Update:
+		a.Options = &metav1.UpdateOptions{DryRun: dryRun, FieldManager: opts.manager()}
+	}
+	return a
+}
+
+// deleteAttributes describe a delete of ns/name with opts.
+func (h *resourceHandler) deleteAttributes(ctx context.Context, ns, name string, opts *metav1.DeleteOptions) *admission.Attributes {
+	a := h.attributes(ctx, admission.Delete, ns, name, "", nil, nil, writeOptions{})
+	a.DryRun = len(opts.DryRun) > 0 && opts.DryRun[0] == metav1.DryRunAll
+	a.Options = opts
+	return a
+}
