@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/myriad-k8s/myriad/internal/procstat"
 )
 
 const protobufType = "application/vnd.kubernetes.protobuf"
@@ -400,7 +402,12 @@ func (s *Sim) Stats() Stats {
 		gap = max(gap, n.currentGap(now))
 	}
 	st.MaxRenewGap = gap
-	st.CPUSeconds, st.RSSBytes = processUsage()
+	if cpu, err := procstat.ReadCPU(procstat.Self); err == nil {
+		st.CPUSeconds = cpu.Seconds()
+	}
+	if rss, _, err := procstat.ReadMemory(procstat.Self); err == nil {
+		st.RSSBytes = uint64(rss)
+	}
 	return st
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/myriad-k8s/myriad/internal/controlplane"
+	"github.com/myriad-k8s/myriad/internal/procstat"
 )
 
 // Content types client-go sends and accepts in this benchmark.
@@ -168,8 +169,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	if res.InProcess {
-		if st, err := readProcStatus(0); err == nil {
-			res.PeakRSS = st.hwm
+		if _, peak, err := procstat.ReadMemory(procstat.Self); err == nil {
+			res.PeakRSS = peak
 		}
 	}
 	return res, nil

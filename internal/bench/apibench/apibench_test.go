@@ -121,12 +121,6 @@ func TestSetCPU(t *testing.T) {
 	}
 }
 
-func TestProcCPU(t *testing.T) {
-	if _, err := procCPU(os.Getpid()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestMetricValue(t *testing.T) {
 	text := "# HELP process_resident_memory_bytes x\nprocess_resident_memory_bytes 1.2345e+08\ngo_memstats_heap_alloc_bytes 42\n"
 	if v := metricValue(text, "process_resident_memory_bytes"); v != 123450000 {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
+	"github.com/myriad-k8s/myriad/internal/procstat"
 )
 
 // leaseNamespace holds node Leases, as upstream's kubelets keep them.
@@ -187,7 +188,7 @@ func (b *bench) reads(ctx context.Context, res *Result) error {
 func (b *bench) listAll(ctx context.Context) ([]ListAll, error) {
 	var out []ListAll
 	for _, ct := range []string{protobufType, jsonType} {
-		pid, observe := 0, b.inProcess
+		pid, observe := procstat.Self, b.inProcess
 		if !b.inProcess && b.cfg.ServerPID > 0 {
 			pid, observe = b.cfg.ServerPID, true
 		}
@@ -196,12 +197,12 @@ func (b *bench) listAll(ctx context.Context) ([]ListAll, error) {
 		}
 		var la ListAll
 		la.ContentType = ct
-		var sampler *rssSampler
+		var peak *procstat.Peak
 		if observe {
-			if st, err := readProcStatus(pid); err == nil {
-				la.RSSBefore = st.rss
+			if rss, _, err := procstat.ReadMemory(pid); err == nil {
+				la.RSSBefore = rss
 			}
-			sampler = startRSSSampler(pid)
+			peak = procstat.StartPeak(pid, 5*time.Millisecond)
 		}
 		start := time.Now()
 		body, err := b.cs.CoreV1().RESTClient().Get().Resource("pods").SetHeader("Accept", ct).Stream(ctx)
@@ -209,8 +210,8 @@ func (b *bench) listAll(ctx context.Context) ([]ListAll, error) {
 			la.Bytes, err = drain(body)
 		}
 		la.Time = time.Since(start)
-		if sampler != nil {
-			la.PeakRSS = sampler.stop()
+		if peak != nil {
+			la.PeakRSS = peak.Stop()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("apibench: list all (%s): %w", ct, err)

@@ -1,19 +1,14 @@
 package apibench
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
+	"github.com/myriad-k8s/myriad/internal/procstat"
 )
 
 // runN performs op n times from w goroutines and returns the calls'
@@ -85,78 +80,6 @@ func newStat(name string, lat []time.Duration, elapsed time.Duration) *Stat {
 	return st
 }
 
-// procStatus is the memory part of /proc/PID/status, in bytes.
-type procStatus struct{ rss, hwm int64 }
-
-// readProcStatus reads /proc/PID/status; pid 0 is this process.
-func readProcStatus(pid int) (procStatus, error) {
-	path := "/proc/self/status"
-	if pid > 0 {
-		path = "/proc/" + strconv.Itoa(pid) + "/status"
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return procStatus{}, fmt.Errorf("apibench: %w", err)
-	}
-	defer f.Close()
-	var st procStatus
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(val)
-		if len(fields) == 0 {
-			continue
-		}
-		kb, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch key {
-		case "VmRSS":
-			st.rss = kb << 10
-		case "VmHWM":
-			st.hwm = kb << 10
-		}
-	}
-	return st, sc.Err()
-}
-
-// rssSampler records the highest RSS of a process, sampled every 5 ms.
-type rssSampler struct {
-	quit chan struct{}
-	peak chan int64
-}
-
-func startRSSSampler(pid int) *rssSampler {
-	s := &rssSampler{quit: make(chan struct{}), peak: make(chan int64, 1)}
-	go func() {
-		var peak int64
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for {
-			if st, err := readProcStatus(pid); err == nil {
-				peak = max(peak, st.rss)
-			}
-			select {
-			case <-s.quit:
-				s.peak <- peak
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return s
-}
-
-// stop ends sampling and returns the peak RSS seen.
-func (s *rssSampler) stop() int64 {
-	close(s.quit)
-	return <-s.peak
-}
-
 // cpuReading is the CPU time (user+system) the server and this process
 // have used so far; ok fields say whether each could be read.
 type cpuReading struct {
@@ -184,42 +107,16 @@ func (s *Stat) setCPU(before, after cpuReading) {
 // cores with a local server.
 func (b *bench) cpu() cpuReading {
 	var r cpuReading
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
-		r.self, r.selfOK = time.Duration(ru.Utime.Nano()+ru.Stime.Nano()), true
+	if d, err := procstat.ReadCPU(procstat.Self); err == nil {
+		r.self, r.selfOK = d, true
 	}
 	switch {
 	case b.inProcess:
 		r.server, r.serverOK = r.self, r.selfOK
 		r.selfOK = false
 	case b.cfg.ServerPID > 0:
-		d, err := procCPU(b.cfg.ServerPID)
+		d, err := procstat.ReadCPU(b.cfg.ServerPID)
 		r.server, r.serverOK = d, err == nil
 	}
 	return r
-}
-
-// procCPU reads utime+stime of pid from /proc/PID/stat (in clock ticks of
-// 1/100 s, USER_HZ on Linux).
-func procCPU(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, fmt.Errorf("apibench: %w", err)
-	}
-	// The command name (field 2) may hold spaces; fields after it are
-	// space-separated, starting at field 3 (state).
-	i := strings.LastIndexByte(string(raw), ')')
-	if i < 0 {
-		return 0, fmt.Errorf("apibench: unexpected /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(raw[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("apibench: unexpected /proc/%d/stat", pid)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("apibench: unexpected /proc/%d/stat", pid)
-	}
-	return time.Duration(utime+stime) * (time.Second / 100), nil
 }

@@ -11,6 +11,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/myriad-k8s/myriad/internal/procstat"
 )
 
 func TestSummarize(t *testing.T) {
@@ -169,7 +171,7 @@ func TestMonitorAccumulatesAcrossRestart(t *testing.T) {
 			CPUSeconds: cpu, RSSBytes: 1 << 20, HasProcess: true, StartTime: startTime}
 	}
 	for _, s := range []Scrape{scr(0, 100, 10, 1), scr(1, 150, 11, 1), scr(2, 20, 0.5, 2), scr(3, 30, 1, 2)} {
-		m.addLocked(s, 0, ProcSample{}, false)
+		m.addLocked(s, 0, procstat.Sample{}, false)
 	}
 	tot := m.copyTotalsLocked()
 	if got := tot.Requests[post]; got != 50+20+10 {
@@ -184,22 +186,6 @@ func TestMonitorAccumulatesAcrossRestart(t *testing.T) {
 	since := tot.Since(Totals{Requests: map[RequestKey]float64{post: 50}, CPUSeconds: 1})
 	if since.Requests[post] != 30 || since.CPUSeconds != 1 {
 		t.Errorf("since %+v", since)
-	}
-}
-
-func TestParseProc(t *testing.T) {
-	stat := []byte("1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 500 0 0 0 250 150 0 0 20 0 8 0 100 0 0")
-	cpu, err := parseStatCPU(stat)
-	if err != nil || cpu != 4 {
-		t.Errorf("cpu %v, %v; want 4 s", cpu, err)
-	}
-	rss, err := parseStatusRSS([]byte("Name:\tx\nVmPeak:\t 9 kB\nVmRSS:\t    2048 kB\n"))
-	if err != nil || rss != 2<<20 {
-		t.Errorf("rss %v, %v", rss, err)
-	}
-	self, err := ReadProc(os.Getpid())
-	if err != nil || self.RSSBytes <= 0 {
-		t.Errorf("own process: %+v, %v", self, err)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/myriad-k8s/myriad/internal/procstat"
 )
 
 // Totals are counts accumulated since a Monitor started, across server
@@ -137,10 +139,10 @@ func (m *Monitor) Mark(ctx context.Context) (Totals, error) {
 	defer m.scrapeMu.Unlock()
 	s, err := m.cfg.Metrics.Scrape(ctx)
 	pid := m.cfg.PID()
-	var proc ProcSample
+	var proc procstat.Sample
 	var procErr error = errNoPID
 	if pid > 0 {
-		proc, procErr = ReadProc(pid)
+		proc, procErr = procstat.Read(pid)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -165,7 +167,7 @@ func (m *Monitor) copyTotalsLocked() Totals {
 }
 
 // addLocked folds scrape s into the totals and series.
-func (m *Monitor) addLocked(s Scrape, pid int, proc ProcSample, haveProc bool) {
+func (m *Monitor) addLocked(s Scrape, pid int, proc procstat.Sample, haveProc bool) {
 	restarted := m.mu.prev != nil && (s.StartTime != m.mu.prev.StartTime || s.CPUSeconds < m.mu.prev.CPUSeconds)
 	if m.mu.prev != nil {
 		for k, v := range s.Requests {
@@ -183,7 +185,7 @@ func (m *Monitor) addLocked(s Scrape, pid int, proc ProcSample, haveProc bool) {
 	cpu := s.CPUSeconds
 	rss := s.RSSBytes
 	if haveProc {
-		cpu, rss = proc.CPUSeconds, proc.RSSBytes
+		cpu, rss = proc.CPU.Seconds(), float64(proc.RSS)
 	}
 	if m.mu.started {
 		d := cpu - m.mu.prevCPU

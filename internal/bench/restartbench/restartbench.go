@@ -7,11 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +24,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
 
 	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
+	"github.com/myriad-k8s/myriad/internal/procstat"
 )
 
 // Config says what to load and where.
@@ -114,7 +113,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
-	res.RSSWhenReady = rss()
+	if rss, _, err := procstat.ReadMemory(procstat.Self); err == nil {
+		res.RSSWhenReady = uint64(rss)
+	}
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -198,21 +199,6 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// rss is this process's resident set in bytes (Linux), 0 when unknown.
-func rss() uint64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseUint(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // Write prints r as a markdown table.

@@ -8,12 +8,12 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
+	"github.com/myriad-k8s/myriad/internal/procstat"
 	"github.com/myriad-k8s/myriad/internal/scheduler/cache"
 	"github.com/myriad-k8s/myriad/internal/scheduler/core"
 	"github.com/myriad-k8s/myriad/internal/scheduler/framework"
@@ -250,11 +250,9 @@ func cpuSpread(c *cache.Cache) (mean, stddev, lo, hi float64) {
 	return mean, stddev, lo, hi
 }
 
-// processCPU is the process's user+system CPU time so far.
+// processCPU is the process's user+system CPU time so far (0 where it
+// cannot be read).
 func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := procstat.ReadCPU(procstat.Self)
+	return d
 }
