@@ -28,9 +28,10 @@ import (
 //
 // If the history is gone (compacted while replaying) or the store fails,
 // the window starts at R as before. If an event's previous value is unknown
-// (history written before the store recorded it, or a value that does not
-// decode), the window starts after that event instead: it only ever holds
-// events it can replay exactly.
+// (an update that repaired a value the store could not read, which carries
+// none: storage.Event.PrevValue) or does not decode, the window starts
+// after that event instead: it only ever holds events it can replay
+// exactly.
 
 // prefillTimeout bounds the wait for the history up to the list revision.
 // The store promises it (events in order, then the requested progress
@@ -165,8 +166,8 @@ func (c *Cache) windowFromHistory(st *state, from int64, hist []storage.Event) *
 			}
 			prev = e
 		default:
-			// An update or delete whose previous value the store did not
-			// record.
+			// An update that replaced a value the store could not read:
+			// its previous value is unknown.
 			cut(ev.Revision)
 			last[ev.Key] = cur
 			continue

@@ -169,8 +169,8 @@ func TestRestartPrefillCompacted(t *testing.T) {
 
 // historyStore is the real store with its history watches doctored: fail
 // makes a watch from before the list fail as if compacted meanwhile;
-// stripPrev clears PrevValue on that revision, as history written before
-// the store recorded previous values replays.
+// stripPrev clears PrevValue on that revision, as an update that repaired
+// a damaged value replays.
 type historyStore struct {
 	storage.Store
 	fail      atomic.Bool
@@ -246,15 +246,16 @@ func TestRestartPrefillFallbacks(t *testing.T) {
 	e.waitRev(r9)
 	e.c.Stop()
 
-	// r5 (the delete of a, last written before the window) replays
-	// without its previous value.
+	// r4 (the update of b, last written before the window) replays
+	// without its previous value, as an update that repaired a damaged
+	// value does.
 	e.startCache(func(c *Config) {
-		c.Store = &historyStore{Store: real, stripPrev: r[5]}
-		c.PrefillRevisions = r9 - r[4] // from r4
+		c.Store = &historyStore{Store: real, stripPrev: r[4]}
+		c.PrefillRevisions = r9 - r[3] // from r3
 	})
-	if _, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: formatRV(r[4])}); !apierrors.IsResourceExpired(err) {
-		t.Fatalf("watch from %d, before an event with unknown prev: %v, want 410", r[4], err)
+	if _, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: formatRV(r[3])}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch from %d, before an event with unknown prev: %v, want 410", r[3], err)
 	}
-	expectEvents(t, e, WatchOptions{ResourceVersion: formatRV(r[5])},
-		fmt.Sprintf("ADDED ns/c@%d", r[6]), fmt.Sprintf("MODIFIED ns/c@%d", r[7]), fmt.Sprintf("ADDED ns/d@%d", r9))
+	expectEvents(t, e, WatchOptions{ResourceVersion: formatRV(r[4])},
+		fmt.Sprintf("DELETED ns/a@%d", r[5]), fmt.Sprintf("ADDED ns/c@%d", r[6]), fmt.Sprintf("MODIFIED ns/c@%d", r[7]), fmt.Sprintf("ADDED ns/d@%d", r9))
 }

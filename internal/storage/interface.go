@@ -61,10 +61,11 @@ type Event struct {
 	// see the earlier write (a cache filling its event window from history)
 	// know what changed, as etcd's PrevKV watch option does. An empty
 	// previous value is a non-nil empty slice. Like Value it is shared
-	// between watchers and must not be modified. A backend may return nil
-	// for history written before it recorded previous values (see its
-	// docs): a consumer must then treat the previous value of an update
-	// (CreateRevision < Revision) or a delete as unknown, not as absent.
+	// between watchers and must not be modified. One update has none: an
+	// update that replaced a value the backend could not read (damaged on
+	// disk, ErrCorrupt; such an update is how it is repaired) carries nil
+	// and PrevModRevision 0, and a consumer must treat its previous value
+	// as unknown, not as absent. A delete always carries the deleted value.
 	PrevValue []byte
 	// PrevModRevision is the ModRevision of PrevValue (0 when PrevValue is
 	// nil), so a consumer can serve the previous object as of its own

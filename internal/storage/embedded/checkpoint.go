@@ -53,7 +53,7 @@ func checkpointKey(rev int64, key []byte) []byte {
 // checkpointRecord encodes key's record in the checkpoint at revision rev.
 func checkpointRecord(rev int64, key []byte, m keyMeta) (dbKey, rec []byte) {
 	dbKey = checkpointKey(rev, key)
-	return dbKey, encodeLatest(dbKey, m.mod, m.create, nil)
+	return dbKey, encodeCheckpoint(dbKey, m)
 }
 
 // checkpointKeysFactor: the key log may hold this many writes per live key
@@ -162,8 +162,8 @@ func loadCheckpoint(r pebble.Reader, x *keyIndex, rev int64, log *slog.Logger) e
 	upper := checkpointKey(rev+1, nil)
 	err := scanRecords(r, lower, upper, func(dbKey, rec []byte) error {
 		key := dbKey[9:]
-		m, ok := decodeRevisions(dbKey, rec)
-		if !ok || len(rec) != latestHeader {
+		m, ok := decodeCheckpoint(dbKey, rec)
+		if !ok {
 			log.Error("embedded store: a damaged key-index checkpoint record; reading history for its key", "key", string(key), "checkpoint", rev)
 			damaged[string(key)] = true
 			return nil
@@ -209,7 +209,7 @@ func replacements(r pebble.Reader) (map[int64]int64, error) {
 func recoverKeys(r pebble.Reader, damaged map[string]bool, log *slog.Logger) (map[string]keyMeta, error) {
 	last := map[string]storage.Event{}
 	err := scanRecords(r, []byte{historyPrefix}, []byte{historyPrefix + 1}, func(dbKey, rec []byte) error {
-		ev, _, err := decodeHistoryFor(dbKey, rec, "\xff") // keys start with '/': no values copied
+		ev, err := decodeHistoryFor(dbKey, rec, "\xff") // keys start with '/': no values copied
 		if err == nil && damaged[ev.Key] {
 			last[ev.Key] = ev
 		}

@@ -9,61 +9,42 @@ import (
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
-// On-disk layout (see doc.go for the reasoning):
+// On-disk layout (FORMAT.md has it byte by byte, doc.go the reasoning):
 //
-//	"x" + bigendian(rev) -> key-log record: crc32c(4) | type(1) | createRev(8) | key   (keyindex.go)
-//	                        the key the write at rev wrote: Open rebuilds the key index from these
 //	"h" + bigendian(rev) -> history record: crc32c(4) | type(1) | createRev(8) | [prevModRev(8)] | uvarint(len key) | key | value
 //	                        prevModRev is there when type has prevRevFlag (updates and deletes);
 //	                        the previous value is the value of the history record at prevModRev.
+//	"x" + bigendian(rev) -> key-log record: crc32c(4) | type(1) | createRev(8) | key   (keyindex.go)
+//	                        the key the write at rev wrote: Open rebuilds the key index from these
 //	"r" + bigendian(rev) -> retire record:  crc32c(4) | prevModRev(8) | flags(1)
 //	                        history that the write at rev made obsolete: the record at prevModRev,
 //	                        and with retireSelf the record at rev too (a delete)
+//	"c" + bigendian(C) + key -> checkpoint record: crc32c(4) | modRev(8) | createRev(8)   (checkpoint.go)
 //	"m/current"          -> meta record:    crc32c(4) | rev(8)   (revision of the last committed write)
 //	"m/compacted"        -> meta record:    crc32c(4) | rev(8)   (history <= rev is gone except each key's write current at rev)
-//	"m/format"           -> meta record:    crc32c(4) | format(8)
-//
-// Stores of format 2 and older (migrate.go) instead had an index record per
-// key, and no key-log records:
-//
-//	"i" + key            -> index record:   crc32c(4) | modRev(8) | createRev(8)
-//
-// Stores of format 1 and older also had
-//
-//	"k" + key            -> latest record:  crc32c(4) | modRev(8) | createRev(8) | value
-//
-// and history records carrying the previous value itself (hasPrevFlag):
-//
-//	crc32c(4) | type(1) | createRev(8) | uvarint(len key) | key | uvarint(len value) | value | prevModRev(8) | prev
+//	"m/checkpoint"       -> meta record:    crc32c(4) | C(8)     (the latest checkpoint's revision)
+//	"m/format"           -> meta record:    crc32c(4) | format(8)   (format.go)
 //
 // Every checksum also covers the pebble key the record is stored under, so a
 // record copied or misplaced under another key (or another revision) fails
 // validation just like a flipped bit does.
 const (
-	latestPrefix  = 'k'
 	historyPrefix = 'h'
 	retirePrefix  = 'r'
 	keyLogPrefix  = 'x'
-	indexPrefix   = 'i' // format 2 and older
 
-	latestHeader  = 4 + 8 + 8
 	historyHeader = 4 + 1 + 8
 	metaLen       = 4 + 8
 	retireLen     = 4 + 8 + 1
 	keyLogHeader  = 4 + 1 + 8
+	checkpointLen = 4 + 8 + 8
 )
 
-// Flags in a history record's type byte.
-const (
-	// hasPrevFlag: the record carries the previous value inline (updates
-	// and deletes written by format 1). Still decoded; no longer written.
-	hasPrevFlag = 0x80
-	// prevRevFlag: the record names the revision of the value it replaced
-	// (updates and deletes); that value is the history record there, which
-	// compaction keeps until it compacts past this one.
-	prevRevFlag = 0x40
-	typeMask    = 0x3f
-)
+// prevRevFlag in a history record's type byte: the record names the
+// revision of the value it replaced (updates and deletes); that value is
+// the history record there, which compaction keeps until it compacts past
+// this one.
+const prevRevFlag = 0x40
 
 // retireSelf in a retire record's flags: the write at its revision was a
 // delete, so its own history record goes too.
@@ -89,47 +70,24 @@ func historyKey(rev int64) []byte {
 	return b
 }
 
-func encodeLatest(dbKey []byte, modRev, createRev int64, value []byte) []byte {
-	b := make([]byte, latestHeader+len(value))
-	putLatest(b, dbKey, modRev, createRev, value)
+// encodeCheckpoint encodes the checkpoint record stored under dbKey: the
+// revisions m of the key dbKey names.
+func encodeCheckpoint(dbKey []byte, m keyMeta) []byte {
+	b := make([]byte, checkpointLen)
+	binary.BigEndian.PutUint64(b[4:], uint64(m.mod))
+	binary.BigEndian.PutUint64(b[12:], uint64(m.create))
+	binary.BigEndian.PutUint32(b, checksum(dbKey, b[4:]))
 	return b
 }
 
-// putLatest writes the latest record into b, which is latestHeader +
-// len(value) bytes: the writer encodes straight into a Pebble batch.
-func putLatest(b, dbKey []byte, modRev, createRev int64, value []byte) {
-	binary.BigEndian.PutUint64(b[4:], uint64(modRev))
-	binary.BigEndian.PutUint64(b[12:], uint64(createRev))
-	copy(b[latestHeader:], value)
-	binary.BigEndian.PutUint32(b, checksum(dbKey, b[4:]))
-}
-
-// decodeRevisions validates a record that begins with the latest record's
-// header (latest, index and checkpoint records) and returns the revisions
-// in it; ok is false if the record is damaged.
-func decodeRevisions(dbKey, rec []byte) (m keyMeta, ok bool) {
-	if len(rec) < latestHeader || checksum(dbKey, rec[4:]) != binary.BigEndian.Uint32(rec) {
+// decodeCheckpoint validates and decodes the checkpoint record stored
+// under dbKey; ok is false if it is damaged.
+func decodeCheckpoint(dbKey, rec []byte) (m keyMeta, ok bool) {
+	if len(rec) != checkpointLen || checksum(dbKey, rec[4:]) != binary.BigEndian.Uint32(rec) {
 		return keyMeta{}, false
 	}
-	return keyMeta{mod: int64(binary.BigEndian.Uint64(rec[4:])), create: int64(binary.BigEndian.Uint64(rec[12:]))}, true
-}
-
-// decodeLatest validates and decodes a latest record. The returned value is a
-// fresh copy: pebble owns rec and may reuse it once its closer is called.
-func decodeLatest(key string, dbKey, rec []byte) (storage.KeyValue, error) {
-	if len(rec) < latestHeader {
-		return storage.KeyValue{}, fmt.Errorf("embedded: record for key %q is %d bytes, shorter than its %d-byte header: %w", key, len(rec), latestHeader, storage.ErrCorrupt)
-	}
-	modRev := int64(binary.BigEndian.Uint64(rec[4:]))
-	if got, want := checksum(dbKey, rec[4:]), binary.BigEndian.Uint32(rec); got != want {
-		return storage.KeyValue{}, fmt.Errorf("embedded: record for key %q at revision %d fails its checksum (stored %08x, computed %08x): %w", key, modRev, want, got, storage.ErrCorrupt)
-	}
-	return storage.KeyValue{
-		Key:            key,
-		Value:          append([]byte{}, rec[latestHeader:]...),
-		ModRevision:    modRev,
-		CreateRevision: int64(binary.BigEndian.Uint64(rec[12:])),
-	}, nil
+	m = keyMeta{mod: int64(binary.BigEndian.Uint64(rec[4:])), create: int64(binary.BigEndian.Uint64(rec[12:]))}
+	return m, m.create > 0 && m.create <= m.mod
 }
 
 // encodeHistory encodes ev's history record. ev.PrevModRevision != 0 marks
@@ -172,73 +130,61 @@ func putHistory(b []byte, ev storage.Event) {
 }
 
 // decodeHistory validates and decodes the history record stored under dbKey.
-// The returned event owns its Value and PrevValue. prevByRev reports that the
-// previous value is not in the record: it is the value of the history record
-// at ev.PrevModRevision (readPrevValue).
-func decodeHistory(dbKey, rec []byte) (ev storage.Event, prevByRev bool, err error) {
+// The returned event owns its Value. Its PrevValue is not in the record: an
+// event with a PrevModRevision has it in the history record there
+// (readPrevValue); an update without one replaced a value that was damaged
+// (writer.go) and has none.
+func decodeHistory(dbKey, rec []byte) (storage.Event, error) {
 	return decodeHistoryFor(dbKey, rec, "")
 }
 
 // decodeHistoryFor is decodeHistory for a reader interested only in keys
 // with the given prefix: for other keys the record is still validated but
-// its values are not copied (a watch replaying the global log would
+// its value is not copied (a watch replaying the global log would
 // otherwise copy every other resource's values only to drop them).
-func decodeHistoryFor(dbKey, rec []byte, prefix string) (ev storage.Event, prevByRev bool, err error) {
+func decodeHistoryFor(dbKey, rec []byte, prefix string) (ev storage.Event, err error) {
 	if len(dbKey) != 9 || dbKey[0] != historyPrefix {
-		return ev, false, fmt.Errorf("embedded: malformed history key %x: %w", dbKey, storage.ErrCorrupt)
+		return ev, fmt.Errorf("embedded: malformed history key %x: %w", dbKey, storage.ErrCorrupt)
 	}
 	rev := int64(binary.BigEndian.Uint64(dbKey[1:]))
 	if len(rec) < historyHeader {
-		return ev, false, fmt.Errorf("embedded: history record at revision %d is %d bytes, shorter than its header: %w", rev, len(rec), storage.ErrCorrupt)
+		return ev, fmt.Errorf("embedded: history record at revision %d is %d bytes, shorter than its header: %w", rev, len(rec), storage.ErrCorrupt)
 	}
 	if got, want := checksum(dbKey, rec[4:]), binary.BigEndian.Uint32(rec); got != want {
-		return ev, false, fmt.Errorf("embedded: history record at revision %d%s fails its checksum (stored %08x, computed %08x): %w", rev, unverifiedKey(rec), want, got, storage.ErrCorrupt)
+		return ev, fmt.Errorf("embedded: history record at revision %d%s fails its checksum (stored %08x, computed %08x): %w", rev, unverifiedKey(rec), want, got, storage.ErrCorrupt)
 	}
-	typ := storage.EventType(rec[4] & typeMask)
-	inlinePrev := rec[4]&hasPrevFlag != 0
-	prevByRev = rec[4]&prevRevFlag != 0
+	typ := storage.EventType(rec[4] &^ prevRevFlag)
 	off := historyHeader
-	if prevByRev {
-		if inlinePrev || len(rec) < off+8 {
-			return ev, false, fmt.Errorf("embedded: history record at revision %d has a bad header: %w", rev, storage.ErrCorrupt)
+	if rec[4]&prevRevFlag != 0 {
+		if len(rec) < off+8 {
+			return ev, fmt.Errorf("embedded: history record at revision %d has a bad header: %w", rev, storage.ErrCorrupt)
 		}
 		ev.PrevModRevision = int64(binary.BigEndian.Uint64(rec[off:]))
 		off += 8
 	}
 	keyLen, n := binary.Uvarint(rec[off:])
 	if n <= 0 || keyLen > uint64(len(rec)-off-n) {
-		return storage.Event{}, false, fmt.Errorf("embedded: history record at revision %d has a bad key length: %w", rev, storage.ErrCorrupt)
+		return storage.Event{}, fmt.Errorf("embedded: history record at revision %d has a bad key length: %w", rev, storage.ErrCorrupt)
 	}
 	off += n
 	key := string(rec[off : off+int(keyLen)])
 	off += int(keyLen)
 	if typ != storage.EventPut && typ != storage.EventDelete {
-		return storage.Event{}, false, fmt.Errorf("embedded: history record for key %q at revision %d has unknown type %d: %w", key, rev, rec[4], storage.ErrCorrupt)
+		return storage.Event{}, fmt.Errorf("embedded: history record for key %q at revision %d has unknown type %d: %w", key, rev, rec[4], storage.ErrCorrupt)
 	}
-	if prevByRev && (ev.PrevModRevision <= 0 || ev.PrevModRevision >= rev) {
-		return storage.Event{}, false, fmt.Errorf("embedded: history record for key %q at revision %d names previous revision %d: %w", key, rev, ev.PrevModRevision, storage.ErrCorrupt)
+	if rec[4]&prevRevFlag != 0 && (ev.PrevModRevision <= 0 || ev.PrevModRevision >= rev) {
+		return storage.Event{}, fmt.Errorf("embedded: history record for key %q at revision %d names previous revision %d: %w", key, rev, ev.PrevModRevision, storage.ErrCorrupt)
+	}
+	if typ == storage.EventDelete && ev.PrevModRevision == 0 {
+		// A delete always read the value it deleted (it returns it).
+		return storage.Event{}, fmt.Errorf("embedded: history record for key %q at revision %d is a delete without a previous revision: %w", key, rev, storage.ErrCorrupt)
 	}
 	ev.Type, ev.Key, ev.Revision = typ, key, rev
 	ev.CreateRevision = int64(binary.BigEndian.Uint64(rec[5:]))
-	keep := strings.HasPrefix(key, prefix)
-	value := rec[off:]
-	if inlinePrev {
-		valLen, vn := binary.Uvarint(rec[off:])
-		if vn <= 0 || len(rec)-off-vn < 8 || valLen > uint64(len(rec)-off-vn-8) {
-			return storage.Event{}, false, fmt.Errorf("embedded: history record for key %q at revision %d has a bad value length: %w", key, rev, storage.ErrCorrupt)
-		}
-		off += vn
-		value = rec[off : off+int(valLen)]
-		off += int(valLen)
-		ev.PrevModRevision = int64(binary.BigEndian.Uint64(rec[off:]))
-		if keep {
-			ev.PrevValue = append([]byte{}, rec[off+8:]...)
-		}
+	if typ == storage.EventPut && strings.HasPrefix(key, prefix) {
+		ev.Value = append([]byte{}, rec[off:]...)
 	}
-	if typ == storage.EventPut && keep {
-		ev.Value = append([]byte{}, value...)
-	}
-	return ev, prevByRev, nil
+	return ev, nil
 }
 
 // unverifiedKey names the key a damaged history record appears to be about,

@@ -26,9 +26,9 @@ func FuzzDecodeRecords(f *testing.F) {
 	f.Add("/core/pods/ns/p", int64(7), []byte("value"), false)
 	f.Add("/k", int64(1), encodeHistory(storage.Event{Type: storage.EventPut, Key: "/k", Value: []byte("v"), Revision: 1, CreateRevision: 1})[4:], true)
 	f.Add("/k", int64(3), encodeHistory(storage.Event{Type: storage.EventDelete, Key: "/k", Revision: 3, CreateRevision: 1, PrevModRevision: 2})[4:], true)
-	f.Add("/k", int64(3), encodeHistoryV1(storage.Event{Type: storage.EventDelete, Key: "/k", Revision: 3, CreateRevision: 1, PrevModRevision: 2, PrevValue: []byte("old")})[4:], true)
 	f.Add("/k", int64(5), encodeRetire(5, 2, retireSelf)[4:], true)
 	f.Add("/k", int64(5), encodeKeyLog(5, storage.EventDelete, 2, "/k")[4:], true)
+	f.Add("/k", int64(5), encodeCheckpoint(checkpointKey(5, []byte("/k")), keyMeta{mod: 4, create: 2})[4:], true)
 	f.Add("", int64(0), []byte{}, true)
 	f.Add("/k", int64(2), []byte{0x81, 0, 0, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0x0f}, true)
 	// An overlong key-length varint (0x81 0x00 is 1).
@@ -39,15 +39,13 @@ func FuzzDecodeRecords(f *testing.F) {
 				t.Fatalf("%s: %v, want ErrCorrupt", what, err)
 			}
 		}
-		dbKey := append([]byte{latestPrefix}, key...)
+		cKey := checkpointKey(rev, []byte(key))
 		rec := body
 		if fixChecksum {
-			rec = withChecksum(dbKey, body)
+			rec = withChecksum(cKey, body)
 		}
-		kv, err := decodeLatest(key, dbKey, rec)
-		check("decodeLatest", err)
-		if err == nil && !bytes.Equal(encodeLatest(dbKey, kv.ModRevision, kv.CreateRevision, kv.Value), rec) {
-			t.Fatalf("latest record %x does not re-encode to itself", rec)
+		if m, ok := decodeCheckpoint(cKey, rec); ok && !bytes.Equal(encodeCheckpoint(cKey, m), rec) {
+			t.Fatalf("checkpoint record %x does not re-encode to itself", rec)
 		}
 
 		hKey := historyKey(rev)
@@ -55,30 +53,20 @@ func FuzzDecodeRecords(f *testing.F) {
 		if fixChecksum {
 			rec = withChecksum(hKey, body)
 		}
-		ev, prevByRev, err := decodeHistory(hKey, rec)
+		ev, err := decodeHistory(hKey, rec)
 		check("decodeHistory", err)
 		if err == nil {
 			// Byte equality is too strong (varints may be overlong, a
 			// delete's value bytes are dropped): what decodes must
 			// re-encode to a record that decodes to the same event.
-			var enc []byte
-			switch {
-			case rec[4]&hasPrevFlag != 0:
-				enc = encodeHistoryV1(ev)
-			case prevByRev:
-				enc = encodeHistory(ev)
-			default:
-				ev.PrevModRevision = 0
-				enc = encodeHistory(ev)
-			}
-			again, againByRev, err := decodeHistory(hKey, enc)
-			if err != nil || againByRev != prevByRev || !reflect.DeepEqual(normalize(again), normalize(ev)) {
+			again, err := decodeHistory(hKey, encodeHistory(ev))
+			if err != nil || !reflect.DeepEqual(normalize(again), normalize(ev)) {
 				t.Fatalf("history record %x: decoded %+v, re-encoded and decoded %+v, %v", rec, ev, again, err)
 			}
 		}
-		_, _, err = decodeHistoryFor(hKey, rec, "/other/")
+		_, err = decodeHistoryFor(hKey, rec, "/other/")
 		check("decodeHistoryFor", err)
-		_, _, err = decodeHistory(body, rec) // a malformed history key
+		_, err = decodeHistory(body, rec) // a malformed history key
 		check("decodeHistory with a foreign key", err)
 
 		rKey := retireKey(rev)
@@ -90,17 +78,6 @@ func FuzzDecodeRecords(f *testing.F) {
 		check("decodeRetire", err)
 		if err == nil && !bytes.Equal(encodeRetire(r, prev, flags), rec) {
 			t.Fatalf("retire record %x does not re-encode to itself", rec)
-		}
-
-		ik := indexKey(key)
-		rec = body
-		if fixChecksum {
-			rec = withChecksum(ik, body)
-		}
-		kv, err = decodeIndex(key, ik, rec)
-		check("decodeIndex", err)
-		if err == nil && !bytes.Equal(encodeLatest(ik, kv.ModRevision, kv.CreateRevision, nil), rec) {
-			t.Fatalf("index record %x does not re-encode to itself", rec)
 		}
 
 		xKey := keyLogKey(rev)

@@ -2,66 +2,37 @@ package embedded
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"testing"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
-// encodeHistoryV1 encodes ev as format 1 wrote updates and deletes: the
-// previous value inline (hasPrevFlag). Only tests write it now.
-func encodeHistoryV1(ev storage.Event) []byte {
-	var b []byte
-	b = append(b, 0, 0, 0, 0, byte(ev.Type)|hasPrevFlag)
-	b = binary.BigEndian.AppendUint64(b, uint64(ev.CreateRevision))
-	b = binary.AppendUvarint(b, uint64(len(ev.Key)))
-	b = append(b, ev.Key...)
-	b = binary.AppendUvarint(b, uint64(len(ev.Value)))
-	b = append(b, ev.Value...)
-	b = binary.BigEndian.AppendUint64(b, uint64(ev.PrevModRevision))
-	b = append(b, ev.PrevValue...)
-	binary.BigEndian.PutUint32(b, checksum(historyKey(ev.Revision), b[4:]))
-	return b
-}
-
-// TestHistoryRecordFormats: every history layout a store may hold decodes to
-// the right event, and says where the previous value is.
-func TestHistoryRecordFormats(t *testing.T) {
-	upd := storage.Event{Type: storage.EventPut, Key: "/k", Value: []byte("new"), Revision: 7, CreateRevision: 3, PrevValue: []byte("old"), PrevModRevision: 5}
-	del := storage.Event{Type: storage.EventDelete, Key: "/k", Revision: 8, CreateRevision: 3, PrevValue: []byte{}, PrevModRevision: 7}
+// TestHistoryRecords: history records round-trip, each saying where its
+// previous value is, and damaged ones are corruption.
+func TestHistoryRecords(t *testing.T) {
+	upd := storage.Event{Type: storage.EventPut, Key: "/k", Value: []byte("new"), Revision: 7, CreateRevision: 3, PrevModRevision: 5}
+	del := storage.Event{Type: storage.EventDelete, Key: "/k", Revision: 8, CreateRevision: 3, PrevModRevision: 7}
 	create := storage.Event{Type: storage.EventPut, Key: "/k", Value: []byte("v"), Revision: 2, CreateRevision: 2}
-	withoutPrev := func(ev storage.Event, keepRev bool) storage.Event {
-		ev.PrevValue = nil
-		if !keepRev {
-			ev.PrevModRevision = 0
-		}
-		return ev
-	}
+	// An update that replaced a damaged value (writer.go) names none.
+	repair := storage.Event{Type: storage.EventPut, Key: "/k", Value: []byte("fixed"), Revision: 9, CreateRevision: 3}
 	for _, tc := range []struct {
-		name          string
-		rec           []byte
-		want          storage.Event
-		wantPrevByRev bool
+		name string
+		ev   storage.Event
 	}{
-		{"create", encodeHistory(create), create, false},
-		{"update", encodeHistory(upd), withoutPrev(upd, true), true},
-		{"delete", encodeHistory(del), withoutPrev(del, true), true},
-		{"update in format 1, previous value inline", encodeHistoryV1(upd), upd, false},
-		{"delete of an empty value in format 1", encodeHistoryV1(del), del, false},
-		{"update in format 0, previous value unknown", encodeHistory(withoutPrev(upd, false)), withoutPrev(upd, false), false},
+		{"create", create},
+		{"update", upd},
+		{"delete", del},
+		{"update over a damaged value", repair},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, prevByRev, err := decodeHistory(historyKey(tc.want.Revision), tc.rec)
+			got, err := decodeHistory(historyKey(tc.ev.Revision), encodeHistory(tc.ev))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Type != tc.want.Type || got.Key != tc.want.Key || got.Revision != tc.want.Revision || got.CreateRevision != tc.want.CreateRevision || got.PrevModRevision != tc.want.PrevModRevision ||
-				!bytes.Equal(got.Value, tc.want.Value) || (got.PrevValue == nil) != (tc.want.PrevValue == nil) || !bytes.Equal(got.PrevValue, tc.want.PrevValue) {
-				t.Fatalf("decoded %+v, want %+v", got, tc.want)
-			}
-			if prevByRev != tc.wantPrevByRev {
-				t.Fatalf("prevByRev %v, want %v", prevByRev, tc.wantPrevByRev)
+			if got.Type != tc.ev.Type || got.Key != tc.ev.Key || got.Revision != tc.ev.Revision || got.CreateRevision != tc.ev.CreateRevision || got.PrevModRevision != tc.ev.PrevModRevision ||
+				!bytes.Equal(got.Value, tc.ev.Value) || got.PrevValue != nil {
+				t.Fatalf("decoded %+v, want %+v", got, tc.ev)
 			}
 		})
 	}
@@ -74,15 +45,11 @@ func TestHistoryRecordFormats(t *testing.T) {
 		rev  int64
 		rec  []byte
 	}{
-		{"format-1 value length past the end", upd.Revision, func() []byte {
-			rec := encodeHistoryV1(upd)
-			rec[historyHeader+1+len(upd.Key)] = 0x7f
-			return reseal(historyKey(upd.Revision), rec)
-		}()},
 		{"previous revision not below its own", upd.Revision, encodeHistory(storage.Event{Type: storage.EventPut, Key: "/k", Revision: 7, CreateRevision: 3, PrevModRevision: 7})},
-		{"both previous-value flags", upd.Revision, func() []byte {
+		{"delete without a previous revision", del.Revision, encodeHistory(storage.Event{Type: storage.EventDelete, Key: "/k", Revision: 8, CreateRevision: 3})},
+		{"the flag of format 1's inline previous value", upd.Revision, func() []byte {
 			rec := encodeHistory(upd)
-			rec[4] |= hasPrevFlag
+			rec[4] |= 0x80
 			return reseal(historyKey(upd.Revision), rec)
 		}()},
 		{"unknown type", create.Revision, func() []byte {
@@ -90,10 +57,42 @@ func TestHistoryRecordFormats(t *testing.T) {
 			rec[4] = 9
 			return reseal(historyKey(create.Revision), rec)
 		}()},
+		{"previous revision cut short", upd.Revision, reseal(historyKey(upd.Revision), encodeHistory(upd)[:historyHeader+4])},
+		{"key length past the end", create.Revision, func() []byte {
+			rec := encodeHistory(create)
+			rec[historyHeader] = 0x7f
+			return reseal(historyKey(create.Revision), rec)
+		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, _, err := decodeHistory(historyKey(tc.rev), tc.rec); !errors.Is(err, storage.ErrCorrupt) {
+			if _, err := decodeHistory(historyKey(tc.rev), tc.rec); !errors.Is(err, storage.ErrCorrupt) {
 				t.Fatalf("got %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+// TestCheckpointRecords: checkpoint records round-trip, and damaged ones
+// are refused.
+func TestCheckpointRecords(t *testing.T) {
+	ck := checkpointKey(9, []byte("/ns/k"))
+	if m, ok := decodeCheckpoint(ck, encodeCheckpoint(ck, keyMeta{mod: 7, create: 4})); !ok || m != (keyMeta{mod: 7, create: 4}) {
+		t.Fatalf("decoded %+v, %v", m, ok)
+	}
+	for _, tc := range []struct {
+		name string
+		key  []byte
+		rec  []byte
+	}{
+		{"under another key", checkpointKey(9, []byte("/ns/j")), encodeCheckpoint(ck, keyMeta{mod: 7, create: 4})},
+		{"under another checkpoint", checkpointKey(10, []byte("/ns/k")), encodeCheckpoint(ck, keyMeta{mod: 7, create: 4})},
+		{"created after its write", ck, encodeCheckpoint(ck, keyMeta{mod: 4, create: 7})},
+		{"truncated", ck, encodeCheckpoint(ck, keyMeta{mod: 7, create: 4})[:checkpointLen-1]},
+		{"with a value", ck, reseal(ck, append(encodeCheckpoint(ck, keyMeta{mod: 7, create: 4}), 'v'))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, ok := decodeCheckpoint(tc.key, tc.rec); ok {
+				t.Fatal("decoded")
 			}
 		})
 	}

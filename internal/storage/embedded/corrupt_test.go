@@ -64,11 +64,30 @@ func TestCorruption(t *testing.T) {
 		// A CAS update checks the (intact) key index, not the damaged
 		// value, and replaces the value: that is how a damaged object is
 		// repaired.
-		if _, err := s.Update(ctx, "/ns/victim", []byte("repaired"), rev+1); err != nil {
+		w, err := s.Watch(ctx, "/ns/", rev+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		repaired, err := s.Update(ctx, "/ns/victim", []byte("repaired"), rev+1)
+		if err != nil {
 			t.Fatalf("Update over a damaged value: %v", err)
 		}
 		if kv, err := s.Get(ctx, "/ns/victim"); err != nil || string(kv.Value) != "repaired" {
 			t.Fatalf("after repair: %q, %v", kv.Value, err)
+		}
+		// Its previous value is unknown, and says so (storage.Event): no
+		// value and no revision, live and in its history record.
+		if ev := <-w.Events(); ev.Revision != repaired || ev.PrevValue != nil || ev.PrevModRevision != 0 {
+			t.Fatalf("repair event %+v, want revision %d without a previous value", ev, repaired)
+		}
+		v, closer, err := s.db.Get(historyKey(repaired))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closer.Close()
+		if ev, err := decodeHistory(historyKey(repaired), v); err != nil || ev.PrevModRevision != 0 {
+			t.Fatalf("repair's history record: %+v, %v; want no previous revision", ev, err)
 		}
 	}
 	cases := []struct {

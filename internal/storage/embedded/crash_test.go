@@ -238,7 +238,7 @@ func verifyStore(t *testing.T, dir string, acked map[string][]ack, maxAcked int6
 		defer it.Close()
 		want := int64(1)
 		for ok := it.First(); ok; ok = it.Next() {
-			ev, _, err := decodeHistory(it.Key(), it.Value())
+			ev, err := decodeHistory(it.Key(), it.Value())
 			if err != nil {
 				return err
 			}

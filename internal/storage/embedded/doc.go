@@ -15,9 +15,10 @@
 //
 // # Layout
 //
-// Pebble keys (codec.go has the byte formats). Every record but the meta
-// records is keyed by revision, big-endian so it sorts by revision: the
-// store only ever appends, and compaction deletes old records.
+// Pebble keys (FORMAT.md has every record byte by byte, codec.go the
+// encoders). Every record but the meta records is keyed by revision,
+// big-endian so it sorts by revision: the store only ever appends, and
+// compaction deletes old records.
 //
 //	h<rev>       history: crc32c | type | createRev | [prevModRev] | key | value
 //	x<rev>       key log: crc32c | type | createRev | key (the history
@@ -29,7 +30,7 @@
 //	m/current    revision of the last committed batch
 //	m/compacted  history at or below this revision is gone, except each
 //	             key's write that was current at it
-//	m/format     the layout's version (migrate.go upgrades older stores)
+//	m/format     the layout's version, 3: Open refuses any other (format.go)
 //
 // A value is stored once, in the history record of the write that put it.
 // Which revision holds each key's current value is kept in memory, in the
@@ -45,13 +46,14 @@
 // revision order. Watch replay reads history in order, and an update's or
 // delete's previous value from the history record its prevModRev names.
 //
-// Why no record keyed by the object's key (format 1 kept each key's latest
-// value under it, format 2 an index record): keys are hashed names, so
-// every memtable flush overlapped the whole range of those records, and
-// each L0 compaction rewrote all of it; at a million objects that was the
-// main cost left under write latency. Records keyed by revision only grow,
-// so flushed records move down the LSM with little rewriting
-// (docs/bench/storage.md, "Values in history only", "Key log").
+// Why no record keyed by the object's key (formats 1 and 2, which never
+// shipped, kept each key's latest value or an index record under it):
+// keys are hashed names, so every memtable flush overlapped the whole
+// range of those records, and each L0 compaction rewrote all of it; at a
+// million objects that was the main cost left under write latency.
+// Records keyed by revision only grow, so flushed records move down the
+// LSM with little rewriting (docs/bench/storage.md, "Values in history
+// only", "Key log").
 //
 // Compaction (Store.Compact) cannot drop all history below a revision, as
 // that holds the current values of keys not written since. Each update

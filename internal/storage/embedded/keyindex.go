@@ -248,7 +248,7 @@ func keyLogFromHistory(r pebble.Reader, rev int64) (keyLogEntry, error) {
 		return keyLogEntry{rev: rev}, err
 	}
 	defer closer.Close()
-	ev, _, err := decodeHistoryFor(hk, v, "\xff") // keys start with '/': no values copied
+	ev, err := decodeHistoryFor(hk, v, "\xff") // keys start with '/': no values copied
 	if err != nil {
 		return keyLogEntry{rev: rev}, err
 	}

@@ -164,7 +164,7 @@ func missingHistory(key string, mod int64) error {
 // decodeCurrent decodes rec, the history record at hk, as key's current
 // version, created at revision create.
 func decodeCurrent(key string, hk, rec []byte, create int64) (storage.KeyValue, error) {
-	ev, _, err := decodeHistoryFor(hk, rec, key)
+	ev, err := decodeHistoryFor(hk, rec, key)
 	if err != nil {
 		return storage.KeyValue{}, fmt.Errorf("embedded: value of %q: %w", key, err)
 	}
@@ -175,8 +175,8 @@ func decodeCurrent(key string, hk, rec []byte, create int64) (storage.KeyValue, 
 	return storage.KeyValue{Key: key, Value: ev.Value, ModRevision: ev.Revision, CreateRevision: create}, nil
 }
 
-// readPrevValue sets ev.PrevValue, which its history record names by
-// revision (decodeHistory's prevByRev), from the history record there.
+// readPrevValue sets ev.PrevValue from the history record at
+// ev.PrevModRevision, which ev's history record names.
 func readPrevValue(r pebble.Reader, ev *storage.Event) error {
 	prev, err := readValue(r, ev.Key, ev.PrevModRevision, ev.CreateRevision)
 	if err != nil {

@@ -159,7 +159,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: opening pebble in %s: %w", opts.Dir, err)
 	}
-	cur, err := readMeta(db, metaCurrentKey)
+	err = checkFormat(db, opts.Dir)
+	var cur int64
+	if err == nil {
+		cur, err = readMeta(db, metaCurrentKey)
+	}
 	if err == nil {
 		var comp int64
 		comp, err = readMeta(db, metaCompactedKey)
@@ -170,9 +174,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			index *keyIndex
 			ckpt  int64
 		)
-		if err == nil {
-			err = upgradeFormat(db, cur, opts.Logger)
-		}
 		if err == nil {
 			ckpt, err = readMeta(db, metaCheckpointKey)
 		}

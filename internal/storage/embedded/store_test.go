@@ -2,15 +2,19 @@ package embedded
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
@@ -514,4 +518,24 @@ func TestCompactRetireInterval(t *testing.T) {
 	if got := rawKeys(t, s); got != "h3 x1 x2 x3" {
 		t.Fatalf("records after the interval: %q, want h3 x1 x2 x3", got)
 	}
+}
+
+// rawKeys lists the store's history, retire and key-log records, as
+// "h<rev>", "r<rev>" and "x<rev>".
+func rawKeys(t *testing.T, s *Store) string {
+	t.Helper()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{historyPrefix}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var out []string
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		switch k[0] {
+		case historyPrefix, retirePrefix, keyLogPrefix:
+			out = append(out, string(k[0])+strconv.FormatUint(binary.BigEndian.Uint64(k[1:9]), 10))
+		}
+	}
+	return strings.Join(out, " ")
 }

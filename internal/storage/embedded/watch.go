@@ -238,11 +238,11 @@ func (s *Store) readHistory(ctx context.Context, after int64, limit int, prefix 
 			if err != nil {
 				return fmt.Errorf("embedded: watch replay at revision %d: %w", want, err)
 			}
-			ev, prevByRev, err := decodeHistoryFor(it.Key(), v, prefix)
+			ev, err := decodeHistoryFor(it.Key(), v, prefix)
 			if err != nil {
 				return err
 			}
-			if prevByRev && strings.HasPrefix(ev.Key, prefix) {
+			if ev.PrevModRevision != 0 && strings.HasPrefix(ev.Key, prefix) {
 				// Compaction keeps the record holding the previous value
 				// until it compacts past this event, and this event is
 				// above the snapshot's compacted revision.

@@ -367,8 +367,8 @@ func (s *Store) apply(b *pebble.Batch, op *writeOp, rev int64) (storage.Event, s
 			if op.kind == opUpdate && errors.Is(err, storage.ErrCorrupt) {
 				// Updating a damaged value is how it is repaired: the
 				// event goes out with its previous value unknown (nil,
-				// and PrevModRevision 0, as for history written before
-				// previous values were recorded).
+				// and PrevModRevision 0, as storage.Event allows), and
+				// its history record names no previous revision.
 				cur, err = storage.KeyValue{}, nil
 			}
 			if err != nil {
