@@ -25,8 +25,9 @@ var (
 
 // newAdmission builds the admission chain over the server's handlers, in
 // upstream's plugin order: NamespaceLifecycle, Priority, then the
-// ClusterIP and node port allocation. A plugin is added here; the REST
-// handlers call the chain and need no change.
+// ClusterIP and node port allocation, then Config.AdmissionPlugins. A
+// plugin is added here or there; the REST handlers call the chain and
+// need no change.
 func (s *Server) newAdmission() (*admission.Chain, error) {
 	var err error
 	if s.services, err = serviceip.New(s.cfg.ServiceClusterIPRange, s.cfg.ServiceNodePortRange); err != nil {
@@ -43,6 +44,7 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 		}))
 	}
 	plugins = append(plugins, s.services)
+	plugins = append(plugins, s.cfg.AdmissionPlugins...)
 	return admission.NewChain(plugins...)
 }
 

@@ -47,6 +47,10 @@ type Config struct {
 	// kubernetes Service.
 	PublicAddress netip.Addr
 	PublicPort    int32
+	// AdmissionPlugins run after the built-in ones (NamespaceLifecycle,
+	// Priority, the Service allocator), in order, in each phase they
+	// implement (see package admission). Default none.
+	AdmissionPlugins []admission.Interface
 	// IndexedLabels are label keys the caches index besides "app".
 	IndexedLabels []string
 	// CompactionInterval is how often history older than one interval is
