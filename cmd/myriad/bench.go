@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-
-	"github.com/myriad-k8s/myriad/internal/bench/storebench"
 )
 
 // benchScenario is one `myriad bench` scenario.
@@ -57,38 +53,4 @@ func runBench(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("usage: myriad bench SCENARIO [flags] (scenarios: %s; myriad bench -h describes them)", list)
 	}
 	return fmt.Errorf("unknown bench scenario %q (available: %s)", args[0], list)
-}
-
-func runStoreBench(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("myriad bench store", flag.ContinueOnError)
-	var cfg storebench.Config
-	fs.StringVar(&cfg.Dir, "dir", "", "directory for the store (default: a temporary directory, removed afterwards)")
-	fs.IntVar(&cfg.Writers, "writers", 64, "concurrent writers")
-	fs.IntVar(&cfg.ObjectSize, "object-size", 1024, "bytes per object")
-	fs.IntVar(&cfg.Count, "count", 20000, "measured writes")
-	fs.IntVar(&cfg.Preload, "preload", 0, "objects written before measuring (capacity mode)")
-	fs.IntVar(&cfg.Reads, "reads", 0, "measured random gets after the writes")
-	fs.BoolVar(&cfg.Reopen, "reopen", false, "close and reopen the store and report the time")
-	fs.BoolVar(&cfg.ListAll, "list-all", false, "with --reopen, time a List of every object in the reopened store")
-	fs.StringVar(&cfg.Values, "values", "random", "object values: random (incompressible, --object-size bytes) or pods (1.5 KB Pods encoded as the API server stores them)")
-	fs.BoolVar(&cfg.Updates, "updates", false, "measured writes update random existing objects (the store keeps its size) instead of creating new ones")
-	fs.IntVar(&cfg.UpdateSet, "update-set", 0, "with --updates, update only the first N objects (default: all), so stores of different sizes get the same writes")
-	fs.Float64Var(&cfg.Rate, "rate", 0, "pace the measured writes at this many per second, latency from each write's due time (default: as fast as they go)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if cfg.Dir == "" {
-		dir, err := os.MkdirTemp("", "myriad-storebench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		cfg.Dir = dir
-	}
-	cfg.Progress = os.Stderr
-	res, err := storebench.Run(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	return res.Write(stdout)
 }
