@@ -8,7 +8,6 @@ import (
 	"math"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
 )
@@ -89,10 +89,17 @@ func cleanupNamespaces(ctx context.Context, env *loadtest.Env, namespaces []stri
 // the calls started) instead of a burst later.
 func pace(ctx context.Context, rate float64, workers int, deadline time.Time, maxCalls int64,
 	fn func(ctx context.Context, worker int, i int64)) (started, dropped int64) {
-	// Calls in flight at the deadline finish (with ctx, not loopCtx): a
-	// call cut short would count as a failure the server did not cause.
-	loopCtx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
+	return paceOn(ctx, clock.RealClock{}, rate, workers, deadline, maxCalls, fn)
+}
+
+// paceInterval is how often pace starts the calls that came due.
+const paceInterval = 10 * time.Millisecond
+
+// paceOn is pace on clk's time. Calls in flight at the deadline finish
+// (with ctx): a call cut short would count as a failure the server did not
+// cause.
+func paceOn(ctx context.Context, clk clock.WithTicker, rate float64, workers int, deadline time.Time, maxCalls int64,
+	fn func(ctx context.Context, worker int, i int64)) (started, dropped int64) {
 	tokens := make(chan int64, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -104,33 +111,47 @@ func pace(ctx context.Context, rate float64, workers int, deadline time.Time, ma
 			}
 		}()
 	}
-	var n, drop atomic.Int64
-	start := time.Now()
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-loop:
+	defer func() {
+		close(tokens)
+		wg.Wait()
+	}()
+	start := clk.Now()
+	end := clk.NewTimer(deadline.Sub(start))
+	defer end.Stop()
+	tick := clk.NewTicker(paceInterval)
+	defer tick.Stop()
+	// issue starts (or drops) the calls due by now; false once maxCalls
+	// have started.
+	issue := func(now time.Time) bool {
+		if now.After(deadline) {
+			now = deadline
+		}
+		due := int64(math.Floor(now.Sub(start).Seconds() * rate))
+		for started+dropped < due && (maxCalls <= 0 || started < maxCalls) {
+			select {
+			case tokens <- started:
+				started++
+			default:
+				dropped++
+			}
+		}
+		return maxCalls <= 0 || started < maxCalls
+	}
 	for {
 		select {
-		case <-loopCtx.Done():
-			break loop
-		case <-t.C:
-		}
-		due := int64(math.Floor(time.Since(start).Seconds() * rate))
-		for n.Load()+drop.Load() < due {
-			if maxCalls > 0 && n.Load() >= maxCalls {
-				break loop
-			}
-			select {
-			case tokens <- n.Load():
-				n.Add(1)
-			default:
-				drop.Add(1)
+		case <-ctx.Done():
+			return started, dropped
+		case <-end.C():
+			// The calls due by the deadline start, whether or not the
+			// last tick came first.
+			issue(deadline)
+			return started, dropped
+		case <-tick.C():
+			if !issue(clk.Now()) {
+				return started, dropped
 			}
 		}
 	}
-	close(tokens)
-	wg.Wait()
-	return n.Load(), drop.Load()
 }
 
 // itoa is strconv.Itoa, short for params.
