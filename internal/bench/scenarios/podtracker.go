@@ -45,14 +45,16 @@ type podTracker struct {
 		seen, scheduled, running, deleted   int
 		seenS, scheduledS, runningS, deletS loadtest.Series
 	}
-	stop chan struct{}
-	done sync.WaitGroup
+	// cancel (set by run) stops the goroutines run starts; done joins them.
+	cancel    context.CancelFunc
+	done      sync.WaitGroup
+	closeOnce sync.Once
 }
 
 // newPodTracker builds (but does not start) a tracker of pods in
 // namespace ("" for all) matching labelSelector.
 func newPodTracker(c kubernetes.Interface, namespace, labelSelector string, start time.Time) *podTracker {
-	t := &podTracker{start: start, stop: make(chan struct{})}
+	t := &podTracker{start: start}
 	t.mu.pods = map[string]*podTimes{}
 	t.mu.seenS = loadtest.Series{Name: "pods created", Unit: "pods"}
 	t.mu.scheduledS = loadtest.Series{Name: "pods scheduled", Unit: "pods"}
@@ -85,19 +87,23 @@ func newPodTracker(c kubernetes.Interface, namespace, labelSelector string, star
 }
 
 // run starts the informer and a sampler of the counts (every 500 ms) and
-// waits for the informer's first sync.
+// waits for the informer's first sync. close stops both; if the informer
+// does not sync, run stops them itself.
 func (t *podTracker) run(ctx context.Context) error {
-	go t.informer.RunWithContext(contextUntil(ctx, t.stop))
+	ctx, cancel := context.WithCancel(ctx)
+	t.cancel = cancel
 	t.sample() // the zero point
-	t.done.Add(1)
+	t.done.Add(2)
+	go func() {
+		defer t.done.Done()
+		t.informer.RunWithContext(ctx)
+	}()
 	go func() {
 		defer t.done.Done()
 		tick := time.NewTicker(500 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
-			case <-t.stop:
-				return
 			case <-ctx.Done():
 				return
 			case <-tick.C:
@@ -106,34 +112,23 @@ func (t *podTracker) run(ctx context.Context) error {
 		}
 	}()
 	if !cache.WaitForCacheSync(ctx.Done(), t.informer.HasSynced) {
-		return fmt.Errorf("pod informer did not sync: %w", ctx.Err())
+		err := ctx.Err()
+		t.close()
+		return fmt.Errorf("pod informer did not sync: %w", err)
 	}
 	return nil
 }
 
-// close stops the informer and sampler (after one last sample).
+// close stops the informer and sampler, waits for them and takes one last
+// sample. Only the first call does anything.
 func (t *podTracker) close() {
-	select {
-	case <-t.stop:
-		return
-	default:
-	}
-	close(t.stop)
-	t.done.Wait()
-	t.sample()
-}
-
-// contextUntil is ctx, also cancelled when stop closes.
-func contextUntil(ctx context.Context, stop <-chan struct{}) context.Context {
-	ctx, cancel := context.WithCancel(ctx)
-	go func() {
-		select {
-		case <-stop:
-		case <-ctx.Done():
+	t.closeOnce.Do(func() {
+		if t.cancel != nil {
+			t.cancel()
 		}
-		cancel()
-	}()
-	return ctx
+		t.done.Wait()
+		t.sample()
+	})
 }
 
 func (t *podTracker) sample() {

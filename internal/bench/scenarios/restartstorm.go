@@ -3,7 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
-
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -156,7 +156,8 @@ func (c RestartStorm) Run(ctx context.Context, env *loadtest.Env) error {
 	// Informers, each on its own clientset (client-go shares one TLS
 	// transport among them, as the controllers of one process do).
 	infCtx, stopInformers := context.WithCancel(ctx)
-	defer stopInformers()
+	var informersRunning sync.WaitGroup
+	defer func() { stopInformers(); informersRunning.Wait() }()
 	var informers []*countingInformer
 	for i := range c.Informers {
 		client, err := kubernetes.NewForConfig(env.RESTConfig)
@@ -169,7 +170,11 @@ func (c RestartStorm) Run(ctx context.Context, env *loadtest.Env) error {
 		}
 		ci := newCountingInformer(client, kind, ns)
 		informers = append(informers, ci)
-		go ci.informer.RunWithContext(infCtx)
+		informersRunning.Add(1)
+		go func() {
+			defer informersRunning.Done()
+			ci.informer.RunWithContext(infCtx)
+		}()
 	}
 	for _, ci := range informers {
 		if !cache.WaitForCacheSync(ctx.Done(), ci.informer.HasSynced) {

@@ -84,11 +84,11 @@ func (c WatchLatency) Run(ctx context.Context, env *loadtest.Env) error {
 	// Watchers: each starts from the list's revision, so none can miss a
 	// write, and keeps what it saw until the end.
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
+	var wg sync.WaitGroup
+	defer func() { stopWatch(); wg.Wait() }() // on an early return too
 	seen := make([][]seenEvent, c.Watchers)
 	var seenMu sync.Mutex
 	counts := make([]int, c.Watchers)
-	var wg sync.WaitGroup
 	for i := range c.Watchers {
 		w, err := cms.Watch(watchCtx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true})
 		if err != nil {
