@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -203,5 +205,29 @@ func TestSlicePacer(t *testing.T) {
 				t.Fatalf("paused %v, want one pause of %v to %v", slept, want, maxCompactionYield)
 			}
 		})
+	}
+}
+
+// TestCheckpointTmpRemoved: the sstable of a checkpoint that a crash
+// interrupted before its ingestion is removed at the next Open.
+func TestCheckpointTmpRemoved(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, Options{Dir: dir})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stray := filepath.Join(dir, "checkpoint-42"+checkpointTmpSuffix)
+	other := filepath.Join(dir, "notes.txt")
+	for _, f := range []string{stray, other} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	openTest(t, Options{Dir: dir})
+	if _, err := os.Stat(stray); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("interrupted checkpoint's table after Open: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("another file after Open: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
@@ -133,7 +134,7 @@ func mergeRuns(runs []*indexRun, f func(key []byte, m keyMeta) error) error {
 // instead of 2.5 for the run they fell in) and, overlapping nothing, go
 // straight to the bottom of the LSM. Writing the table is paced by p.
 func (s *Store) ingestCheckpoint(ctx context.Context, rev int64, runs []*indexRun, p *slicePacer) error {
-	path := filepath.Join(s.opts.Dir, fmt.Sprintf("checkpoint-%d.sst.tmp", rev))
+	path := filepath.Join(s.opts.Dir, fmt.Sprintf("checkpoint-%d%s", rev, checkpointTmpSuffix))
 	f, err := s.opts.FS.Create(path, "")
 	if err != nil {
 		return err
@@ -198,4 +199,26 @@ func (p *slicePacer) step() {
 		p.sleep(min(time.Duration(p.yield*float64(work)), maxCompactionYield))
 		p.start = time.Now()
 	}
+}
+
+// checkpointTmpSuffix ends the name of the sstable a checkpoint is written
+// to before Pebble ingests it.
+const checkpointTmpSuffix = ".sst.tmp"
+
+// removeCheckpointTmp removes the sstables of checkpoints that a crash
+// interrupted before they were ingested: nothing reads them, and each may
+// be as large as the key index.
+func removeCheckpointTmp(fs vfs.FS, dir string) error {
+	names, err := fs.List(dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if strings.HasPrefix(name, "checkpoint-") && strings.HasSuffix(name, checkpointTmpSuffix) {
+			if err := fs.Remove(filepath.Join(dir, name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

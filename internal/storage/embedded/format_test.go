@@ -1,8 +1,15 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,4 +121,204 @@ func TestNewStoreFormat(t *testing.T) {
 		}
 		t.Fatalf("Open with a damaged format record: %v, want ErrCorrupt naming %s", err, metaFormatKey)
 	}
+}
+
+// formatExample is one record of FORMAT.md's worked examples: its Pebble
+// key and value, as the store's own encoders write them.
+type formatExample struct {
+	key, value []byte
+}
+
+// formatExamples are FORMAT.md's worked examples, by name: the store's
+// life in the document (a pod created at revision 5, updated at 6,
+// deleted at 7, a checkpoint at 6) plus an update that repaired a damaged
+// value, written through the real encoders.
+func formatExamples() map[string]formatExample {
+	const key = "/registry/pods/ns/a"
+	hist := func(ev storage.Event) formatExample {
+		return formatExample{historyKey(ev.Revision), encodeHistory(ev)}
+	}
+	keyLog := func(rev int64, typ storage.EventType, create int64) formatExample {
+		b := make([]byte, keyLogLen(key))
+		putKeyLog(b, rev, typ, create, key)
+		return formatExample{keyLogKey(rev), b}
+	}
+	meta := func(k string, v int64) formatExample { return formatExample{[]byte(k), encodeMeta(k, v)} }
+	ckKey, ckRec := checkpointRecord(6, []byte(key), keyMeta{mod: 6, create: 5})
+	return map[string]formatExample{
+		"history-create":  hist(storage.Event{Type: storage.EventPut, Key: key, Value: []byte("v1"), Revision: 5, CreateRevision: 5}),
+		"history-update":  hist(storage.Event{Type: storage.EventPut, Key: key, Value: []byte("v2"), Revision: 6, CreateRevision: 5, PrevModRevision: 5}),
+		"history-delete":  hist(storage.Event{Type: storage.EventDelete, Key: key, Revision: 7, CreateRevision: 5, PrevModRevision: 6}),
+		"history-repair":  hist(storage.Event{Type: storage.EventPut, Key: key, Value: []byte("v9"), Revision: 12, CreateRevision: 10}),
+		"keylog-create":   keyLog(5, storage.EventPut, 5),
+		"keylog-delete":   keyLog(7, storage.EventDelete, 5),
+		"retire-update":   {retireKey(6), encodeRetire(6, 5, 0)},
+		"retire-delete":   {retireKey(7), encodeRetire(7, 6, retireSelf)},
+		"checkpoint":      {ckKey, ckRec},
+		"meta-current":    meta(metaCurrentKey, 7),
+		"meta-compacted":  meta(metaCompactedKey, 5),
+		"meta-checkpoint": meta(metaCheckpointKey, 6),
+		"meta-format":     meta(metaFormatKey, formatVersion),
+	}
+}
+
+// TestFormatDocument: every worked example in FORMAT.md is byte for byte
+// what the encoders write, its checksum is the one the document
+// describes, and every example formatExamples names is in the document.
+func TestFormatDocument(t *testing.T) {
+	doc, err := os.ReadFile("FORMAT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented, err := parseFormatExamples(string(doc))
+	if err != nil {
+		t.Fatalf("FORMAT.md: %v", err)
+	}
+	want := formatExamples()
+	for name, got := range documented {
+		w, ok := want[name]
+		if !ok {
+			t.Errorf("FORMAT.md has example %q, which formatExamples does not write", name)
+			continue
+		}
+		if !bytes.Equal(got.key, w.key) || !bytes.Equal(got.value, w.value) {
+			t.Errorf("FORMAT.md example %q:\n  key   % x\n  value % x\nthe encoders write:\n  key   % x\n  value % x", name, got.key, got.value, w.key, w.value)
+		}
+		// The checksum rule, computed independently of checksum().
+		if len(got.value) < 4 || crc32.Checksum(append(slices.Clone(got.key), got.value[4:]...), crc32.MakeTable(crc32.Castagnoli)) != binary.BigEndian.Uint32(got.value) {
+			t.Errorf("FORMAT.md example %q: its first 4 bytes are not CRC-32C(key ‖ value[4:])", name)
+		}
+	}
+	for name := range want {
+		if _, ok := documented[name]; !ok {
+			t.Errorf("FORMAT.md has no example %q", name)
+		}
+	}
+}
+
+// parseFormatExamples reads FORMAT.md's worked examples: fenced blocks
+// opened by "```hex example=<name>", whose lines are hex bytes, each
+// optionally after "key" or "value" (which start that part of the record)
+// and before a "#" comment.
+func parseFormatExamples(doc string) (map[string]formatExample, error) {
+	out := map[string]formatExample{}
+	var (
+		name string
+		part *[]byte
+		ex   formatExample
+	)
+	for n, line := range strings.Split(doc, "\n") {
+		switch {
+		case name == "" && strings.HasPrefix(line, "```hex example="):
+			name = strings.TrimPrefix(line, "```hex example=")
+			if _, dup := out[name]; dup || name == "" {
+				return nil, fmt.Errorf("line %d: example %q again", n+1, name)
+			}
+			ex, part = formatExample{}, nil
+		case name != "" && strings.HasPrefix(line, "```"):
+			if len(ex.key) == 0 || len(ex.value) == 0 {
+				return nil, fmt.Errorf("example %q lacks a key or a value", name)
+			}
+			out[name], name = ex, ""
+		case name != "":
+			if i := strings.IndexByte(line, '#'); i >= 0 {
+				line = line[:i]
+			}
+			for _, f := range strings.Fields(line) {
+				switch {
+				case f == "key":
+					part = &ex.key
+				case f == "value":
+					part = &ex.value
+				case part == nil:
+					return nil, fmt.Errorf("line %d: bytes before \"key\"", n+1)
+				default:
+					b, err := hex.DecodeString(f)
+					if err != nil || len(b) != 1 {
+						return nil, fmt.Errorf("line %d: %q is not a hex byte", n+1, f)
+					}
+					*part = append(*part, b...)
+				}
+			}
+		}
+	}
+	if name != "" {
+		return nil, fmt.Errorf("example %q is not closed", name)
+	}
+	return out, nil
+}
+
+// TestFormatDocumentStore: the store itself, writing the life of
+// FORMAT.md's examples through its writer, checkpointer and compaction,
+// leaves exactly the documented records.
+func TestFormatDocumentStore(t *testing.T) {
+	ctx := context.Background()
+	const key = "/registry/pods/ns/a"
+	want := formatExamples()
+	dir := t.TempDir()
+	s, err := Open(ctx, Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	check := func(names ...string) {
+		t.Helper()
+		for _, name := range names {
+			w := want[name]
+			v, closer, err := s.db.Get(w.key)
+			if err != nil {
+				t.Fatalf("%s: reading % x: %v", name, w.key, err)
+			}
+			if !bytes.Equal(v, w.value) {
+				t.Errorf("%s: the store wrote % x, FORMAT.md shows % x", name, v, w.value)
+			}
+			closer.Close()
+		}
+	}
+	must := func(rev int64, err error) int64 {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rev
+	}
+	filler := func(n int) {
+		for range n {
+			must(s.Create(ctx, fmt.Sprintf("/registry/pods/other/%d", s.rev.Load()+1), []byte("x")))
+		}
+	}
+	filler(4)
+	if rev := must(s.Create(ctx, key, []byte("v1"))); rev != 5 {
+		t.Fatalf("create at %d, want 5", rev)
+	}
+	must(s.Update(ctx, key, []byte("v2"), 5))
+	check("history-create", "keylog-create", "history-update", "retire-update")
+	if err := s.read(ctx, func() error { return s.checkpoint(ctx) }); err != nil {
+		t.Fatal(err)
+	}
+	check("checkpoint", "meta-checkpoint")
+	if _, rev, err := s.Delete(ctx, key, 6); err != nil || rev != 7 {
+		t.Fatalf("delete: %d, %v", rev, err)
+	}
+	check("history-delete", "keylog-delete", "retire-delete", "meta-current", "meta-format")
+	if err := s.Compact(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	check("meta-compacted")
+
+	// The repair: created at 10, its value at 11 damaged, replaced at 12.
+	filler(2)
+	must(s.Create(ctx, key, []byte("v8")))
+	must(s.Update(ctx, key, []byte("v8"), 10))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rewrite(t, dir, historyKey(11), flipLast)
+	if s, err = Open(ctx, Options{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if rev := must(s.Update(ctx, key, []byte("v9"), 11)); rev != 12 {
+		t.Fatalf("repair at %d, want 12", rev)
+	}
+	check("history-repair")
 }

@@ -160,6 +160,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("embedded: opening pebble in %s: %w", opts.Dir, err)
 	}
 	err = checkFormat(db, opts.Dir)
+	if err == nil {
+		err = removeCheckpointTmp(opts.FS, opts.Dir)
+	}
 	var cur int64
 	if err == nil {
 		cur, err = readMeta(db, metaCurrentKey)
