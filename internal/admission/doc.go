@@ -47,6 +47,20 @@
 //   - No annotations or reinvocation yet: the webhook plugin that needs
 //     them adds them to Attributes.
 //
+// # Where this differs from upstream
+//
+// Upstream's mutating admission runs on the scheme-defaulted object before
+// the strategy's PrepareForCreate/PrepareForUpdate. Myriad's registry
+// strategy does both in one step, so the chain runs after it: plugins see
+// defaulted objects, as upstream's do, but on an UPDATE the strategy has
+// already decided whether the spec changed (metadata.generation) when a
+// mutating plugin runs. No plugin mutates updates yet; the first that
+// does (mutating webhooks) needs the registry's defaulting split from its
+// preparation. The same fusion is why the pod defaults that mirror
+// admission plugins (DefaultTolerationSeconds, the ServiceAccount name,
+// Priority without a class) stay in the registry: the strategy compares
+// defaulted specs for generation.
+//
 // AllocationInterface has no upstream counterpart in this package: it is
 // the registry's begin/finish hook pair, run by the chain so that the
 // handlers call one thing at one place (see its comment and package

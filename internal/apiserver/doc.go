@@ -7,7 +7,8 @@
 // Request flow: filters (authn, authz, limits, metrics; see package
 // filters) → Server.ServeHTTP → resourceHandler.serve → reads from the
 // resource's cache.Cache, writes through its objectStore (read from the
-// store, apply the registry strategy, compare-and-swap). Each resource's
+// store, apply the registry strategy and the admission chain, see package
+// admission and admission.go, then compare-and-swap). Each resource's
 // cache sees the write through the store's watch; consistent reads wait
 // for it, so a client always reads its own writes.
 package apiserver
