@@ -187,9 +187,25 @@ func (e *env) writeOther(name string) int64 {
 }
 
 // waitRev polls until the cache has applied rev (no blind sleeps).
+// waitRev waits until the cache is complete up to rev, woken by each
+// change of its revision (setRevLocked), not by polling.
 func (e *env) waitRev(rev int64) {
 	e.t.Helper()
-	waitFor(e.t, func() bool { return e.c.Revision() >= rev }, "cache revision >= %d (have %d)", rev, e.c.Revision())
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for {
+		e.c.mu.RLock()
+		cur, changed := e.c.mu.rev, e.c.mu.revChanged
+		e.c.mu.RUnlock()
+		if cur >= rev {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			e.t.Fatalf("timed out waiting for cache revision >= %d (have %d)", rev, cur)
+		}
+	}
 }
 
 func waitFor(t testing.TB, cond func() bool, format string, args ...any) {

@@ -3,13 +3,13 @@ package cache
 import (
 	"context"
 	"fmt"
-	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -424,7 +424,7 @@ func TestStopJoinsGoroutines(t *testing.T) {
 	for i := range 30 {
 		e.create(newPod("ns", fmt.Sprintf("p%02d", i), "n1", nil))
 	}
-	baseline := goruntime.NumGoroutine()
+	before := goleak.IgnoreCurrent() // the store's goroutines
 	c, err := New(e.config(func(c *Config) { c.WatcherBuffer = 1 }))
 	if err != nil {
 		t.Fatal(err)
@@ -443,12 +443,6 @@ func TestStopJoinsGoroutines(t *testing.T) {
 	}
 	c.Stop()
 	// A joined goroutine has called wg.Done but may not have exited yet:
-	// give stragglers a moment before calling it a leak.
-	for deadline := time.Now().Add(5 * time.Second); goruntime.NumGoroutine() > baseline && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	if n := goruntime.NumGoroutine(); n > baseline {
-		buf := make([]byte, 1<<16)
-		t.Fatalf("%d goroutines after Stop, %d before Start:\n%s", n, baseline, buf[:goruntime.Stack(buf, true)])
-	}
+	// VerifyNone retries before calling it a leak.
+	goleak.VerifyNone(t, before)
 }

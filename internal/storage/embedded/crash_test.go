@@ -26,14 +26,6 @@ import (
 // its value is the store directory to write into until killed.
 const crashChildEnv = "MYRIAD_EMBEDDED_CRASH_CHILD_DIR"
 
-func TestMain(m *testing.M) {
-	if dir := os.Getenv(crashChildEnv); dir != "" {
-		crashChild(dir)
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
 func valueHash(v []byte) uint64 {
 	h := fnv.New64a()
 	h.Write(v)
