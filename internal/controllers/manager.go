@@ -20,6 +20,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
+	"github.com/myriad-k8s/myriad/internal/leaderelect"
 )
 
 // Warmer is implemented by controllers that keep caches outside the shared
@@ -100,13 +101,25 @@ func Run(ctx context.Context, cfg Config) error {
 		runAll(ctx)
 		return nil
 	}
-	electClient, err := electionClient(cfg)
+	electClient, err := kubernetes.NewForConfig(leaderelect.RESTConfig(cfg.RESTConfig, cfg.RenewDeadline, "myriad-controller-manager/leader-election"))
 	if err != nil {
-		return err
+		return fmt.Errorf("controllers: election client: %w", err)
 	}
-	e := &elector{cfg: cfg, client: electClient, log: log, run: runAll, metrics: newLeaderMetric(cfg.Metrics, cfg.LeaseName)}
-	return e.loop(ctx)
+	return leaderelect.Run(ctx, leaderelect.Config{
+		Client:        electClient,
+		Namespace:     cfg.LeaseNamespace,
+		Name:          cfg.LeaseName,
+		Identity:      cfg.Identity,
+		LeaseDuration: cfg.LeaseDuration,
+		RenewDeadline: cfg.RenewDeadline,
+		RetryPeriod:   cfg.RetryPeriod,
+		Logger:        log,
+		Metrics:       cfg.Metrics,
+	}, runAll)
 }
+
+// ErrLeaseLost is returned by Run when the leader fails to renew its Lease.
+var ErrLeaseLost = leaderelect.ErrLeaseLost
 
 // newContext builds the clients and factories every controller shares.
 func newContext(cfg Config) (*controllerctx.Context, error) {
@@ -138,23 +151,6 @@ func newContext(cfg Config) (*controllerctx.Context, error) {
 		Logger:            cfg.Logger,
 		Metrics:           cfg.Metrics,
 	}, nil
-}
-
-// electionClient is a client of its own, so renewals never queue behind
-// the controllers' requests in a shared rate limiter, with a timeout below
-// the renew deadline.
-func electionClient(cfg Config) (kubernetes.Interface, error) {
-	rc := rest.CopyConfig(cfg.RESTConfig)
-	rc.QPS, rc.Burst = 50, 100
-	rc.Timeout = cfg.RenewDeadline / 2
-	if rc.UserAgent == "" {
-		rc.UserAgent = "myriad-controller-manager/leader-election"
-	}
-	c, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("controllers: election client: %w", err)
-	}
-	return c, nil
 }
 
 // build calls New for every enabled controller, in All's order.

@@ -2,28 +2,25 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/myriad-k8s/myriad/internal/leaderelect"
 	schedcache "github.com/myriad-k8s/myriad/internal/scheduler/cache"
 	"github.com/myriad-k8s/myriad/internal/scheduler/core"
 	"github.com/myriad-k8s/myriad/internal/scheduler/metrics"
 	"github.com/myriad-k8s/myriad/internal/scheduler/queue"
 )
 
-// ErrLeadershipLost is returned by Run when another replica took the Lease
-// while this one was leading; like kube-scheduler, the caller should exit
+// ErrLeadershipLost is returned by Run when this replica failed to renew
+// the Lease while leading; like kube-scheduler, the caller should exit
 // (its cache may hold assumptions the new leader does not know of).
-var ErrLeadershipLost = errors.New("scheduler: leader election lost")
+var ErrLeadershipLost = leaderelect.ErrLeaseLost
 
 // Run schedules pods until ctx is done. With LeaderElect it first waits to
 // acquire the Lease (informers already running, so a standby takes over
@@ -121,48 +118,20 @@ func Run(ctx context.Context, cfg Config) error {
 		sched.Run(ctx)
 		return nil
 	}
-	lost := false
-	var leading sync.WaitGroup
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-scheduler"},
-			Client:     client.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
-		},
-		LeaseDuration:   cfg.LeaseDuration,
-		RenewDeadline:   cfg.RenewDeadline,
-		RetryPeriod:     cfg.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            "kube-scheduler",
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(lctx context.Context) {
-				leading.Add(1)
-				defer leading.Done()
-				log.Info("became leader", "identity", cfg.Identity)
-				sched.Run(lctx)
-			},
-			OnStoppedLeading: func() {
-				if ctx.Err() == nil {
-					lost = true
-				}
-				log.Info("stopped leading", "identity", cfg.Identity)
-			},
-			OnNewLeader: func(id string) {
-				if id != cfg.Identity {
-					log.Info("standby; leader is another replica", "leader", id)
-				}
-			},
-		},
-	})
+	electClient, err := kubernetes.NewForConfig(leaderelect.RESTConfig(cfg.RESTConfig, cfg.RenewDeadline, "myriad-scheduler/leader-election"))
 	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
+		return fmt.Errorf("scheduler: election client: %w", err)
 	}
-	le.Run(ctx)
-	// le.Run cancels the leading context on return; wait for the loop and
-	// its bindings to finish.
-	leading.Wait()
-	if lost {
-		return ErrLeadershipLost
-	}
-	return nil
+	// leaderelect.Run returns once sched.Run has: its bindings are done.
+	return leaderelect.Run(ctx, leaderelect.Config{
+		Client:        electClient,
+		Namespace:     "kube-system",
+		Name:          "kube-scheduler",
+		Identity:      cfg.Identity,
+		LeaseDuration: cfg.LeaseDuration,
+		RenewDeadline: cfg.RenewDeadline,
+		RetryPeriod:   cfg.RetryPeriod,
+		Logger:        log,
+		Metrics:       cfg.Metrics,
+	}, sched.Run)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Name is the controller's name, as kube-controller-manager's.
@@ -31,16 +31,16 @@ type Controller struct {
 	cjLister batchlisters.CronJobLister
 	jobs     batchlisters.JobLister
 	synced   []cache.InformerSynced
-	queue    podcontrol.Queue
-	loop     *podcontrol.Loop
+	queue    *reconcile.Loop[string]
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
 	log      *slog.Logger
 
 	registerOnce sync.Once
 	registerErr  error
-	warmOnce     sync.Once
-	ready        chan struct{}
+	// served registers the handlers and starts the informers once the
+	// API serves batch/v1 cronjobs.
+	served reconcile.Deferred
 }
 
 // Descriptor is the cronjob entry of the manager's list (5 workers, as
@@ -58,13 +58,13 @@ func newController(c *controllerctx.Context) *Controller {
 	cc := &Controller{
 		client:   c.Client,
 		factory:  c.Informers,
-		queue:    podcontrol.NewQueue(Name),
 		recorder: podcontrol.Recorder(c, "cronjob-controller"),
 		clock:    c.Clock,
 		log:      c.Logger,
-		ready:    make(chan struct{}),
 	}
-	cc.loop = podcontrol.NewLoop(Name, cc.queue, cc.sync, c.Logger, c.Metrics)
+	cc.queue = reconcile.NewLoop(c, Name, cc.sync, reconcile.Options[string]{})
+	cc.served = reconcile.Deferred{Discovery: c.Client.Discovery(), GroupVersion: "batch/v1", Resource: "cronjobs",
+		Register: cc.register, Start: c.Informers.Start, Logger: c.Logger}
 	return cc
 }
 
@@ -74,17 +74,10 @@ func (cc *Controller) register() error {
 		jobInf := cc.factory.Batch().V1().Jobs()
 		cc.cjLister, cc.jobs = cjInf.Lister(), jobInf.Lister()
 		cc.synced = []cache.InformerSynced{cjInf.Informer().HasSynced, jobInf.Informer().HasSynced}
-		if _, err := cjInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    cc.enqueue,
-			UpdateFunc: func(_, cur any) { cc.enqueue(cur) },
-		}); err != nil {
-			cc.registerErr = err
+		if cc.registerErr = reconcile.Watch(cjInf.Informer(), reconcile.Adds|reconcile.Updates, cc.enqueue); cc.registerErr != nil {
 			return
 		}
-		jobChanged := func(obj any) {
-			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = tomb.Obj
-			}
+		cc.registerErr = reconcile.Watch(jobInf.Informer(), reconcile.All, func(obj any) {
 			j, ok := obj.(*batchv1.Job)
 			if !ok {
 				return
@@ -92,11 +85,6 @@ func (cc *Controller) register() error {
 			if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == controllerKind.Kind {
 				cc.queue.Add(j.Namespace + "/" + ref.Name)
 			}
-		}
-		_, cc.registerErr = jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    jobChanged,
-			UpdateFunc: func(_, cur any) { jobChanged(cur) },
-			DeleteFunc: jobChanged,
 		})
 	})
 	return cc.registerErr
@@ -105,36 +93,15 @@ func (cc *Controller) register() error {
 // Warm (the manager's Warmer) waits in the background for batch/v1
 // cronjobs to be served, then registers handlers and starts the informers
 // for the life of ctx.
-func (cc *Controller) Warm(ctx context.Context) {
-	cc.warmOnce.Do(func() {
-		go func() {
-			if !podcontrol.WaitServed(ctx, cc.client.Discovery(), "batch/v1", "cronjobs", 30*time.Second) {
-				return
-			}
-			if err := cc.register(); err != nil {
-				cc.log.Error("registering cronjob handlers", "err", err)
-				return
-			}
-			cc.factory.Start(ctx.Done())
-			close(cc.ready)
-		}()
-	})
-}
+func (cc *Controller) Warm(ctx context.Context) { cc.served.Warm(ctx) }
 
 // Run waits for Warm (warming with ctx itself when nobody did) and works
 // until ctx is done.
 func (cc *Controller) Run(ctx context.Context, workers int) {
-	cc.Warm(ctx)
-	select {
-	case <-cc.ready:
-	case <-ctx.Done():
+	if !cc.served.Wait(ctx) {
 		return
 	}
-	cc.loop.Run(ctx, workers, cc.synced...)
+	cc.queue.Run(ctx, workers, cc.synced...)
 }
 
-func (cc *Controller) enqueue(obj any) {
-	if key, ok := podcontrol.Key(obj); ok {
-		cc.queue.Add(key)
-	}
-}
+func (cc *Controller) enqueue(obj any) { reconcile.EnqueueKey(cc.queue)(obj) }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Name is the controller's name, as kube-controller-manager's.
@@ -36,8 +37,7 @@ type Controller struct {
 	nodes    corelisters.NodeLister
 	synced   []cache.InformerSynced
 	exp      *podcontrol.Expectations
-	queue    podcontrol.Queue
-	loop     *podcontrol.Loop
+	queue    *reconcile.Loop[string]
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
 	log      *slog.Logger
@@ -66,34 +66,30 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		nodes:    nodeInf.Lister(),
 		synced:   []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
 		exp:      podcontrol.NewExpectations(c.Clock),
-		queue:    podcontrol.NewQueue(Name),
 		recorder: podcontrol.Recorder(c, "daemonset-controller"),
 		clock:    c.Clock,
 		log:      c.Logger,
 	}
-	dc.loop = podcontrol.NewLoop(Name, dc.queue, dc.sync, c.Logger, c.Metrics)
+	dc.queue = reconcile.NewLoop(c, Name, dc.sync, reconcile.Options[string]{})
 	if err := podcontrol.AddControllerUIDIndexer(dc.podInf); err != nil {
 		return nil, err
 	}
-	handlers := []struct {
-		inf cache.SharedIndexInformer
-		h   cache.ResourceEventHandler
-	}{
-		{dsInf.Informer(), cache.ResourceEventHandlerFuncs{
+	return dc, reconcile.AddHandlers(
+		reconcile.Handler{Informer: dsInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    dc.enqueue,
 			UpdateFunc: func(_, cur any) { dc.enqueue(cur) },
 			DeleteFunc: func(obj any) {
-				if key, ok := podcontrol.Key(obj); ok {
+				if key, ok := reconcile.Key(obj); ok {
 					dc.exp.Delete(key)
 				}
 			},
 		}},
-		{podInf.Informer(), cache.ResourceEventHandlerFuncs{
+		reconcile.Handler{Informer: podInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    dc.addPod,
 			UpdateFunc: dc.updatePod,
 			DeleteFunc: dc.deletePod,
 		}},
-		{nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
+		reconcile.Handler{Informer: nodeInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { dc.enqueueAll() },
 			UpdateFunc: func(old, cur any) {
 				o, n := old.(*corev1.Node), cur.(*corev1.Node)
@@ -102,26 +98,15 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 				}
 			},
 			DeleteFunc: func(any) { dc.enqueueAll() },
-		}},
-	}
-	for _, h := range handlers {
-		if _, err := h.inf.AddEventHandler(h.h); err != nil {
-			return nil, err
-		}
-	}
-	return dc, nil
+		}})
 }
 
 // Run implements controllerctx.Controller.
 func (dc *Controller) Run(ctx context.Context, workers int) {
-	dc.loop.Run(ctx, workers, dc.synced...)
+	dc.queue.Run(ctx, workers, dc.synced...)
 }
 
-func (dc *Controller) enqueue(obj any) {
-	if key, ok := podcontrol.Key(obj); ok {
-		dc.queue.Add(key)
-	}
-}
+func (dc *Controller) enqueue(obj any) { reconcile.EnqueueKey(dc.queue)(obj) }
 
 func (dc *Controller) enqueueAll() {
 	all, err := dc.dsLister.List(labels.Everything())
@@ -154,7 +139,7 @@ func (dc *Controller) resolve(pod *corev1.Pod) (*appsv1.DaemonSet, string) {
 	if err != nil || ds.UID != ref.UID {
 		return nil, ""
 	}
-	key, _ := podcontrol.Key(ds)
+	key, _ := reconcile.Key(ds)
 	return ds, key
 }
 
@@ -190,18 +175,12 @@ func (dc *Controller) updatePod(old, cur any) {
 }
 
 func (dc *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.Object[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	if ds, key := dc.resolve(pod); ds != nil {
-		podKey, _ := podcontrol.Key(pod)
+		podKey, _ := reconcile.Key(pod)
 		dc.exp.DeletionObserved(key, podKey)
 		dc.queue.Add(key)
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -128,7 +129,7 @@ func (dc *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key stri
 
 	delKeys := make([]string, len(del))
 	for i, p := range del {
-		delKeys[i], _ = podcontrol.Key(p)
+		delKeys[i], _ = reconcile.Key(p)
 	}
 	dc.exp.Expect(key, len(create), delKeys)
 	ref := podcontrol.ControllerRef(ds, controllerKind)

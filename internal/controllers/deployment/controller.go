@@ -17,6 +17,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Name is the controller's name, as kube-controller-manager's.
@@ -31,8 +32,7 @@ type Controller struct {
 	rsLister appslisters.ReplicaSetLister
 	pods     corelisters.PodLister
 	synced   []cache.InformerSynced
-	queue    podcontrol.Queue
-	loop     *podcontrol.Loop
+	queue    *reconcile.Loop[string]
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
 	log      *slog.Logger
@@ -60,45 +60,31 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		rsLister: rsInf.Lister(),
 		pods:     podInf.Lister(),
 		synced:   []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
-		queue:    podcontrol.NewQueue(Name),
 		recorder: podcontrol.Recorder(c, "deployment-controller"),
 		clock:    c.Clock,
 		log:      c.Logger,
 	}
-	dc.loop = podcontrol.NewLoop(Name, dc.queue, dc.sync, c.Logger, c.Metrics)
-	if _, err := dInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    dc.enqueue,
-		UpdateFunc: func(_, cur any) { dc.enqueue(cur) },
-		DeleteFunc: dc.enqueue,
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    dc.addRS,
-		UpdateFunc: dc.updateRS,
-		DeleteFunc: dc.deleteRS,
-	}); err != nil {
+	dc.queue = reconcile.NewLoop(c, Name, dc.sync, reconcile.Options[string]{})
+	if err := reconcile.Watch(dInf.Informer(), reconcile.All, dc.enqueue); err != nil {
 		return nil, err
 	}
 	// Recreate waits for old pods to be gone; their deletion wakes it.
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: dc.deletePod,
-	}); err != nil {
+	if err := reconcile.Watch(podInf.Informer(), reconcile.Deletes, dc.deletePod); err != nil {
 		return nil, err
 	}
-	return dc, nil
+	return dc, reconcile.AddHandlers(reconcile.Handler{Informer: rsInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
+		AddFunc:    dc.addRS,
+		UpdateFunc: dc.updateRS,
+		DeleteFunc: dc.deleteRS,
+	}})
 }
 
 // Run implements controllerctx.Controller.
 func (dc *Controller) Run(ctx context.Context, workers int) {
-	dc.loop.Run(ctx, workers, dc.synced...)
+	dc.queue.Run(ctx, workers, dc.synced...)
 }
 
-func (dc *Controller) enqueue(obj any) {
-	if key, ok := podcontrol.Key(obj); ok {
-		dc.queue.Add(key)
-	}
-}
+func (dc *Controller) enqueue(obj any) { reconcile.EnqueueKey(dc.queue)(obj) }
 
 func (dc *Controller) resolveRef(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
 	if ref.Kind != controllerKind.Kind {
@@ -170,15 +156,9 @@ func (dc *Controller) updateRS(old, cur any) {
 }
 
 func (dc *Controller) deleteRS(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := reconcile.Object[*appsv1.ReplicaSet](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if rs, ok = tomb.Obj.(*appsv1.ReplicaSet); !ok {
-			return
-		}
+		return
 	}
 	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 		if d := dc.resolveRef(rs.Namespace, ref); d != nil {
@@ -188,15 +168,9 @@ func (dc *Controller) deleteRS(obj any) {
 }
 
 func (dc *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.Object[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil || ref.Kind != "ReplicaSet" {

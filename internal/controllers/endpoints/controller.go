@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -17,11 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/endpointutil"
-	"github.com/myriad-k8s/myriad/internal/controllers/queuemetrics"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Name is the controller's name in --controllers (upstream's).
@@ -46,7 +44,7 @@ type Controller struct {
 	pods      corelisters.PodLister
 	endpoints corelisters.EndpointsLister
 	synced    []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[string]
+	queue     *reconcile.Loop[string]
 	log       *slog.Logger
 }
 
@@ -61,10 +59,9 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		pods:      podInf.Lister(),
 		endpoints: epInf.Lister(),
 		synced:    []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, epInf.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)}),
-		log: c.Logger.With("controller", Name),
+		log:       c.Logger.With("controller", Name),
 	}
+	ctrl.queue = reconcile.NewLoop(c, Name, ctrl.sync, reconcile.Options[string]{})
 	add := func(key string) { ctrl.queue.Add(key) }
 	if _, err := svcInf.Informer().AddEventHandler(endpointutil.ServiceHandler(add)); err != nil {
 		return nil, err
@@ -72,51 +69,13 @@ func New(c *controllerctx.Context) (*Controller, error) {
 	if _, err := podInf.Informer().AddEventHandler(endpointutil.PodHandler(ctrl.services, add)); err != nil {
 		return nil, err
 	}
-	if _, err := epInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) {
-			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-				ctrl.queue.Add(key)
-			}
-		},
-	}); err != nil {
-		return nil, err
-	}
-	return ctrl, nil
+	// A deleted Endpoints is recreated.
+	return ctrl, reconcile.Watch(epInf.Informer(), reconcile.Deletes, reconcile.EnqueueKey(ctrl.queue))
 }
 
 // Run works until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.next(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		c.log.Debug("sync failed; retrying", "service", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	c.queue.Run(ctx, workers, c.synced...)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {

@@ -14,11 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/endpointutil"
-	"github.com/myriad-k8s/myriad/internal/controllers/queuemetrics"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Name is the controller's name in --controllers.
@@ -46,7 +45,7 @@ type Controller struct {
 	nodes    corelisters.NodeLister
 	slices   cache.Indexer
 	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    *reconcile.Loop[string]
 	log      *slog.Logger
 	max      int
 
@@ -81,11 +80,10 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		nodes:    nodeInf.Lister(),
 		slices:   sliceInf.Informer().GetIndexer(),
 		synced:   []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, sliceInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)}),
-		log: c.Logger.With("controller", Name),
-		max: MaxEndpoints,
+		log:      c.Logger.With("controller", Name),
+		max:      MaxEndpoints,
 	}
+	ctrl.queue = reconcile.NewLoop(c, Name, ctrl.sync, reconcile.Options[string]{})
 	ctrl.mu.created = map[string]map[string]bool{}
 	add := func(key string) { ctrl.queue.Add(key) }
 	if _, err := svcInf.Informer().AddEventHandler(endpointutil.ServiceHandler(add)); err != nil {
@@ -95,56 +93,16 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		return nil, err
 	}
 	// Someone else changing or deleting our slices: repair.
-	sliceChanged := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
+	return ctrl, reconcile.Watch(sliceInf.Informer(), reconcile.Updates|reconcile.Deletes, func(obj any) {
 		if s, ok := obj.(*discoveryv1.EndpointSlice); ok && s.Labels[discoveryv1.LabelManagedBy] == ManagedBy {
 			ctrl.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
 		}
-	}
-	if _, err := sliceInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) { sliceChanged(obj) },
-		DeleteFunc: sliceChanged,
-	}); err != nil {
-		return nil, err
-	}
-	return ctrl, nil
+	})
 }
 
 // Run works until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.next(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		c.log.Debug("sync failed; retrying", "service", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	c.queue.Run(ctx, workers, c.synced...)
 }
 
 // cacheBehind reports whether slices created for key are still missing

@@ -14,11 +14,10 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
-	"github.com/myriad-k8s/myriad/internal/controllers/queuemetrics"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Name is the controller's name in --controllers.
@@ -43,6 +42,11 @@ type item struct {
 	uid       types.UID
 }
 
+// String names the item in logs.
+func (it item) String() string {
+	return it.gvr.String() + " " + it.namespace + "/" + it.name + " " + string(it.uid)
+}
+
 func itemFor(gvr schema.GroupVersionResource, m *metav1.PartialObjectMetadata) item {
 	return item{gvr: gvr, namespace: m.Namespace, name: m.Name, uid: m.UID}
 }
@@ -59,8 +63,8 @@ type Controller struct {
 	// attemptToDelete holds objects whose owners may be gone and owners
 	// deleting their dependents in the foreground; attemptToOrphan holds
 	// owners with the orphan finalizer.
-	attemptToDelete workqueue.TypedRateLimitingInterface[item]
-	attemptToOrphan workqueue.TypedRateLimitingInterface[item]
+	attemptToDelete *reconcile.Loop[item]
+	attemptToOrphan *reconcile.Loop[item]
 
 	warmOnce sync.Once
 	// warmed is closed once the first discovery has set up the monitors.
@@ -70,21 +74,21 @@ type Controller struct {
 // New builds the collector; its informers are set up by Warm, which needs
 // discovery.
 func New(c *controllerctx.Context) (*Controller, error) {
-	q := func(name string) workqueue.TypedRateLimitingInterface[item] {
-		return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[item](),
-			workqueue.TypedRateLimitingQueueConfig[item]{Name: name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)})
-	}
-	return &Controller{
+	gc := &Controller{
 		client:            c.Client,
 		metadata:          c.Metadata,
 		metadataInformers: c.MetadataInformers,
 		monitors:          newMonitors(),
 		clock:             c.Clock,
 		log:               c.Logger.With("controller", Name),
-		attemptToDelete:   q("garbage_collector_attempt_to_delete"),
-		attemptToOrphan:   q("garbage_collector_attempt_to_orphan"),
 		warmed:            make(chan struct{}),
-	}, nil
+	}
+	// Upstream's queue names. Items are retried until they succeed: a
+	// dropped one would leave garbage until its owner changes again.
+	opts := reconcile.Options[item]{MaxRetries: -1}
+	gc.attemptToDelete = reconcile.NewLoop(c, "garbage_collector_attempt_to_delete", gc.processDelete, opts)
+	gc.attemptToOrphan = reconcile.NewLoop(c, "garbage_collector_attempt_to_orphan", gc.processOrphan, opts)
+	return gc, nil
 }
 
 // Warm discovers the resources and starts their metadata informers, then
@@ -136,49 +140,9 @@ func (gc *Controller) Run(ctx context.Context, workers int) {
 	}
 	gc.log.Info("garbage collector synced", "resources", len(gc.monitors.all()))
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for gc.next(ctx, gc.attemptToDelete, gc.processDelete) {
-			}
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for gc.next(ctx, gc.attemptToOrphan, gc.processOrphan) {
-		}
-	}()
-	<-ctx.Done()
-	gc.attemptToDelete.ShutDown()
-	gc.attemptToOrphan.ShutDown()
+	wg.Go(func() { gc.attemptToDelete.Run(ctx, workers) })
+	wg.Go(func() { gc.attemptToOrphan.Run(ctx, 1) })
 	wg.Wait()
-}
-
-// errRetryLater asks for a rate-limited retry without logging a failure.
-type retryLater struct{ after time.Duration }
-
-func (r retryLater) Error() string { return "retry later" }
-
-func (gc *Controller) next(ctx context.Context, q workqueue.TypedRateLimitingInterface[item], process func(context.Context, item) error) bool {
-	it, quit := q.Get()
-	if quit {
-		return false
-	}
-	defer q.Done(it)
-	err := process(ctx, it)
-	switch e := err.(type) {
-	case nil:
-		q.Forget(it)
-	case retryLater:
-		q.Forget(it)
-		q.AddAfter(it, e.after)
-	default:
-		gc.log.Debug("garbage collection failed; retrying", "resource", it.gvr.String(), "namespace", it.namespace, "name", it.name, "err", err)
-		q.AddRateLimited(it)
-	}
-	return true
 }
 
 // handlers turn one monitor's events into work.

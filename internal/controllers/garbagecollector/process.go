@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // waitForDependents is how often an owner deleting its dependents in the
@@ -209,7 +211,7 @@ func (gc *Controller) processDeletingDependents(ctx context.Context, it item, m 
 		}
 	}
 	if blocking > 0 {
-		return retryLater{after: waitForDependents}
+		return reconcile.RequeueAfter(waitForDependents)
 	}
 	return gc.removeFinalizer(ctx, it, m, metav1.FinalizerDeleteDependents)
 }

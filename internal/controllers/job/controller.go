@@ -19,6 +19,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Name is the controller's name, as kube-controller-manager's.
@@ -49,16 +50,16 @@ type Controller struct {
 	podInf    cache.SharedIndexInformer
 	synced    []cache.InformerSynced
 	exp       *podcontrol.Expectations
-	queue     podcontrol.Queue
-	loop      *podcontrol.Loop
+	queue     *reconcile.Loop[string]
 	recorder  record.EventRecorder
 	clock     clock.PassiveClock
 	log       *slog.Logger
 
 	registerOnce sync.Once
 	registerErr  error
-	warmOnce     sync.Once
-	ready        chan struct{} // closed once handlers are registered and informers started
+	// served registers the handlers and starts the informers once the
+	// API serves batch/v1 jobs.
+	served reconcile.Deferred
 }
 
 // Descriptor is the job entry of the manager's list (5 workers, as
@@ -78,13 +79,13 @@ func newController(c *controllerctx.Context) *Controller {
 		client:   c.Client,
 		factory:  c.Informers,
 		exp:      podcontrol.NewExpectations(c.Clock),
-		queue:    podcontrol.NewQueue(Name),
 		recorder: podcontrol.Recorder(c, "job-controller"),
 		clock:    c.Clock,
 		log:      c.Logger,
-		ready:    make(chan struct{}),
 	}
-	jc.loop = podcontrol.NewLoop(Name, jc.queue, jc.sync, c.Logger, c.Metrics)
+	jc.queue = reconcile.NewLoop(c, Name, jc.sync, reconcile.Options[string]{})
+	jc.served = reconcile.Deferred{Discovery: c.Client.Discovery(), GroupVersion: "batch/v1", Resource: "jobs",
+		Register: jc.register, Start: c.Informers.Start, Logger: c.Logger}
 	return jc
 }
 
@@ -100,23 +101,21 @@ func (jc *Controller) register() error {
 			return
 		}
 		jc.synced = []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced}
-		if _, err := jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    jc.enqueue,
-			UpdateFunc: func(_, cur any) { jc.enqueue(cur) },
-			DeleteFunc: func(obj any) {
-				if key, ok := podcontrol.Key(obj); ok {
-					jc.exp.Delete(key)
-				}
-			},
-		}); err != nil {
-			jc.registerErr = err
-			return
-		}
-		_, jc.registerErr = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    jc.addPod,
-			UpdateFunc: jc.updatePod,
-			DeleteFunc: jc.deletePod,
-		})
+		jc.registerErr = reconcile.AddHandlers(
+			reconcile.Handler{Informer: jobInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
+				AddFunc:    jc.enqueue,
+				UpdateFunc: func(_, cur any) { jc.enqueue(cur) },
+				DeleteFunc: func(obj any) {
+					if key, ok := reconcile.Key(obj); ok {
+						jc.exp.Delete(key)
+					}
+				},
+			}},
+			reconcile.Handler{Informer: podInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
+				AddFunc:    jc.addPod,
+				UpdateFunc: jc.updatePod,
+				DeleteFunc: jc.deletePod,
+			}})
 	})
 	return jc.registerErr
 }
@@ -124,39 +123,18 @@ func (jc *Controller) register() error {
 // Warm (the manager's Warmer) waits in the background for batch/v1 jobs
 // to be served, then registers the handlers and starts the informers for
 // the life of ctx, so a standby's Job cache is warm like the others.
-func (jc *Controller) Warm(ctx context.Context) {
-	jc.warmOnce.Do(func() {
-		go func() {
-			if !podcontrol.WaitServed(ctx, jc.client.Discovery(), "batch/v1", "jobs", 30*time.Second) {
-				return
-			}
-			if err := jc.register(); err != nil {
-				jc.log.Error("registering job handlers", "err", err)
-				return
-			}
-			jc.factory.Start(ctx.Done())
-			close(jc.ready)
-		}()
-	})
-}
+func (jc *Controller) Warm(ctx context.Context) { jc.served.Warm(ctx) }
 
 // Run waits until Warm has started the informers (warming with ctx itself
 // when nobody did) and works until ctx is done.
 func (jc *Controller) Run(ctx context.Context, workers int) {
-	jc.Warm(ctx)
-	select {
-	case <-jc.ready:
-	case <-ctx.Done():
+	if !jc.served.Wait(ctx) {
 		return
 	}
-	jc.loop.Run(ctx, workers, jc.synced...)
+	jc.queue.Run(ctx, workers, jc.synced...)
 }
 
-func (jc *Controller) enqueue(obj any) {
-	if key, ok := podcontrol.Key(obj); ok {
-		jc.queue.Add(key)
-	}
-}
+func (jc *Controller) enqueue(obj any) { reconcile.EnqueueKey(jc.queue)(obj) }
 
 func (jc *Controller) resolve(pod *corev1.Pod) string {
 	ref := metav1.GetControllerOfNoCopy(pod)
@@ -167,7 +145,7 @@ func (jc *Controller) resolve(pod *corev1.Pod) string {
 	if err != nil || j.UID != ref.UID {
 		return ""
 	}
-	key, _ := podcontrol.Key(j)
+	key, _ := reconcile.Key(j)
 	return key
 }
 
@@ -198,18 +176,12 @@ func (jc *Controller) updatePod(old, cur any) {
 }
 
 func (jc *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.Object[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	if key := jc.resolve(pod); key != "" {
-		podKey, _ := podcontrol.Key(pod)
+		podKey, _ := reconcile.Key(pod)
 		jc.exp.DeletionObserved(key, podKey)
 		jc.queue.Add(key)
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Condition reasons, as upstream.
@@ -241,7 +242,7 @@ func (jc *Controller) deletePods(ctx context.Context, job *batchv1.Job, key stri
 	}
 	keys := make([]string, len(pods))
 	for i, p := range pods {
-		keys[i], _ = podcontrol.Key(p)
+		keys[i], _ = reconcile.Key(p)
 	}
 	jc.exp.Expect(key, 0, keys)
 	var mu sync.Mutex

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
-	"github.com/myriad-k8s/myriad/internal/controllers/queuemetrics"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 	"github.com/myriad-k8s/myriad/internal/controllers/resources"
 )
 
@@ -38,7 +37,7 @@ type Controller struct {
 	client   kubernetes.Interface
 	metadata metadata.Interface
 	synced   cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    *reconcile.Loop[string]
 	clock    clock.Clock
 	log      *slog.Logger
 }
@@ -50,22 +49,20 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		client:   c.Client,
 		metadata: c.Metadata,
 		synced:   inf.HasSynced,
-		// Retries back off from 100 ms to a minute: a namespace waiting on
-		// pods' grace periods needs no faster polling.
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)}),
-		clock: c.Clock,
-		log:   c.Logger.With("controller", Name),
+		clock:    c.Clock,
+		log:      c.Logger.With("controller", Name),
 	}
-	enqueue := func(obj any) {
+	ctrl.queue = reconcile.NewLoop(c, Name, ctrl.sync, reconcile.Options[string]{
+		// Retries back off from 100 ms to a minute: a namespace waiting on
+		// pods' grace periods needs no faster polling. They never stop: a
+		// terminating namespace gets no further event to revive it.
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
+		MaxRetries:  -1,
+	})
+	if err := reconcile.Watch(inf, reconcile.Adds|reconcile.Updates, func(obj any) {
 		if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {
 			ctrl.queue.Add(ns.Name)
 		}
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
 	}); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
@@ -74,46 +71,12 @@ func New(c *controllerctx.Context) (*Controller, error) {
 
 // Run works until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.next(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	c.queue.Run(ctx, workers, c.synced)
 }
 
 // errRemaining says content is left (pods in their grace period, objects
 // with finalizers): retry later, it is not a failure.
-var errRemaining = errors.New("content remaining")
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	err := c.sync(ctx, key)
-	switch {
-	case err == nil:
-		c.queue.Forget(key)
-	case errors.Is(err, errRemaining):
-		c.queue.AddRateLimited(key)
-	default:
-		c.log.Info("namespace deletion failed; retrying", "namespace", key, "err", err)
-		c.queue.AddRateLimited(key)
-	}
-	return true
-}
+var errRemaining = fmt.Errorf("content remaining: %w", reconcile.ErrRequeue)
 
 // sync deletes the content of one terminating namespace and finalizes it.
 // It reads the namespace from the API, not the cache, so it never acts on

@@ -4,5 +4,5 @@
 // never acts twice on a lagging cache, slow-start batching of creations,
 // adoption and release of pods by selector and controller ownerReference,
 // the ranking of pods to delete on scale-down, pod readiness/availability,
-// the pod-template hash, and the queue-and-workers loop every controller runs.
+// and the pod-template hash. The queue and workers are package reconcile's.
 package podcontrol

@@ -1,7 +1,6 @@
 package podcontrol
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -132,38 +130,6 @@ func TestComputeHash(t *testing.T) {
 		if strings.ContainsRune("aeiou013", r) {
 			t.Errorf("hash %q has %q", a, r)
 		}
-	}
-}
-
-func TestLoopMetricsPerController(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	for _, name := range []string{"a", "b", "a"} { // "a" twice: the second reuses the first's collectors
-		q := NewQueue(name)
-		l := NewLoop(name, q, func(context.Context, string) error { return nil }, nil, reg)
-		q.Add("k")
-		l.processNext(context.Background())
-		q.ShutDown()
-	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "myriad_controller_syncs_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			key := ""
-			for _, lp := range m.GetLabel() {
-				key += lp.GetName() + "=" + lp.GetValue() + " "
-			}
-			got[key] = m.GetCounter().GetValue()
-		}
-	}
-	want := map[string]float64{"controller=a result=success ": 2, "controller=b result=success ": 1}
-	if len(got) != len(want) || got["controller=a result=success "] != 2 || got["controller=b result=success "] != 1 {
-		t.Errorf("syncs %v, want %v", got, want)
 	}
 }
 

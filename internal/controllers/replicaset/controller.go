@@ -18,6 +18,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Name is the controller's name, as kube-controller-manager's.
@@ -37,8 +38,7 @@ type Controller struct {
 	podInf   cache.SharedIndexInformer
 	synced   []cache.InformerSynced
 	exp      *podcontrol.Expectations
-	queue    podcontrol.Queue
-	loop     *podcontrol.Loop
+	queue    *reconcile.Loop[string]
 	recorder record.EventRecorder
 	clock    clock.PassiveClock
 	log      *slog.Logger
@@ -60,46 +60,37 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		podInf:   podInf.Informer(),
 		synced:   []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		exp:      podcontrol.NewExpectations(c.Clock),
-		queue:    podcontrol.NewQueue(Name),
 		recorder: podcontrol.Recorder(c, "replicaset-controller"),
 		clock:    c.Clock,
 		log:      c.Logger,
 		burst:    BurstReplicas,
 	}
-	rc.loop = podcontrol.NewLoop(Name, rc.queue, rc.sync, c.Logger, c.Metrics)
+	rc.queue = reconcile.NewLoop(c, Name, rc.sync, reconcile.Options[string]{})
 	if err := podcontrol.AddControllerUIDIndexer(rc.podInf); err != nil {
 		return nil, err
 	}
-	if _, err := rsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    rc.enqueue,
-		UpdateFunc: func(_, cur any) { rc.enqueue(cur) },
-		DeleteFunc: rc.deleteRS,
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    rc.addPod,
-		UpdateFunc: rc.updatePod,
-		DeleteFunc: rc.deletePod,
-	}); err != nil {
-		return nil, err
-	}
-	return rc, nil
+	return rc, reconcile.AddHandlers(
+		reconcile.Handler{Informer: rsInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    rc.enqueue,
+			UpdateFunc: func(_, cur any) { rc.enqueue(cur) },
+			DeleteFunc: rc.deleteRS,
+		}},
+		reconcile.Handler{Informer: podInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    rc.addPod,
+			UpdateFunc: rc.updatePod,
+			DeleteFunc: rc.deletePod,
+		}})
 }
 
 // Run implements controllerctx.Controller.
 func (rc *Controller) Run(ctx context.Context, workers int) {
-	rc.loop.Run(ctx, workers, rc.synced...)
+	rc.queue.Run(ctx, workers, rc.synced...)
 }
 
-func (rc *Controller) enqueue(obj any) {
-	if key, ok := podcontrol.Key(obj); ok {
-		rc.queue.Add(key)
-	}
-}
+func (rc *Controller) enqueue(obj any) { reconcile.EnqueueKey(rc.queue)(obj) }
 
 func (rc *Controller) deleteRS(obj any) {
-	key, ok := podcontrol.Key(obj)
+	key, ok := reconcile.Key(obj)
 	if !ok {
 		return
 	}
@@ -150,7 +141,7 @@ func (rc *Controller) addPod(obj any) {
 		if rs == nil {
 			return
 		}
-		key, _ := podcontrol.Key(rs)
+		key, _ := reconcile.Key(rs)
 		rc.exp.CreationObserved(key)
 		rc.queue.Add(key)
 		return
@@ -190,7 +181,7 @@ func (rc *Controller) updatePod(old, cur any) {
 		// A pod that just became ready becomes available minReadySeconds
 		// later; nothing else would wake us then.
 		if !podcontrol.IsPodReady(oldPod) && podcontrol.IsPodReady(curPod) && rs.Spec.MinReadySeconds > 0 {
-			key, _ := podcontrol.Key(rs)
+			key, _ := reconcile.Key(rs)
 			rc.queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
 		}
 		return
@@ -203,15 +194,9 @@ func (rc *Controller) updatePod(old, cur any) {
 }
 
 func (rc *Controller) deletePod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := reconcile.Object[*corev1.Pod](obj)
 	if !ok {
-		tomb, ok := obj.(cache.DeletedFinalStateUnknown)
-		if !ok {
-			return
-		}
-		if pod, ok = tomb.Obj.(*corev1.Pod); !ok {
-			return
-		}
+		return
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
@@ -221,8 +206,8 @@ func (rc *Controller) deletePod(obj any) {
 	if rs == nil {
 		return
 	}
-	key, _ := podcontrol.Key(rs)
-	podKey, _ := podcontrol.Key(pod)
+	key, _ := reconcile.Key(rs)
+	podKey, _ := reconcile.Key(pod)
 	rc.exp.DeletionObserved(key, podKey)
 	rc.queue.Add(key)
 }

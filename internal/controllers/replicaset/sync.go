@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 func (rc *Controller) sync(ctx context.Context, key string) error {
@@ -119,7 +120,7 @@ func (rc *Controller) manage(ctx context.Context, pods []*corev1.Pod, rs *appsv1
 		victims = victims[:n]
 		keys := make([]string, len(victims))
 		for i, p := range victims {
-			keys[i], _ = podcontrol.Key(p)
+			keys[i], _ = reconcile.Key(p)
 		}
 		rc.exp.Expect(key, 0, keys)
 		var wg sync.WaitGroup

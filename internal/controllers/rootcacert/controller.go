@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,10 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
-	"github.com/myriad-k8s/myriad/internal/controllers/queuemetrics"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Name is the controller's name in --controllers (upstream's).
@@ -49,7 +47,7 @@ type Controller struct {
 	configMaps cache.SharedIndexInformer
 	cmLister   corelisters.ConfigMapLister
 	synced     []cache.InformerSynced
-	queue      workqueue.TypedRateLimitingInterface[string]
+	queue      *reconcile.Loop[string]
 	log        *slog.Logger
 }
 
@@ -75,29 +73,20 @@ func newWith(c *controllerctx.Context, ca []byte, nsInf cache.SharedIndexInforme
 		configMaps: cmInf,
 		cmLister:   corelisters.NewConfigMapLister(cmInf.GetIndexer()),
 		synced:     []cache.InformerSynced{nsInf.HasSynced, cmInf.HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)}),
-		log: c.Logger.With("controller", Name),
+		log:        c.Logger.With("controller", Name),
 	}
-	if _, err := nsInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { ctrl.enqueue(obj) },
-		UpdateFunc: func(_, obj any) { ctrl.enqueue(obj) },
-	}); err != nil {
+	ctrl.queue = reconcile.NewLoop(c, Name, ctrl.sync, reconcile.Options[string]{})
+	if err := reconcile.Watch(nsInf, reconcile.Adds|reconcile.Updates, ctrl.enqueue); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	if _, err := cmInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) { ctrl.enqueue(obj) },
-		DeleteFunc: func(obj any) { ctrl.enqueue(obj) },
-	}); err != nil {
+	if err := reconcile.Watch(cmInf, reconcile.Updates|reconcile.Deletes, ctrl.enqueue); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return ctrl, nil
 }
 
+// enqueue queues the namespace of a namespace or of its ConfigMap.
 func (c *Controller) enqueue(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
 	switch o := obj.(type) {
 	case *corev1.Namespace:
 		c.queue.Add(o.Name)
@@ -113,37 +102,7 @@ func (c *Controller) Warm(ctx context.Context) {
 
 // Run works until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.next(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		c.log.Debug("sync failed; retrying", "namespace", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	c.queue.Run(ctx, workers, c.synced...)
 }
 
 func (c *Controller) sync(ctx context.Context, ns string) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,10 +11,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
-	"github.com/myriad-k8s/myriad/internal/controllers/queuemetrics"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Name is the controller's name in --controllers.
@@ -35,7 +33,7 @@ type Controller struct {
 	namespaces corelisters.NamespaceLister
 	accounts   corelisters.ServiceAccountLister
 	synced     []cache.InformerSynced
-	queue      workqueue.TypedRateLimitingInterface[string]
+	queue      *reconcile.Loop[string]
 	log        *slog.Logger
 }
 
@@ -48,30 +46,16 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		namespaces: nsInf.Lister(),
 		accounts:   saInf.Lister(),
 		synced:     []cache.InformerSynced{nsInf.Informer().HasSynced, saInf.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name, Clock: c.Clock, MetricsProvider: queuemetrics.Provider(c.Metrics)}),
-		log: c.Logger.With("controller", Name),
+		log:        c.Logger.With("controller", Name),
 	}
-	enqueueNS := func(obj any) {
-		if ns, ok := obj.(*corev1.Namespace); ok {
-			ctrl.queue.Add(ns.Name)
-		}
-	}
-	if _, err := nsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueueNS,
-		UpdateFunc: func(_, obj any) { enqueueNS(obj) },
-	}); err != nil {
+	ctrl.queue = reconcile.NewLoop(c, Name, ctrl.sync, reconcile.Options[string]{})
+	if err := reconcile.Watch(nsInf.Informer(), reconcile.Adds|reconcile.Updates, reconcile.EnqueueKey(ctrl.queue)); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	if _, err := saInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if sa, ok := obj.(*corev1.ServiceAccount); ok && sa.Name == DefaultName {
-				ctrl.queue.Add(sa.Namespace)
-			}
-		},
+	if err := reconcile.Watch(saInf.Informer(), reconcile.Deletes, func(obj any) {
+		if sa, ok := obj.(*corev1.ServiceAccount); ok && sa.Name == DefaultName {
+			ctrl.queue.Add(sa.Namespace)
+		}
 	}); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
@@ -80,37 +64,7 @@ func New(c *controllerctx.Context) (*Controller, error) {
 
 // Run works until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.next(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		c.log.Debug("sync failed; retrying", "namespace", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	c.queue.Run(ctx, workers, c.synced...)
 }
 
 func (c *Controller) sync(ctx context.Context, ns string) error {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Name is the controller's name, as kube-controller-manager's.
@@ -33,8 +34,7 @@ type Controller struct {
 	podInf    cache.SharedIndexInformer
 	pvcs      corelisters.PersistentVolumeClaimLister
 	synced    []cache.InformerSynced
-	queue     podcontrol.Queue
-	loop      *podcontrol.Loop
+	queue     *reconcile.Loop[string]
 	recorder  record.EventRecorder
 	clock     clock.PassiveClock
 	log       *slog.Logger
@@ -62,25 +62,18 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		podInf:    podInf.Informer(),
 		pvcs:      pvcInf.Lister(),
 		synced:    []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced},
-		queue:     podcontrol.NewQueue(Name),
 		recorder:  podcontrol.Recorder(c, "statefulset-controller"),
 		clock:     c.Clock,
 		log:       c.Logger,
 	}
-	sc.loop = podcontrol.NewLoop(Name, sc.queue, sc.sync, c.Logger, c.Metrics)
+	sc.queue = reconcile.NewLoop(c, Name, sc.sync, reconcile.Options[string]{})
 	if err := podcontrol.AddControllerUIDIndexer(sc.podInf); err != nil {
 		return nil, err
 	}
-	if _, err := setInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    sc.enqueue,
-		UpdateFunc: func(_, cur any) { sc.enqueue(cur) },
-	}); err != nil {
+	if err := reconcile.Watch(setInf.Informer(), reconcile.Adds|reconcile.Updates, sc.enqueue); err != nil {
 		return nil, err
 	}
 	podChanged := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
 			return
@@ -98,23 +91,12 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 			}
 		}
 	}
-	if _, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    podChanged,
-		UpdateFunc: func(_, cur any) { podChanged(cur) },
-		DeleteFunc: podChanged,
-	}); err != nil {
-		return nil, err
-	}
-	return sc, nil
+	return sc, reconcile.Watch(podInf.Informer(), reconcile.All, podChanged)
 }
 
 // Run implements controllerctx.Controller.
 func (sc *Controller) Run(ctx context.Context, workers int) {
-	sc.loop.Run(ctx, workers, sc.synced...)
+	sc.queue.Run(ctx, workers, sc.synced...)
 }
 
-func (sc *Controller) enqueue(obj any) {
-	if key, ok := podcontrol.Key(obj); ok {
-		sc.queue.Add(key)
-	}
-}
+func (sc *Controller) enqueue(obj any) { reconcile.EnqueueKey(sc.queue)(obj) }

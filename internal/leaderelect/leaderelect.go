@@ -1,8 +1,9 @@
-package controllers
+package leaderelect
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -12,13 +13,97 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
-// ErrLeaseLost is returned by Run when the leader fails to renew its Lease.
-var ErrLeaseLost = errors.New("controllers: leader lease lost")
+// ErrLeaseLost is returned by Run when the leader failed to renew its
+// Lease. The caller should exit, as kube-controller-manager and
+// kube-scheduler do: its caches may hold assumptions the next leader does
+// not know of.
+var ErrLeaseLost = errors.New("leaderelect: leader lease lost")
+
+// Config names the Lease and the timing. Zero durations take upstream's
+// defaults, stated per field.
+type Config struct {
+	// Client reaches the API server. Give it a client of its own, so
+	// renewals never queue behind the component's requests in a shared
+	// rate limiter, with a timeout below RenewDeadline (see RESTConfig).
+	// Required.
+	Client kubernetes.Interface
+	// Namespace and Name name the Lease (kube-system/kube-scheduler,
+	// kube-system/kube-controller-manager). Required.
+	Namespace, Name string
+	// Identity is this replica's holder identity. Required.
+	Identity string
+	// LeaseDuration (15 s) is how long a standby waits after the last
+	// renewal before it takes over a crashed leader; RenewDeadline (10 s)
+	// how long the leader keeps retrying a renewal before giving up;
+	// RetryPeriod (2 s) the interval between renewals and acquire
+	// attempts. Standbys also watch the Lease and try at once when it is
+	// released.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Logger defaults to slog.Default(); Metrics (leader_election_master_status
+	// {name=Name}) may be nil.
+	Logger  *slog.Logger
+	Metrics prometheus.Registerer
+}
+
+// WithDefaults fills the zero durations and the logger, and checks that
+// LeaseDuration > RenewDeadline > RetryPeriod.
+func (c Config) WithDefaults() (Config, error) {
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = 15 * time.Second
+	}
+	if c.RenewDeadline == 0 {
+		c.RenewDeadline = 10 * time.Second
+	}
+	if c.RetryPeriod == 0 {
+		c.RetryPeriod = 2 * time.Second
+	}
+	if c.LeaseDuration <= c.RenewDeadline || c.RenewDeadline <= c.RetryPeriod {
+		return c, fmt.Errorf("leaderelect: need lease duration (%v) > renew deadline (%v) > retry period (%v)", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+// RESTConfig returns a copy of rc for the election Client: its own rate
+// limiter (50 qps) and a timeout of half the renew deadline, so a stuck
+// request cannot use up the deadline.
+func RESTConfig(rc *rest.Config, renewDeadline time.Duration, userAgent string) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = 50, 100
+	if renewDeadline == 0 {
+		renewDeadline = 10 * time.Second
+	}
+	rc.Timeout = renewDeadline / 2
+	if rc.UserAgent == "" {
+		rc.UserAgent = userAgent
+	}
+	return rc
+}
+
+// Run calls lead with a context that ends when leadership does, while
+// this replica holds the Lease; standbys wait, warm, until they acquire
+// it. It returns nil once ctx is done (after releasing the Lease when
+// leading, so a standby takes over at once), or ErrLeaseLost when the
+// leader failed to renew.
+func Run(ctx context.Context, cfg Config, lead func(ctx context.Context)) error {
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return err
+	}
+	if cfg.Client == nil || cfg.Name == "" || cfg.Namespace == "" || cfg.Identity == "" {
+		return errors.New("leaderelect: Client, Namespace, Name and Identity are required")
+	}
+	e := &elector{cfg: cfg, client: cfg.Client, log: cfg.Logger, run: lead, metrics: newLeaderMetric(cfg.Metrics, cfg.Name)}
+	return e.loop(ctx)
+}
 
 // elector runs client-go leader election on a Lease, with two additions for
 // hot standby, both driven by a watch on the Lease:
@@ -38,7 +123,7 @@ var ErrLeaseLost = errors.New("controllers: leader lease lost")
 // conditional on the resourceVersion read, so a leader that did renew
 // makes the standby's write fail.
 type elector struct {
-	cfg     Config
+	cfg     Config // with defaults
 	client  kubernetes.Interface
 	log     *slog.Logger
 	run     func(ctx context.Context)
@@ -54,7 +139,12 @@ type elector struct {
 		lease  *coordinationv1.Lease
 		seen   time.Time
 		expiry *time.Timer
+		// stopped is set when the watch ends; an expiry firing after it
+		// does nothing.
+		stopped bool
 	}
+	// watchers joins the Lease watch and any takeover in flight.
+	watchers sync.WaitGroup
 }
 
 // Round states: a round becomes leading once OnStartedLeading runs the
@@ -68,10 +158,13 @@ const (
 
 func (e *elector) loop(ctx context.Context) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
 	e.watchReleases(watchCtx)
+	defer func() {
+		stopWatch()
+		e.watchers.Wait()
+	}()
 	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: e.cfg.LeaseNamespace, Name: e.cfg.LeaseName},
+		LeaseMeta:  metav1.ObjectMeta{Namespace: e.cfg.Namespace, Name: e.cfg.Name},
 		Client:     e.client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: e.cfg.Identity},
 	}
@@ -119,7 +212,7 @@ func (e *elector) round(ctx context.Context, lock resourcelock.Interface) (led b
 		RenewDeadline:   e.cfg.RenewDeadline,
 		RetryPeriod:     e.cfg.RetryPeriod,
 		ReleaseOnCancel: true,
-		Name:            e.cfg.LeaseName,
+		Name:            e.cfg.Name,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
 				mu.Lock()
@@ -131,7 +224,7 @@ func (e *elector) round(ctx context.Context, lock resourcelock.Interface) (led b
 				runs.Add(1)
 				mu.Unlock()
 				defer runs.Done()
-				e.log.Info("became leader; starting controllers", "identity", e.cfg.Identity)
+				e.log.Info("became leader", "lease", e.cfg.Name, "identity", e.cfg.Identity)
 				e.metrics.Set(1)
 				defer e.metrics.Set(0)
 				e.run(lctx)
@@ -164,9 +257,9 @@ func (e *elector) round(ctx context.Context, lock resourcelock.Interface) (led b
 // watchReleases watches the one Lease: a release restarts a standby round
 // at once; a Lease left unrenewed for LeaseDuration is taken over.
 func (e *elector) watchReleases(ctx context.Context) {
-	lw := cache.NewFilteredListWatchFromClient(e.client.CoordinationV1().RESTClient(), "leases", e.cfg.LeaseNamespace,
+	lw := cache.NewFilteredListWatchFromClient(e.client.CoordinationV1().RESTClient(), "leases", e.cfg.Namespace,
 		func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", e.cfg.LeaseName).String()
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", e.cfg.Name).String()
 		})
 	inf := cache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, cache.Indexers{})
 	onChange := func(obj any) {
@@ -191,7 +284,17 @@ func (e *elector) watchReleases(ctx context.Context) {
 		if holder != "" && holder != e.cfg.Identity {
 			// A little past the deadline, so a renewal racing with it
 			// wins the compare-and-swap rather than losing its Lease.
-			e.mu.expiry = time.AfterFunc(e.cfg.LeaseDuration+50*time.Millisecond, func() { e.takeOver(ctx) })
+			e.mu.expiry = time.AfterFunc(e.cfg.LeaseDuration+50*time.Millisecond, func() {
+				e.mu.Lock()
+				if e.mu.stopped {
+					e.mu.Unlock()
+					return
+				}
+				e.watchers.Add(1)
+				e.mu.Unlock()
+				defer e.watchers.Done()
+				e.takeOver(ctx)
+			})
 		}
 		restart := e.mu.restart
 		e.mu.Unlock()
@@ -203,9 +306,12 @@ func (e *elector) watchReleases(ctx context.Context) {
 		AddFunc:    onChange,
 		UpdateFunc: func(_, obj any) { onChange(obj) },
 	})
+	e.watchers.Add(1)
 	go func() {
+		defer e.watchers.Done()
 		inf.RunWithContext(ctx)
 		e.mu.Lock()
+		e.mu.stopped = true
 		if e.mu.expiry != nil {
 			e.mu.expiry.Stop()
 		}
