@@ -12,6 +12,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -257,14 +259,22 @@ func (e *elector) round(ctx context.Context, lock resourcelock.Interface) (led b
 // watchReleases watches the one Lease: a release restarts a standby round
 // at once; a Lease left unrenewed for LeaseDuration is taken over.
 func (e *elector) watchReleases(ctx context.Context) {
-	lw := cache.NewFilteredListWatchFromClient(e.client.CoordinationV1().RESTClient(), "leases", e.cfg.Namespace,
-		func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", e.cfg.Name).String()
-		})
+	leases := e.client.CoordinationV1().Leases(e.cfg.Namespace)
+	byName := fields.OneTermEqualSelector("metadata.name", e.cfg.Name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = byName
+			return leases.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = byName
+			return leases.Watch(ctx, o)
+		},
+	}
 	inf := cache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, cache.Indexers{})
 	onChange := func(obj any) {
 		l, ok := obj.(*coordinationv1.Lease)
-		if !ok {
+		if !ok || l.Name != e.cfg.Name {
 			return
 		}
 		e.mu.Lock()

@@ -27,6 +27,7 @@ func newHarness(t *testing.T, objs ...runtime.Object) (*Controller, *fake.Client
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(dc.queue.ShutDown) // the queue's goroutines start in New
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *appsv1.DaemonSet:

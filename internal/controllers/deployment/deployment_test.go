@@ -38,6 +38,7 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(dc.queue.ShutDown) // the queue's goroutines start in New
 	h := &harness{t: t, dc: dc, client: client, inf: c.Informers, clock: clk}
 	h.syncCache()
 	return h

@@ -2,6 +2,7 @@ package garbagecollector
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 var (
@@ -48,14 +50,16 @@ func cm(name string, refs ...metav1.OwnerReference) *metav1.PartialObjectMetadat
 	}
 }
 
+// want is an object's wanted state after collection.
+type want struct {
+	gvr        schema.GroupVersionResource
+	name       string
+	gone       bool
+	owners     []types.UID // remaining owner UIDs, when not gone
+	finalizers []string
+}
+
 func TestCollector(t *testing.T) {
-	type want struct {
-		gvr        schema.GroupVersionResource
-		name       string
-		gone       bool
-		owners     []types.UID // remaining owner UIDs, when not gone
-		finalizers []string
-	}
 	tests := []struct {
 		name    string
 		objects []runtime.Object
@@ -126,13 +130,19 @@ func TestCollector(t *testing.T) {
 			defer cancel()
 			done := make(chan struct{})
 			go func() { gc.Run(ctx, 2); close(done) }()
-			defer func() { cancel(); <-done }()
+			stopped := false
+			defer func() {
+				if !stopped {
+					cancel()
+					<-done
+				}
+			}()
 			testGets := 0
 			check := func(final bool) {
 				for _, w := range tc.want {
 					for {
 						testGets++
-						m, err := md.Resource(w.gvr).Namespace("ns").Get(ctx, w.name, metav1.GetOptions{})
+						m, err := md.Resource(w.gvr).Namespace("ns").Get(context.Background(), w.name, metav1.GetOptions{})
 						var ok bool
 						if w.gone {
 							ok = err != nil
@@ -147,6 +157,7 @@ func TestCollector(t *testing.T) {
 							break
 						}
 						if final || ctx.Err() != nil {
+							// ctx ends after 10 s: the wanted state never came.
 							t.Fatalf("%s %s: not as wanted (%+v): object %+v err %v", w.gvr.Resource, w.name, w, m, err)
 						}
 						time.Sleep(10 * time.Millisecond)
@@ -154,17 +165,38 @@ func TestCollector(t *testing.T) {
 				}
 			}
 			check(false)
-			// Once the caches have synced and the queues drained, nothing may
-			// have moved past the wanted state.
-			select {
-			case <-gc.warmed:
-			case <-ctx.Done():
-				t.Fatal("never warmed")
-			}
-			for !gc.monitors.synced() || gc.attemptToDelete.Len()+gc.attemptToOrphan.Len() > 0 {
+			// Wait for the collector's caches to show the wanted state too.
+			for !cacheAgrees(gc, tc.want) {
+				if ctx.Err() != nil {
+					t.Fatal("the collector's caches never showed the wanted state")
+				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			time.Sleep(200 * time.Millisecond)
+			// Stop the collector, joining its workers, so nothing is in
+			// flight while the API calls are counted and every object is
+			// processed once more below.
+			cancel()
+			<-done
+			stopped = true
+			// Nothing may move past the wanted state: process every object
+			// the handlers would queue once more, as late or repeated
+			// events would.
+			for _, mon := range gc.monitors.all() {
+				for _, o := range mon.informer.GetIndexer().List() {
+					m := o.(*metav1.PartialObjectMetadata)
+					it := itemFor(mon.res.GVR, m)
+					if len(m.OwnerReferences) > 0 || slices.Contains(m.Finalizers, metav1.FinalizerDeleteDependents) {
+						if err := gc.processDelete(context.Background(), it); err != nil && !errors.Is(err, reconcile.ErrRequeue) {
+							t.Fatalf("processing %v again: %v", it, err)
+						}
+					}
+					if slices.Contains(m.Finalizers, metav1.FinalizerOrphanDependents) {
+						if err := gc.processOrphan(context.Background(), it); err != nil {
+							t.Fatalf("orphaning %v again: %v", it, err)
+						}
+					}
+				}
+			}
 			check(true)
 			if tc.name == "dependent of a live owner stays" {
 				// Settled from the cache: no live reads, no writes.
@@ -187,4 +219,33 @@ func TestCollector(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cacheAgrees reports whether gc's informers show every wanted state.
+func cacheAgrees(gc *Controller, wants []want) bool {
+	for _, w := range wants {
+		mon := gc.monitors.forGVR(w.gvr)
+		if mon == nil {
+			return false
+		}
+		o, exists, _ := mon.informer.GetIndexer().GetByKey("ns/" + w.name)
+		if w.gone {
+			if exists {
+				return false
+			}
+			continue
+		}
+		if !exists {
+			return false
+		}
+		m := o.(*metav1.PartialObjectMetadata)
+		var owners []types.UID
+		for _, r := range m.OwnerReferences {
+			owners = append(owners, r.UID)
+		}
+		if !slices.Equal(owners, w.owners) || !slices.Equal(m.Finalizers, w.finalizers) {
+			return false
+		}
+	}
+	return true
 }

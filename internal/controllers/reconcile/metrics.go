@@ -22,10 +22,15 @@ func syncMetrics(reg prometheus.Registerer, name string) (*prometheus.CounterVec
 		ConstLabels: prometheus.Labels{"controller": name},
 		Buckets:     prometheus.ExponentialBuckets(0.0005, 4, 10),
 	})
-	if reg == nil {
-		return syncs, duration
+	if reg != nil {
+		syncs, duration = register(reg, syncs), register(reg, duration)
 	}
-	return register(reg, syncs), register(reg, duration)
+	// Every result is exported from the start, at zero, so rates and
+	// alerts need no absent() guards.
+	for _, result := range []string{"success", "error", "requeue"} {
+		syncs.WithLabelValues(result)
+	}
+	return syncs, duration
 }
 
 // queueMetrics returns a workqueue.MetricsProvider exporting client-go's

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
@@ -34,6 +35,7 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(rc.queue.ShutDown) // the queue's goroutines start in New
 	// Fill the caches by hand: the tests decide what the informer has seen.
 	for _, o := range objs {
 		switch o := o.(type) {
@@ -294,7 +296,7 @@ func TestRunReplacesDeletedPods(t *testing.T) {
 	clk := podcontroltest.NewClock()
 	client := podcontroltest.NewClientset(clk)
 	c := podcontroltest.NewContext(client, clk)
-	rc, err := New(c)
+	rc, err := newController(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +327,23 @@ func TestRunReplacesDeletedPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitN(3)
-	time.Sleep(200 * time.Millisecond) // nothing more may be created
+	// Nothing more may be created: once the cache shows the three pods,
+	// stop the workers (joining any sync in flight) and sync once more.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		cached, _ := rc.pods.List(labels.Everything())
+		if len(cached) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cache holds %d pods, want 3", len(cached))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if err := rc.sync(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
 	if n := countActions(client, "create", "pods"); n != 4 {
 		t.Errorf("%d creations, want 3 + 1 replacement", n)
 	}

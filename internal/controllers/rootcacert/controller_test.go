@@ -45,6 +45,7 @@ func TestSync(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(c.queue.ShutDown) // the queue's goroutines start in New
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			f.Start(ctx.Done())
