@@ -131,12 +131,8 @@ func taintsEqual(a, b []corev1.Taint) bool {
 }
 
 func (dc *Controller) resolve(pod *corev1.Pod) (*appsv1.DaemonSet, string) {
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return nil, ""
-	}
-	ds, err := dc.dsLister.DaemonSets(pod.Namespace).Get(ref.Name)
-	if err != nil || ds.UID != ref.UID {
+	ds, ok := podcontrol.ResolveRef(metav1.GetControllerOfNoCopy(pod), controllerKind.Kind, dc.dsLister.DaemonSets(pod.Namespace).Get)
+	if !ok {
 		return nil, ""
 	}
 	key, _ := reconcile.Key(ds)

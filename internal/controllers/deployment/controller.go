@@ -87,13 +87,7 @@ func (dc *Controller) Run(ctx context.Context, workers int) {
 func (dc *Controller) enqueue(obj any) { reconcile.EnqueueKey(dc.queue)(obj) }
 
 func (dc *Controller) resolveRef(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	d, err := dc.dLister.Deployments(namespace).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
+	d, _ := podcontrol.ResolveRef(ref, controllerKind.Kind, dc.dLister.Deployments(namespace).Get)
 	return d
 }
 
@@ -103,15 +97,7 @@ func (dc *Controller) selectingDeployments(rs *appsv1.ReplicaSet) []*appsv1.Depl
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.Deployment
-	for _, d := range all {
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(rs.Labels)) {
-			continue
-		}
-		out = append(out, d)
-	}
-	return out
+	return podcontrol.Selecting(all, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }, rs.Labels)
 }
 
 func (dc *Controller) addRS(obj any) {

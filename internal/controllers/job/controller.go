@@ -137,12 +137,8 @@ func (jc *Controller) Run(ctx context.Context, workers int) {
 func (jc *Controller) enqueue(obj any) { reconcile.EnqueueKey(jc.queue)(obj) }
 
 func (jc *Controller) resolve(pod *corev1.Pod) string {
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return ""
-	}
-	j, err := jc.jobLister.Jobs(pod.Namespace).Get(ref.Name)
-	if err != nil || j.UID != ref.UID {
+	j, ok := podcontrol.ResolveRef(metav1.GetControllerOfNoCopy(pod), controllerKind.Kind, jc.jobLister.Jobs(pod.Namespace).Get)
+	if !ok {
 		return ""
 	}
 	key, _ := reconcile.Key(j)

@@ -163,3 +163,32 @@ func RecheckOwner(owner metav1.Object, get func(ctx context.Context) (metav1.Obj
 		return nil
 	}
 }
+
+// ResolveRef returns the owner ref names, fetched with get, if ref is of
+// kind and the object found has ref's UID (not a newer namesake).
+func ResolveRef[T metav1.Object](ref *metav1.OwnerReference, kind string, get func(name string) (T, error)) (T, bool) {
+	var zero T
+	if ref == nil || ref.Kind != kind {
+		return zero, false
+	}
+	o, err := get(ref.Name)
+	if err != nil || o.GetUID() != ref.UID {
+		return zero, false
+	}
+	return o, true
+}
+
+// Selecting returns the owners whose selector matches set, the owners
+// that may want to adopt an object so labelled. An empty or invalid
+// selector matches nothing.
+func Selecting[T any](owners []T, selector func(T) *metav1.LabelSelector, set map[string]string) []T {
+	var out []T
+	for _, o := range owners {
+		sel, err := metav1.LabelSelectorAsSelector(selector(o))
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(set)) {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}

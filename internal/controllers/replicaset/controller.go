@@ -101,13 +101,7 @@ func (rc *Controller) deleteRS(obj any) {
 // resolveRef returns the ReplicaSet ref names, if it is one we know with
 // the same UID.
 func (rc *Controller) resolveRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	rs, err := rc.rsLister.ReplicaSets(namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
+	rs, _ := podcontrol.ResolveRef(ref, controllerKind.Kind, rc.rsLister.ReplicaSets(namespace).Get)
 	return rs
 }
 
@@ -118,15 +112,7 @@ func (rc *Controller) selectingReplicaSets(pod *corev1.Pod) []*appsv1.ReplicaSet
 	if err != nil {
 		return nil
 	}
-	var out []*appsv1.ReplicaSet
-	for _, rs := range all {
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		out = append(out, rs)
-	}
-	return out
+	return podcontrol.Selecting(all, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }, pod.Labels)
 }
 
 func (rc *Controller) addPod(obj any) {
