@@ -9,5 +9,6 @@
 // clock ticks of 10 ms. A benchmark that divides a short phase's CPU by its
 // calls needs the former.
 //
-// Linux only: elsewhere every read fails and callers report zero.
+// /proc is Linux's: elsewhere every read but this process's CPU time fails,
+// and callers report zero.
 package procstat
