@@ -58,3 +58,15 @@ type Descriptor struct {
 	// the controller; it must not call the API.
 	New func(c *Context) (Controller, error)
 }
+
+// Describe is the Descriptor of the controller name, with workers default
+// workers, built by build.
+func Describe[C Controller](name string, workers int, build func(c *Context) (C, error)) Descriptor {
+	return Descriptor{Name: name, Workers: workers, New: func(c *Context) (Controller, error) {
+		ctrl, err := build(c)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return ctrl, nil
+	}}
+}

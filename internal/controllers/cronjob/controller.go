@@ -2,17 +2,14 @@ package cronjob
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
@@ -26,15 +23,11 @@ var controllerKind = batchv1.SchemeGroupVersion.WithKind("CronJob")
 
 // Controller is the CronJob controller.
 type Controller struct {
-	client   kubernetes.Interface
+	reconcile.Base
 	factory  informers.SharedInformerFactory
 	cjLister batchlisters.CronJobLister
 	jobs     batchlisters.JobLister
-	synced   []cache.InformerSynced
-	queue    *reconcile.Loop[string]
 	recorder record.EventRecorder
-	clock    clock.PassiveClock
-	log      *slog.Logger
 
 	registerOnce sync.Once
 	registerErr  error
@@ -46,7 +39,7 @@ type Controller struct {
 // Descriptor is the cronjob entry of the manager's list (5 workers, as
 // upstream's --concurrent-cron-job-syncs).
 func Descriptor() controllerctx.Descriptor {
-	return controllerctx.Descriptor{Name: Name, Workers: 5, New: New}
+	return controllerctx.Describe(Name, 5, New)
 }
 
 // New builds the controller; handlers are registered by Warm.
@@ -56,13 +49,10 @@ func New(c *controllerctx.Context) (controllerctx.Controller, error) {
 
 func newController(c *controllerctx.Context) *Controller {
 	cc := &Controller{
-		client:   c.Client,
 		factory:  c.Informers,
 		recorder: podcontrol.Recorder(c, "cronjob-controller"),
-		clock:    c.Clock,
-		log:      c.Logger,
 	}
-	cc.queue = reconcile.NewLoop(c, Name, cc.sync, reconcile.Options[string]{})
+	cc.Base = reconcile.NewBase(c, Name, cc.sync, reconcile.Options[string]{})
 	cc.served = reconcile.Deferred{Discovery: c.Client.Discovery(), GroupVersion: "batch/v1", Resource: "cronjobs",
 		Register: cc.register, Start: c.Informers.Start, Logger: c.Logger}
 	return cc
@@ -73,8 +63,8 @@ func (cc *Controller) register() error {
 		cjInf := cc.factory.Batch().V1().CronJobs()
 		jobInf := cc.factory.Batch().V1().Jobs()
 		cc.cjLister, cc.jobs = cjInf.Lister(), jobInf.Lister()
-		cc.synced = []cache.InformerSynced{cjInf.Informer().HasSynced, jobInf.Informer().HasSynced}
-		if cc.registerErr = reconcile.Watch(cjInf.Informer(), reconcile.Adds|reconcile.Updates, cc.enqueue); cc.registerErr != nil {
+		cc.Synced = []cache.InformerSynced{cjInf.Informer().HasSynced, jobInf.Informer().HasSynced}
+		if cc.registerErr = reconcile.Watch(cjInf.Informer(), reconcile.Adds|reconcile.Updates, cc.Enqueue); cc.registerErr != nil {
 			return
 		}
 		cc.registerErr = reconcile.Watch(jobInf.Informer(), reconcile.All, func(obj any) {
@@ -83,7 +73,7 @@ func (cc *Controller) register() error {
 				return
 			}
 			if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == controllerKind.Kind {
-				cc.queue.Add(j.Namespace + "/" + ref.Name)
+				cc.Queue.Add(j.Namespace + "/" + ref.Name)
 			}
 		})
 	})
@@ -101,7 +91,5 @@ func (cc *Controller) Run(ctx context.Context, workers int) {
 	if !cc.served.Wait(ctx) {
 		return
 	}
-	cc.queue.Run(ctx, workers, cc.synced...)
+	cc.Queue.Run(ctx, workers, cc.Synced...)
 }
-
-func (cc *Controller) enqueue(obj any) { reconcile.EnqueueKey(cc.queue)(obj) }

@@ -25,7 +25,7 @@ func newHarness(t *testing.T, clk *clocktesting.FakeClock, objs ...runtime.Objec
 	client := podcontroltest.NewClientset(clk, objs...)
 	c := podcontroltest.NewContext(client, clk)
 	cc := newController(c)
-	t.Cleanup(cc.queue.ShutDown) // the queue's goroutines start in New
+	t.Cleanup(cc.Queue.ShutDown) // the queue's goroutines start in New
 	if err := cc.register(); err != nil {
 		t.Fatal(err)
 	}

@@ -52,13 +52,13 @@ func (cc *Controller) sync(ctx context.Context, key string) error {
 	changed := cc.reconcileActive(cj, jobs)
 	requeue, syncChanged, syncErr := cc.syncSchedule(ctx, cj, jobs)
 	if changed || syncChanged {
-		if _, err := cc.client.BatchV1().CronJobs(ns).UpdateStatus(ctx, cj, metav1.UpdateOptions{}); err != nil {
+		if _, err := cc.Client.BatchV1().CronJobs(ns).UpdateStatus(ctx, cj, metav1.UpdateOptions{}); err != nil {
 			return errors.Join(syncErr, fmt.Errorf("updating status of cronjob %s: %w", key, err))
 		}
 	}
 	cleanupErr := cc.cleanupHistory(ctx, cj, jobs)
 	if requeue > 0 {
-		cc.queue.AddAfter(key, requeue)
+		cc.Queue.AddAfter(key, requeue)
 	}
 	return errors.Join(syncErr, cleanupErr)
 }
@@ -146,7 +146,7 @@ func (cc *Controller) syncSchedule(ctx context.Context, cj *batchv1.CronJob, job
 	if ptr.Deref(cj.Spec.Suspend, false) {
 		return 0, false, nil
 	}
-	now := cc.clock.Now().In(loc)
+	now := cc.Clock.Now().In(loc)
 	next := func() time.Duration {
 		n := sched.Next(now)
 		if n.IsZero() {
@@ -181,7 +181,7 @@ func (cc *Controller) syncSchedule(ctx context.Context, cj *batchv1.CronJob, job
 		}
 	case batchv1.ReplaceConcurrent:
 		for _, r := range append([]corev1.ObjectReference(nil), cj.Status.Active...) {
-			err := cc.client.BatchV1().Jobs(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+			err := cc.Client.BatchV1().Jobs(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return 0, changed, fmt.Errorf("replacing job %s/%s: %w", r.Namespace, r.Name, err)
 			}
@@ -191,7 +191,7 @@ func (cc *Controller) syncSchedule(ctx context.Context, cj *batchv1.CronJob, job
 		}
 	}
 	job := jobFromTemplate(cj, name, scheduled)
-	created, err := cc.client.BatchV1().Jobs(cj.Namespace).Create(ctx, job, metav1.CreateOptions{})
+	created, err := cc.Client.BatchV1().Jobs(cj.Namespace).Create(ctx, job, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// Created by an earlier sync whose status write was lost; the
@@ -286,7 +286,7 @@ func (cc *Controller) cleanupHistory(ctx context.Context, cj *batchv1.CronJob, j
 		}
 		sort.Slice(g.jobs, func(i, k int) bool { return startOf(g.jobs[i]).Before(startOf(g.jobs[k])) })
 		for _, j := range g.jobs[:extra] {
-			err := cc.client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+			err := cc.Client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("deleting old job %s/%s: %w", j.Namespace, j.Name, err))
 				continue

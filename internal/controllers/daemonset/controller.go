@@ -1,19 +1,14 @@
 package daemonset
 
 import (
-	"context"
-	"log/slog"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
@@ -30,54 +25,43 @@ var controllerKind = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 
 // Controller is the DaemonSet controller.
 type Controller struct {
-	client   kubernetes.Interface
+	reconcile.Base
 	dsLister appslisters.DaemonSetLister
 	pods     corelisters.PodLister
 	podInf   cache.SharedIndexInformer
 	nodes    corelisters.NodeLister
-	synced   []cache.InformerSynced
 	exp      *podcontrol.Expectations
-	queue    *reconcile.Loop[string]
 	recorder record.EventRecorder
-	clock    clock.PassiveClock
-	log      *slog.Logger
 }
 
 // Descriptor is the daemonset entry of the manager's list (2 workers, as
 // upstream's --concurrent-daemonset-syncs).
 func Descriptor() controllerctx.Descriptor {
-	return controllerctx.Descriptor{Name: Name, Workers: 2, New: New}
+	return controllerctx.Describe(Name, 2, New)
 }
 
 // New registers handlers on the DaemonSet, Pod and Node informers.
-func New(c *controllerctx.Context) (controllerctx.Controller, error) {
-	return newController(c)
-}
-
-func newController(c *controllerctx.Context) (*Controller, error) {
+func New(c *controllerctx.Context) (*Controller, error) {
 	dsInf := c.Informers.Apps().V1().DaemonSets()
 	podInf := c.Informers.Core().V1().Pods()
 	nodeInf := c.Informers.Core().V1().Nodes()
 	dc := &Controller{
-		client:   c.Client,
 		dsLister: dsInf.Lister(),
 		pods:     podInf.Lister(),
 		podInf:   podInf.Informer(),
 		nodes:    nodeInf.Lister(),
-		synced:   []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
 		exp:      podcontrol.NewExpectations(c.Clock),
 		recorder: podcontrol.Recorder(c, "daemonset-controller"),
-		clock:    c.Clock,
-		log:      c.Logger,
 	}
-	dc.queue = reconcile.NewLoop(c, Name, dc.sync, reconcile.Options[string]{})
+	dc.Base = reconcile.NewBase(c, Name, dc.sync, reconcile.Options[string]{})
+	dc.Synced = []cache.InformerSynced{dsInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced}
 	if err := podcontrol.AddControllerUIDIndexer(dc.podInf); err != nil {
 		return nil, err
 	}
 	return dc, reconcile.AddHandlers(
 		reconcile.Handler{Informer: dsInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    dc.enqueue,
-			UpdateFunc: func(_, cur any) { dc.enqueue(cur) },
+			AddFunc:    dc.Enqueue,
+			UpdateFunc: func(_, cur any) { dc.Enqueue(cur) },
 			DeleteFunc: func(obj any) {
 				if key, ok := reconcile.Key(obj); ok {
 					dc.exp.Delete(key)
@@ -101,20 +85,13 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		}})
 }
 
-// Run implements controllerctx.Controller.
-func (dc *Controller) Run(ctx context.Context, workers int) {
-	dc.queue.Run(ctx, workers, dc.synced...)
-}
-
-func (dc *Controller) enqueue(obj any) { reconcile.EnqueueKey(dc.queue)(obj) }
-
 func (dc *Controller) enqueueAll() {
 	all, err := dc.dsLister.List(labels.Everything())
 	if err != nil {
 		return
 	}
 	for _, ds := range all {
-		dc.enqueue(ds)
+		dc.Enqueue(ds)
 	}
 }
 
@@ -147,7 +124,7 @@ func (dc *Controller) addPod(obj any) {
 	}
 	if ds, key := dc.resolve(pod); ds != nil {
 		dc.exp.CreationObserved(key)
-		dc.queue.Add(key)
+		dc.Queue.Add(key)
 	}
 	// Orphans are adopted on the next sync of a DaemonSet selecting them;
 	// node or DaemonSet events trigger those syncs.
@@ -163,10 +140,10 @@ func (dc *Controller) updatePod(old, cur any) {
 		return
 	}
 	if ds, key := dc.resolve(n); ds != nil {
-		dc.queue.Add(key)
+		dc.Queue.Add(key)
 	}
 	if ds, key := dc.resolve(o); ds != nil {
-		dc.queue.Add(key)
+		dc.Queue.Add(key)
 	}
 }
 
@@ -178,6 +155,6 @@ func (dc *Controller) deletePod(obj any) {
 	if ds, key := dc.resolve(pod); ds != nil {
 		podKey, _ := reconcile.Key(pod)
 		dc.exp.DeletionObserved(key, podKey)
-		dc.queue.Add(key)
+		dc.Queue.Add(key)
 	}
 }

@@ -23,11 +23,11 @@ func newHarness(t *testing.T, objs ...runtime.Object) (*Controller, *fake.Client
 	clk := podcontroltest.NewClock()
 	client := podcontroltest.NewClientset(clk, objs...)
 	c := podcontroltest.NewContext(client, clk)
-	dc, err := newController(c)
+	dc, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(dc.queue.ShutDown) // the queue's goroutines start in New
+	t.Cleanup(dc.Queue.ShutDown) // the queue's goroutines start in New
 	for _, o := range objs {
 		switch o := o.(type) {
 		case *appsv1.DaemonSet:

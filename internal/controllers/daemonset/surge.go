@@ -62,7 +62,7 @@ func (dc *Controller) duplicates(ds *appsv1.DaemonSet, live []*corev1.Pod, hash 
 		}
 	}
 	if oldestNew != nil && oldestOld != nil &&
-		(!podcontrol.IsPodReady(oldestOld) || podcontrol.IsPodAvailable(oldestNew, ds.Spec.MinReadySeconds, dc.clock.Now())) {
+		(!podcontrol.IsPodReady(oldestOld) || podcontrol.IsPodAvailable(oldestNew, ds.Spec.MinReadySeconds, dc.Clock.Now())) {
 		del = append(del, oldestOld)
 	}
 	return del
@@ -84,7 +84,7 @@ func (dc *Controller) surgeNodes(ds *appsv1.DaemonSet, nodes []*corev1.Node, byN
 			maxUnavailable = v
 		}
 	}
-	now := dc.clock.Now()
+	now := dc.Clock.Now()
 	var create, candidates []string
 	surging, unavailable := 0, 0
 	for _, n := range nodes {

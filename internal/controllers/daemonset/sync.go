@@ -56,10 +56,10 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 	pods, err := podcontrol.Claim(ctx, &podcontrol.RefManager{
 		Owner: ds, GVK: controllerKind, Selector: selector,
 		CanAdopt: podcontrol.RecheckOwner(ds, func(ctx context.Context) (metav1.Object, error) {
-			return dc.client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+			return dc.Client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
 		}),
 		Patch: func(ctx context.Context, ns, name string, data []byte) (metav1.Object, error) {
-			return dc.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+			return dc.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 		},
 	}, all)
 	if err != nil {
@@ -142,7 +142,7 @@ func (dc *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key stri
 		next.Unlock()
 		pod := podcontrol.PodFromTemplate(template, ds, ref)
 		pinToNode(&pod.Spec, node)
-		_, err := podcontrol.CreatePod(ctx, dc.client, dc.recorder, ds, pod)
+		_, err := podcontrol.CreatePod(ctx, dc.Client, dc.recorder, ds, pod)
 		if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
 		}
@@ -161,7 +161,7 @@ func (dc *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key stri
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := podcontrol.DeletePod(ctx, dc.client, dc.recorder, ds, p.Namespace, p.Name); err != nil {
+			if err := podcontrol.DeletePod(ctx, dc.Client, dc.recorder, ds, p.Namespace, p.Name); err != nil {
 				dc.exp.DeletionObserved(key, delKeys[j])
 				if !apierrors.IsNotFound(err) {
 					mu.Lock()
@@ -184,7 +184,7 @@ func (dc *Controller) rollingUpdateVictims(ds *appsv1.DaemonSet, nodes []*corev1
 	desired := 0
 	unavailable := 0
 	var old []*corev1.Pod
-	now := dc.clock.Now()
+	now := dc.Clock.Now()
 	template := newPodTemplate(ds, hash)
 	for _, node := range nodes {
 		if run, _ := shouldRun(template, node); !run {
@@ -235,7 +235,7 @@ func (dc *Controller) rollingUpdateVictims(ds *appsv1.DaemonSet, nodes []*corev1
 func (dc *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, template *corev1.PodTemplateSpec,
 	nodes []*corev1.Node, byNode map[string][]*corev1.Pod, hash string) error {
 	var st appsv1.DaemonSetStatus
-	now := dc.clock.Now()
+	now := dc.Clock.Now()
 	for _, node := range nodes {
 		run, _ := shouldRun(template, node)
 		pods := alive(byNode[node.Name])
@@ -270,7 +270,7 @@ func (dc *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, te
 	}
 	cp := ds.DeepCopy()
 	cp.Status = st
-	if _, err := dc.client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	if _, err := dc.Client.AppsV1().DaemonSets(ds.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating status of daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
 	}
 	return nil

@@ -1,19 +1,14 @@
 package deployment
 
 import (
-	"context"
-	"log/slog"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
@@ -27,45 +22,34 @@ var controllerKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
 
 // Controller is the Deployment controller.
 type Controller struct {
-	client   kubernetes.Interface
+	reconcile.Base
 	dLister  appslisters.DeploymentLister
 	rsLister appslisters.ReplicaSetLister
 	pods     corelisters.PodLister
-	synced   []cache.InformerSynced
-	queue    *reconcile.Loop[string]
 	recorder record.EventRecorder
-	clock    clock.PassiveClock
-	log      *slog.Logger
 }
 
 // Descriptor is the deployment entry of the manager's list (5 workers, as
 // upstream's --concurrent-deployment-syncs).
 func Descriptor() controllerctx.Descriptor {
-	return controllerctx.Descriptor{Name: Name, Workers: 5, New: New}
+	return controllerctx.Describe(Name, 5, New)
 }
 
 // New registers the controller's handlers on the Deployment, ReplicaSet
 // and Pod informers.
-func New(c *controllerctx.Context) (controllerctx.Controller, error) {
-	return newController(c)
-}
-
-func newController(c *controllerctx.Context) (*Controller, error) {
+func New(c *controllerctx.Context) (*Controller, error) {
 	dInf := c.Informers.Apps().V1().Deployments()
 	rsInf := c.Informers.Apps().V1().ReplicaSets()
 	podInf := c.Informers.Core().V1().Pods()
 	dc := &Controller{
-		client:   c.Client,
 		dLister:  dInf.Lister(),
 		rsLister: rsInf.Lister(),
 		pods:     podInf.Lister(),
-		synced:   []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		recorder: podcontrol.Recorder(c, "deployment-controller"),
-		clock:    c.Clock,
-		log:      c.Logger,
 	}
-	dc.queue = reconcile.NewLoop(c, Name, dc.sync, reconcile.Options[string]{})
-	if err := reconcile.Watch(dInf.Informer(), reconcile.All, dc.enqueue); err != nil {
+	dc.Base = reconcile.NewBase(c, Name, dc.sync, reconcile.Options[string]{})
+	dc.Synced = []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced}
+	if err := reconcile.Watch(dInf.Informer(), reconcile.All, dc.Enqueue); err != nil {
 		return nil, err
 	}
 	// Recreate waits for old pods to be gone; their deletion wakes it.
@@ -78,13 +62,6 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		DeleteFunc: dc.deleteRS,
 	}})
 }
-
-// Run implements controllerctx.Controller.
-func (dc *Controller) Run(ctx context.Context, workers int) {
-	dc.queue.Run(ctx, workers, dc.synced...)
-}
-
-func (dc *Controller) enqueue(obj any) { reconcile.EnqueueKey(dc.queue)(obj) }
 
 func (dc *Controller) resolveRef(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
 	d, _ := podcontrol.ResolveRef(ref, controllerKind.Kind, dc.dLister.Deployments(namespace).Get)
@@ -108,12 +85,12 @@ func (dc *Controller) addRS(obj any) {
 	}
 	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 		if d := dc.resolveRef(rs.Namespace, ref); d != nil {
-			dc.enqueue(d)
+			dc.Enqueue(d)
 		}
 		return
 	}
 	for _, d := range dc.selectingDeployments(rs) {
-		dc.enqueue(d)
+		dc.Enqueue(d)
 	}
 }
 
@@ -125,18 +102,18 @@ func (dc *Controller) updateRS(old, cur any) {
 	curRef, oldRef := metav1.GetControllerOfNoCopy(curRS), metav1.GetControllerOfNoCopy(oldRS)
 	if oldRef != nil && (curRef == nil || curRef.UID != oldRef.UID) {
 		if d := dc.resolveRef(oldRS.Namespace, oldRef); d != nil {
-			dc.enqueue(d)
+			dc.Enqueue(d)
 		}
 	}
 	if curRef != nil {
 		if d := dc.resolveRef(curRS.Namespace, curRef); d != nil {
-			dc.enqueue(d)
+			dc.Enqueue(d)
 		}
 		return
 	}
 	if !labels.Equals(oldRS.Labels, curRS.Labels) || oldRef != nil {
 		for _, d := range dc.selectingDeployments(curRS) {
-			dc.enqueue(d)
+			dc.Enqueue(d)
 		}
 	}
 }
@@ -148,7 +125,7 @@ func (dc *Controller) deleteRS(obj any) {
 	}
 	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 		if d := dc.resolveRef(rs.Namespace, ref); d != nil {
-			dc.enqueue(d)
+			dc.Enqueue(d)
 		}
 	}
 }
@@ -171,6 +148,6 @@ func (dc *Controller) deletePod(obj any) {
 		return
 	}
 	if d := dc.resolveRef(rs.Namespace, dref); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		dc.enqueue(d)
+		dc.Enqueue(d)
 	}
 }

@@ -34,11 +34,11 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	clk := podcontroltest.NewClock()
 	client := podcontroltest.NewClientset(clk, objs...)
 	c := podcontroltest.NewContext(client, clk)
-	dc, err := newController(c)
+	dc, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(dc.queue.ShutDown) // the queue's goroutines start in New
+	t.Cleanup(dc.Queue.ShutDown) // the queue's goroutines start in New
 	h := &harness{t: t, dc: dc, client: client, inf: c.Informers, clock: clk}
 	h.syncCache()
 	return h

@@ -21,7 +21,7 @@ func getCondition(st *appsv1.DeploymentStatus, t appsv1.DeploymentConditionType)
 }
 
 func (dc *Controller) newCondition(t appsv1.DeploymentConditionType, s corev1.ConditionStatus, reason, msg string) appsv1.DeploymentCondition {
-	now := metav1.NewTime(dc.clock.Now())
+	now := metav1.NewTime(dc.Clock.Now())
 	return appsv1.DeploymentCondition{Type: t, Status: s, Reason: reason, Message: msg, LastUpdateTime: now, LastTransitionTime: now}
 }
 
@@ -158,7 +158,7 @@ func (dc *Controller) timedOut(d *appsv1.Deployment, st *appsv1.DeploymentStatus
 		return true
 	}
 	deadline := c.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second)
-	return deadline.Before(dc.clock.Now())
+	return deadline.Before(dc.Clock.Now())
 }
 
 // requeueStuck schedules a check at the progress deadline: nothing else
@@ -169,12 +169,12 @@ func (dc *Controller) requeueStuck(d *appsv1.Deployment, st appsv1.DeploymentSta
 		return
 	}
 	key := d.Namespace + "/" + d.Name
-	after := cur.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second).Sub(dc.clock.Now())
+	after := cur.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second).Sub(dc.Clock.Now())
 	if after < time.Second {
-		dc.queue.AddRateLimited(key)
+		dc.Queue.AddRateLimited(key)
 		return
 	}
-	dc.queue.AddAfter(key, after)
+	dc.Queue.AddAfter(key, after)
 }
 
 // replicaFailure lifts a ReplicaFailure condition of the new (or any)

@@ -205,7 +205,7 @@ func (dc *Controller) scaleRS(ctx context.Context, rs *appsv1.ReplicaSet, size i
 	cp := rs.DeepCopy()
 	cp.Spec.Replicas = &size
 	setReplicasAnnotations(cp, desired(d), desired(d)+maxSurge(d))
-	updated, err := dc.client.AppsV1().ReplicaSets(cp.Namespace).Update(ctx, cp, metav1.UpdateOptions{})
+	updated, err := dc.Client.AppsV1().ReplicaSets(cp.Namespace).Update(ctx, cp, metav1.UpdateOptions{})
 	if err != nil {
 		return false, rs, fmt.Errorf("scaling replicaset %s/%s to %d: %w", rs.Namespace, rs.Name, size, err)
 	}
@@ -240,7 +240,7 @@ func (dc *Controller) cleanup(ctx context.Context, old []*appsv1.ReplicaSet, d *
 		if rs.Status.Replicas != 0 || rsReplicas(rs) != 0 || rs.Generation > rs.Status.ObservedGeneration {
 			continue
 		}
-		err := dc.client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{
+		err := dc.Client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &rs.UID},
 		})
 		if err != nil && !isNotFoundOrConflict(err) {

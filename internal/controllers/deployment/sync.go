@@ -77,17 +77,17 @@ func (dc *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment
 		GVK:      controllerKind,
 		Selector: selector,
 		CanAdopt: podcontrol.RecheckOwner(d, func(ctx context.Context) (metav1.Object, error) {
-			return dc.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+			return dc.Client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 		}),
 		Patch: func(ctx context.Context, ns, name string, data []byte) (metav1.Object, error) {
-			return dc.client.AppsV1().ReplicaSets(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+			return dc.Client.AppsV1().ReplicaSets(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 		},
 	}
 	return podcontrol.Claim(ctx, m, all)
 }
 
 func (dc *Controller) updateStatus(ctx context.Context, d *appsv1.Deployment) (*appsv1.Deployment, error) {
-	updated, err := dc.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	updated, err := dc.Client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("updating status of deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
@@ -114,7 +114,7 @@ func (dc *Controller) getNewRS(ctx context.Context, d *appsv1.Deployment, existi
 		annotationsChanged := setNewRSAnnotations(d, rs, newRevision, true)
 		if annotationsChanged || rs.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
 			rs.Spec.MinReadySeconds = d.Spec.MinReadySeconds
-			updated, err := dc.client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, rs, metav1.UpdateOptions{})
+			updated, err := dc.Client.AppsV1().ReplicaSets(rs.Namespace).Update(ctx, rs, metav1.UpdateOptions{})
 			if err != nil {
 				return nil, fmt.Errorf("updating replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 			}
@@ -163,7 +163,7 @@ func (dc *Controller) getNewRS(ctx context.Context, d *appsv1.Deployment, existi
 	*rs.Spec.Replicas = newRSNewReplicas(d, append(append([]*appsv1.ReplicaSet(nil), old...), rs), rs)
 	setNewRSAnnotations(d, rs, newRevision, false)
 
-	created, err := dc.client.AppsV1().ReplicaSets(d.Namespace).Create(ctx, rs, metav1.CreateOptions{})
+	created, err := dc.Client.AppsV1().ReplicaSets(d.Namespace).Create(ctx, rs, metav1.CreateOptions{})
 	alreadyExists := false
 	switch {
 	case apierrors.IsAlreadyExists(err):

@@ -3,7 +3,6 @@ package endpoints
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"sort"
@@ -13,7 +12,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -34,18 +32,15 @@ const (
 
 // Descriptor registers the controller with the manager.
 func Descriptor() controllerctx.Descriptor {
-	return controllerctx.Descriptor{Name: Name, Workers: 5, New: func(c *controllerctx.Context) (controllerctx.Controller, error) { return New(c) }}
+	return controllerctx.Describe(Name, 5, New)
 }
 
 // Controller keeps Endpoints for selector Services.
 type Controller struct {
-	client    kubernetes.Interface
+	reconcile.Base
 	services  corelisters.ServiceLister
 	pods      corelisters.PodLister
 	endpoints corelisters.EndpointsLister
-	synced    []cache.InformerSynced
-	queue     *reconcile.Loop[string]
-	log       *slog.Logger
 }
 
 // New registers handlers on the Service, Pod and Endpoints informers.
@@ -54,15 +49,13 @@ func New(c *controllerctx.Context) (*Controller, error) {
 	podInf := c.Informers.Core().V1().Pods()
 	epInf := c.Informers.Core().V1().Endpoints()
 	ctrl := &Controller{
-		client:    c.Client,
 		services:  svcInf.Lister(),
 		pods:      podInf.Lister(),
 		endpoints: epInf.Lister(),
-		synced:    []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, epInf.Informer().HasSynced},
-		log:       c.Logger.With("controller", Name),
 	}
-	ctrl.queue = reconcile.NewLoop(c, Name, ctrl.sync, reconcile.Options[string]{})
-	add := func(key string) { ctrl.queue.Add(key) }
+	ctrl.Base = reconcile.NewBase(c, Name, ctrl.sync, reconcile.Options[string]{})
+	ctrl.Synced = []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, epInf.Informer().HasSynced}
+	add := func(key string) { ctrl.Queue.Add(key) }
 	if _, err := svcInf.Informer().AddEventHandler(endpointutil.ServiceHandler(add)); err != nil {
 		return nil, err
 	}
@@ -70,12 +63,7 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		return nil, err
 	}
 	// A deleted Endpoints is recreated.
-	return ctrl, reconcile.Watch(epInf.Informer(), reconcile.Deletes, reconcile.EnqueueKey(ctrl.queue))
-}
-
-// Run works until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	c.queue.Run(ctx, workers, c.synced...)
+	return ctrl, reconcile.Watch(epInf.Informer(), reconcile.Deletes, reconcile.EnqueueKey(ctrl.Queue))
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
@@ -85,7 +73,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	svc, err := c.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		err := c.client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		err := c.Client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting endpoints %s: %w", key, err)
 		}
@@ -118,7 +106,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		if truncated {
 			ep.Annotations = map[string]string{OverCapacityAnnotation: "truncated"}
 		}
-		_, err := c.client.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{})
+		_, err := c.Client.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{})
 		if err != nil && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return fmt.Errorf("creating endpoints %s: %w", key, err)
 		}
@@ -138,7 +126,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	} else {
 		delete(next.Annotations, OverCapacityAnnotation)
 	}
-	if _, err := c.client.CoreV1().Endpoints(ns).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Client.CoreV1().Endpoints(ns).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating endpoints %s: %w", key, err)
 	}
 	return nil

@@ -3,7 +3,6 @@ package endpointslice
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -34,19 +32,16 @@ const (
 
 // Descriptor registers the controller with the manager.
 func Descriptor() controllerctx.Descriptor {
-	return controllerctx.Descriptor{Name: Name, Workers: 5, New: func(c *controllerctx.Context) (controllerctx.Controller, error) { return New(c) }}
+	return controllerctx.Describe(Name, 5, New)
 }
 
 // Controller keeps EndpointSlices for selector Services.
 type Controller struct {
-	client   kubernetes.Interface
+	reconcile.Base
 	services corelisters.ServiceLister
 	pods     corelisters.PodLister
 	nodes    corelisters.NodeLister
 	slices   cache.Indexer
-	synced   []cache.InformerSynced
-	queue    *reconcile.Loop[string]
-	log      *slog.Logger
 	max      int
 
 	mu struct {
@@ -74,18 +69,16 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		return nil, fmt.Errorf("%s: slice index: %w", Name, err)
 	}
 	ctrl := &Controller{
-		client:   c.Client,
 		services: svcInf.Lister(),
 		pods:     podInf.Lister(),
 		nodes:    nodeInf.Lister(),
 		slices:   sliceInf.Informer().GetIndexer(),
-		synced:   []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, sliceInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
-		log:      c.Logger.With("controller", Name),
 		max:      MaxEndpoints,
 	}
-	ctrl.queue = reconcile.NewLoop(c, Name, ctrl.sync, reconcile.Options[string]{})
+	ctrl.Base = reconcile.NewBase(c, Name, ctrl.sync, reconcile.Options[string]{})
+	ctrl.Synced = []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, sliceInf.Informer().HasSynced, nodeInf.Informer().HasSynced}
 	ctrl.mu.created = map[string]map[string]bool{}
-	add := func(key string) { ctrl.queue.Add(key) }
+	add := func(key string) { ctrl.Queue.Add(key) }
 	if _, err := svcInf.Informer().AddEventHandler(endpointutil.ServiceHandler(add)); err != nil {
 		return nil, err
 	}
@@ -95,14 +88,9 @@ func New(c *controllerctx.Context) (*Controller, error) {
 	// Someone else changing or deleting our slices: repair.
 	return ctrl, reconcile.Watch(sliceInf.Informer(), reconcile.Updates|reconcile.Deletes, func(obj any) {
 		if s, ok := obj.(*discoveryv1.EndpointSlice); ok && s.Labels[discoveryv1.LabelManagedBy] == ManagedBy {
-			ctrl.queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
+			ctrl.Queue.Add(s.Namespace + "/" + s.Labels[discoveryv1.LabelServiceName])
 		}
 	})
-}
-
-// Run works until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	c.queue.Run(ctx, workers, c.synced...)
 }
 
 // cacheBehind reports whether slices created for key are still missing
@@ -135,7 +123,7 @@ func (c *Controller) expectCreated(key, name string) {
 
 func (c *Controller) sync(ctx context.Context, key string) error {
 	if c.cacheBehind(key) {
-		c.queue.AddAfter(key, 50*time.Millisecond)
+		c.Queue.AddAfter(key, 50*time.Millisecond)
 		return nil
 	}
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
@@ -179,7 +167,7 @@ func (c *Controller) apply(ctx context.Context, key string, create, update, del 
 		Update(context.Context, *discoveryv1.EndpointSlice, metav1.UpdateOptions) (*discoveryv1.EndpointSlice, error)
 		Delete(context.Context, string, metav1.DeleteOptions) error
 	} {
-		return c.client.DiscoveryV1().EndpointSlices(ns)
+		return c.Client.DiscoveryV1().EndpointSlices(ns)
 	}
 	for _, s := range create {
 		out, err := api(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
@@ -202,7 +190,7 @@ func (c *Controller) apply(ctx context.Context, key string, create, update, del 
 		}
 	}
 	if len(create)+len(update)+len(del) > 0 {
-		c.log.Debug("slices written", "service", key, "created", len(create), "updated", len(update), "deleted", len(del))
+		c.Log.Debug("slices written", "service", key, "created", len(create), "updated", len(update), "deleted", len(del))
 	}
 	return nil
 }

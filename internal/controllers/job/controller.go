@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -10,12 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
@@ -43,17 +40,13 @@ var controllerKind = batchv1.SchemeGroupVersion.WithKind("Job")
 
 // Controller is the Job controller.
 type Controller struct {
-	client    kubernetes.Interface
+	reconcile.Base
 	factory   informers.SharedInformerFactory
 	jobLister batchlisters.JobLister
 	pods      corelisters.PodLister
 	podInf    cache.SharedIndexInformer
-	synced    []cache.InformerSynced
 	exp       *podcontrol.Expectations
-	queue     *reconcile.Loop[string]
 	recorder  record.EventRecorder
-	clock     clock.PassiveClock
-	log       *slog.Logger
 
 	registerOnce sync.Once
 	registerErr  error
@@ -65,7 +58,7 @@ type Controller struct {
 // Descriptor is the job entry of the manager's list (5 workers, as
 // upstream's --concurrent-job-syncs).
 func Descriptor() controllerctx.Descriptor {
-	return controllerctx.Descriptor{Name: Name, Workers: 5, New: New}
+	return controllerctx.Describe(Name, 5, New)
 }
 
 // New builds the controller. Unlike the apps controllers it registers its
@@ -76,14 +69,11 @@ func New(c *controllerctx.Context) (controllerctx.Controller, error) {
 
 func newController(c *controllerctx.Context) *Controller {
 	jc := &Controller{
-		client:   c.Client,
 		factory:  c.Informers,
 		exp:      podcontrol.NewExpectations(c.Clock),
 		recorder: podcontrol.Recorder(c, "job-controller"),
-		clock:    c.Clock,
-		log:      c.Logger,
 	}
-	jc.queue = reconcile.NewLoop(c, Name, jc.sync, reconcile.Options[string]{})
+	jc.Base = reconcile.NewBase(c, Name, jc.sync, reconcile.Options[string]{})
 	jc.served = reconcile.Deferred{Discovery: c.Client.Discovery(), GroupVersion: "batch/v1", Resource: "jobs",
 		Register: jc.register, Start: c.Informers.Start, Logger: c.Logger}
 	return jc
@@ -100,11 +90,11 @@ func (jc *Controller) register() error {
 			jc.registerErr = err
 			return
 		}
-		jc.synced = []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced}
+		jc.Synced = []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced}
 		jc.registerErr = reconcile.AddHandlers(
 			reconcile.Handler{Informer: jobInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
-				AddFunc:    jc.enqueue,
-				UpdateFunc: func(_, cur any) { jc.enqueue(cur) },
+				AddFunc:    jc.Enqueue,
+				UpdateFunc: func(_, cur any) { jc.Enqueue(cur) },
 				DeleteFunc: func(obj any) {
 					if key, ok := reconcile.Key(obj); ok {
 						jc.exp.Delete(key)
@@ -131,10 +121,8 @@ func (jc *Controller) Run(ctx context.Context, workers int) {
 	if !jc.served.Wait(ctx) {
 		return
 	}
-	jc.queue.Run(ctx, workers, jc.synced...)
+	jc.Queue.Run(ctx, workers, jc.Synced...)
 }
-
-func (jc *Controller) enqueue(obj any) { reconcile.EnqueueKey(jc.queue)(obj) }
 
 func (jc *Controller) resolve(pod *corev1.Pod) string {
 	j, ok := podcontrol.ResolveRef(metav1.GetControllerOfNoCopy(pod), controllerKind.Kind, jc.jobLister.Jobs(pod.Namespace).Get)
@@ -153,7 +141,7 @@ func (jc *Controller) addPod(obj any) {
 	}
 	if key := jc.resolve(pod); key != "" {
 		jc.exp.CreationObserved(key)
-		jc.queue.Add(key)
+		jc.Queue.Add(key)
 	}
 }
 
@@ -167,7 +155,7 @@ func (jc *Controller) updatePod(old, cur any) {
 		return
 	}
 	if key := jc.resolve(n); key != "" {
-		jc.queue.Add(key)
+		jc.Queue.Add(key)
 	}
 }
 
@@ -179,6 +167,6 @@ func (jc *Controller) deletePod(obj any) {
 	if key := jc.resolve(pod); key != "" {
 		podKey, _ := reconcile.Key(pod)
 		jc.exp.DeletionObserved(key, podKey)
-		jc.queue.Add(key)
+		jc.Queue.Add(key)
 	}
 }

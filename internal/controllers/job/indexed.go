@@ -129,7 +129,7 @@ func (jc *Controller) manageIndexed(ctx context.Context, job *batchv1.Job, key s
 		return 0, nil
 	}
 	if wait := jc.backoffWait(failed, lastFailure); wait > 0 {
-		jc.queue.AddAfter(key, wait)
+		jc.Queue.AddAfter(key, wait)
 		return 0, nil
 	}
 	jc.exp.Expect(key, len(pending), nil)
@@ -153,7 +153,7 @@ func (jc *Controller) manageIndexed(ctx context.Context, job *batchv1.Job, key s
 			pod.Spec.Hostname = job.Name + "-" + idx
 		}
 		addIndexEnv(&pod.Spec)
-		_, err := podcontrol.CreatePod(ctx, jc.client, jc.recorder, job, pod)
+		_, err := podcontrol.CreatePod(ctx, jc.Client, jc.recorder, job, pod)
 		if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
 		}

@@ -24,7 +24,7 @@ func newHarness(t *testing.T, clk *clocktesting.FakeClock, objs ...runtime.Objec
 	client := podcontroltest.NewClientset(clk, objs...)
 	c := podcontroltest.NewContext(client, clk)
 	jc := newController(c)
-	t.Cleanup(jc.queue.ShutDown) // the queue's goroutines start in New
+	t.Cleanup(jc.Queue.ShutDown) // the queue's goroutines start in New
 	if err := jc.register(); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestRunStartsOnceServed(t *testing.T) {
 	client.Resources = []*metav1.APIResourceList{{GroupVersion: "batch/v1", APIResources: []metav1.APIResource{{Name: "jobs"}}}}
 	c := podcontroltest.NewContext(client, clk)
 	jc := newController(c)
-	t.Cleanup(jc.queue.ShutDown) // the queue's goroutines start in New
+	t.Cleanup(jc.Queue.ShutDown) // the queue's goroutines start in New
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { jc.Run(ctx, 2); close(done) }()

@@ -59,10 +59,10 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 	pods, err := podcontrol.Claim(ctx, &podcontrol.RefManager{
 		Owner: job, GVK: controllerKind, Selector: selector,
 		CanAdopt: podcontrol.RecheckOwner(job, func(ctx context.Context) (metav1.Object, error) {
-			return jc.client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+			return jc.Client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
 		}),
 		Patch: func(ctx context.Context, ns, name string, data []byte) (metav1.Object, error) {
-			return jc.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+			return jc.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 		},
 	}, all)
 	if err != nil {
@@ -92,12 +92,12 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 		doneIndexes = succeededIndexes(pods, ptr.Deref(job.Spec.Completions, 1))
 		succeeded = int32(len(doneIndexes))
 	}
-	now := jc.clock.Now()
+	now := jc.Clock.Now()
 	st := job.Status.DeepCopy()
 	if st.StartTime == nil && !suspended(job) {
 		st.StartTime = &metav1.Time{Time: now}
 		if d := job.Spec.ActiveDeadlineSeconds; d != nil {
-			jc.queue.AddAfter(key, time.Duration(*d)*time.Second)
+			jc.Queue.AddAfter(key, time.Duration(*d)*time.Second)
 		}
 	}
 
@@ -151,7 +151,7 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 		return errors.Join(manageErr, err)
 	}
 	if finishCond != nil && job.Spec.TTLSecondsAfterFinished != nil {
-		jc.queue.AddAfter(key, time.Duration(*job.Spec.TTLSecondsAfterFinished)*time.Second)
+		jc.Queue.AddAfter(key, time.Duration(*job.Spec.TTLSecondsAfterFinished)*time.Second)
 	}
 	return manageErr
 }
@@ -189,14 +189,14 @@ func (jc *Controller) manage(ctx context.Context, job *batchv1.Job, key string, 
 		return 0, nil
 	}
 	if wait := jc.backoffWait(failed, lastFailure); wait > 0 {
-		jc.queue.AddAfter(key, wait)
+		jc.Queue.AddAfter(key, wait)
 		return 0, nil
 	}
 	jc.exp.Expect(key, diff, nil)
 	template := jc.podTemplate(job)
 	ref := podcontrol.ControllerRef(job, controllerKind)
 	ok, err := podcontrol.SlowStartBatch(diff, podcontrol.SlowStartInitialBatch, func() error {
-		_, err := podcontrol.CreatePod(ctx, jc.client, jc.recorder, job, podcontrol.PodFromTemplate(template, job, ref))
+		_, err := podcontrol.CreatePod(ctx, jc.Client, jc.recorder, job, podcontrol.PodFromTemplate(template, job, ref))
 		if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
 		}
@@ -215,7 +215,7 @@ func (jc *Controller) backoffWait(failed int32, lastFailure time.Time) time.Dura
 		return 0
 	}
 	backoff := min(DefaultBackoff<<min(failed-1, 10), MaxBackoff)
-	return lastFailure.Add(backoff).Sub(jc.clock.Now())
+	return lastFailure.Add(backoff).Sub(jc.Clock.Now())
 }
 
 // podTemplate is the job's template with the job-name and controller-uid
@@ -252,7 +252,7 @@ func (jc *Controller) deletePods(ctx context.Context, job *batchv1.Job, key stri
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := podcontrol.DeletePod(ctx, jc.client, jc.recorder, job, p.Namespace, p.Name); err != nil {
+			if err := podcontrol.DeletePod(ctx, jc.Client, jc.recorder, job, p.Namespace, p.Name); err != nil {
 				jc.exp.DeletionObserved(key, keys[i])
 				if !apierrors.IsNotFound(err) {
 					mu.Lock()
@@ -276,7 +276,7 @@ func (jc *Controller) suspendCondition(job *batchv1.Job, st *batchv1.JobStatus) 
 		c.Status = corev1.ConditionFalse
 		setCondition(st, c)
 		// The active deadline counts from the resume.
-		st.StartTime = &metav1.Time{Time: jc.clock.Now()}
+		st.StartTime = &metav1.Time{Time: jc.Clock.Now()}
 	}
 }
 
@@ -287,11 +287,11 @@ func (jc *Controller) ttlCleanup(ctx context.Context, job *batchv1.Job, finished
 		return nil
 	}
 	expire := finishedAt.Add(time.Duration(*job.Spec.TTLSecondsAfterFinished) * time.Second)
-	if wait := expire.Sub(jc.clock.Now()); wait > 0 {
-		jc.queue.AddAfter(key, wait)
+	if wait := expire.Sub(jc.Clock.Now()); wait > 0 {
+		jc.Queue.AddAfter(key, wait)
 		return nil
 	}
-	fresh, err := jc.client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+	fresh, err := jc.Client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -300,10 +300,10 @@ func (jc *Controller) ttlCleanup(ctx context.Context, job *batchv1.Job, finished
 	}
 	if fresh.UID != job.UID || fresh.Spec.TTLSecondsAfterFinished == nil ||
 		*fresh.Spec.TTLSecondsAfterFinished != *job.Spec.TTLSecondsAfterFinished {
-		jc.queue.Add(key)
+		jc.Queue.Add(key)
 		return nil
 	}
-	err = jc.client.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
+	err = jc.Client.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
 		PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
 		Preconditions:     &metav1.Preconditions{UID: &job.UID, ResourceVersion: &fresh.ResourceVersion},
 	})
@@ -318,7 +318,7 @@ func (jc *Controller) updateStatus(ctx context.Context, job *batchv1.Job, st *ba
 		return nil
 	}
 	job.Status = *st
-	if _, err := jc.client.BatchV1().Jobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+	if _, err := jc.Client.BatchV1().Jobs(job.Namespace).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating status of job %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	return nil
@@ -339,7 +339,7 @@ func statusEqual(a, b *batchv1.JobStatus) bool {
 }
 
 func (jc *Controller) condition(t batchv1.JobConditionType, reason, msg string) *batchv1.JobCondition {
-	now := metav1.NewTime(jc.clock.Now())
+	now := metav1.NewTime(jc.Clock.Now())
 	return &batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastProbeTime: now, LastTransitionTime: now}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -13,11 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
@@ -29,49 +26,37 @@ const Name = "namespace"
 
 // Descriptor registers the controller with the manager.
 func Descriptor() controllerctx.Descriptor {
-	return controllerctx.Descriptor{Name: Name, Workers: 5, New: func(c *controllerctx.Context) (controllerctx.Controller, error) { return New(c) }}
+	return controllerctx.Describe(Name, 5, New)
 }
 
 // Controller empties and finalizes terminating namespaces.
 type Controller struct {
-	client   kubernetes.Interface
+	reconcile.Base
 	metadata metadata.Interface
-	synced   cache.InformerSynced
-	queue    *reconcile.Loop[string]
-	clock    clock.Clock
-	log      *slog.Logger
 }
 
 // New registers a handler on the namespace informer.
 func New(c *controllerctx.Context) (*Controller, error) {
 	inf := c.Informers.Core().V1().Namespaces().Informer()
 	ctrl := &Controller{
-		client:   c.Client,
 		metadata: c.Metadata,
-		synced:   inf.HasSynced,
-		clock:    c.Clock,
-		log:      c.Logger.With("controller", Name),
 	}
-	ctrl.queue = reconcile.NewLoop(c, Name, ctrl.sync, reconcile.Options[string]{
+	ctrl.Base = reconcile.NewBase(c, Name, ctrl.sync, reconcile.Options[string]{
 		// Retries back off from 100 ms to a minute: a namespace waiting on
 		// pods' grace periods needs no faster polling. They never stop: a
 		// terminating namespace gets no further event to revive it.
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
 		MaxRetries:  -1,
 	})
+	ctrl.Synced = []cache.InformerSynced{inf.HasSynced}
 	if err := reconcile.Watch(inf, reconcile.Adds|reconcile.Updates, func(obj any) {
 		if ns, ok := obj.(*corev1.Namespace); ok && ns.DeletionTimestamp != nil {
-			ctrl.queue.Add(ns.Name)
+			ctrl.Queue.Add(ns.Name)
 		}
 	}); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return ctrl, nil
-}
-
-// Run works until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	c.queue.Run(ctx, workers, c.synced)
 }
 
 // errRemaining says content is left (pods in their grace period, objects
@@ -82,7 +67,7 @@ var errRemaining = fmt.Errorf("content remaining: %w", reconcile.ErrRequeue)
 // It reads the namespace from the API, not the cache, so it never acts on
 // a stale view of the finalizers.
 func (c *Controller) sync(ctx context.Context, name string) error {
-	ns, err := c.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	ns, err := c.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -92,9 +77,9 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if ns.DeletionTimestamp == nil || !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
 		return nil
 	}
-	res, discoveryErr := resources.Discover(c.client.Discovery(), "list", "delete")
+	res, discoveryErr := resources.Discover(c.Client.Discovery(), "list", "delete")
 	st := c.deleteContent(ctx, name, res)
-	conds := st.conditions(discoveryErr, c.clock.Now())
+	conds := st.conditions(discoveryErr, c.Clock.Now())
 	if err := c.updateConditions(ctx, ns, conds); err != nil {
 		return err
 	}
@@ -236,7 +221,7 @@ func (c *Controller) updateConditions(ctx context.Context, ns *corev1.Namespace,
 	if !changed {
 		return nil
 	}
-	if _, err := c.client.CoreV1().Namespaces().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.Client.CoreV1().Namespaces().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("updating namespace %s status: %w", ns.Name, err)
 	}
 	return nil
@@ -246,7 +231,7 @@ func (c *Controller) updateConditions(ctx context.Context, ns *corev1.Namespace,
 // namespace if no other finalizers remain.
 func (c *Controller) finalize(ctx context.Context, ns *corev1.Namespace) error {
 	// Re-read: the status update above changed the resourceVersion.
-	cur, err := c.client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+	cur, err := c.Client.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -255,9 +240,9 @@ func (c *Controller) finalize(ctx context.Context, ns *corev1.Namespace) error {
 	}
 	next := cur.DeepCopy()
 	next.Spec.Finalizers = slices.DeleteFunc(next.Spec.Finalizers, func(f corev1.FinalizerName) bool { return f == corev1.FinalizerKubernetes })
-	if _, err := c.client.CoreV1().Namespaces().Finalize(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.Client.CoreV1().Namespaces().Finalize(ctx, next, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("finalizing namespace %s: %w", ns.Name, err)
 	}
-	c.log.Info("namespace emptied and finalized", "namespace", ns.Name)
+	c.Log.Info("namespace emptied and finalized", "namespace", ns.Name)
 	return nil
 }

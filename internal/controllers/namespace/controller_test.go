@@ -121,7 +121,7 @@ func TestSync(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(c.queue.ShutDown) // the queue's goroutines start in New
+			t.Cleanup(c.Queue.ShutDown) // the queue's goroutines start in New
 			ctx := context.Background()
 			err = c.sync(ctx, "a")
 			if (tc.wantErr == nil) != (err == nil) || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {

@@ -35,7 +35,7 @@ const (
 
 // Descriptor registers the controller with the manager.
 func Descriptor() controllerctx.Descriptor {
-	return controllerctx.Descriptor{Name: Name, Workers: 1, New: func(c *controllerctx.Context) (controllerctx.Controller, error) { return New(c) }}
+	return controllerctx.Describe(Name, 1, New)
 }
 
 // Controller is the pod garbage collector.

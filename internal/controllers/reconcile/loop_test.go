@@ -85,8 +85,8 @@ func TestLoopMetricsPerController(t *testing.T) {
 		"workqueue_longest_running_processor_seconds{name=a}":           0,
 		"workqueue_unfinished_work_seconds{name=b}":                     0,
 		"workqueue_retries_total{name=a}":                               0,
-		"myriad_controller_syncs_total{controller=a,result=error}":      -1, // absent
-		"myriad_controller_syncs_total{controller=a,result=requeue}":    -1,
+		"myriad_controller_syncs_total{controller=a,result=error}":      0, // exported from the start
+		"myriad_controller_syncs_total{controller=a,result=requeue}":    0,
 		"myriad_controller_syncs_total{controller=b,result=unexpected}": -1,
 	} {
 		v, ok := got[key]

@@ -1,20 +1,16 @@
 package replicaset
 
 import (
-	"context"
-	"log/slog"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
@@ -32,47 +28,36 @@ var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
 // Controller is the ReplicaSet controller.
 type Controller struct {
-	client   kubernetes.Interface
+	reconcile.Base
 	rsLister appslisters.ReplicaSetLister
 	pods     corelisters.PodLister
 	podInf   cache.SharedIndexInformer
-	synced   []cache.InformerSynced
 	exp      *podcontrol.Expectations
-	queue    *reconcile.Loop[string]
 	recorder record.EventRecorder
-	clock    clock.PassiveClock
-	log      *slog.Logger
 	burst    int
 }
 
 // New registers the controller's handlers on the ReplicaSet and Pod informers.
-func New(c *controllerctx.Context) (controllerctx.Controller, error) {
-	return newController(c)
-}
-
-func newController(c *controllerctx.Context) (*Controller, error) {
+func New(c *controllerctx.Context) (*Controller, error) {
 	rsInf := c.Informers.Apps().V1().ReplicaSets()
 	podInf := c.Informers.Core().V1().Pods()
 	rc := &Controller{
-		client:   c.Client,
 		rsLister: rsInf.Lister(),
 		pods:     podInf.Lister(),
 		podInf:   podInf.Informer(),
-		synced:   []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced},
 		exp:      podcontrol.NewExpectations(c.Clock),
 		recorder: podcontrol.Recorder(c, "replicaset-controller"),
-		clock:    c.Clock,
-		log:      c.Logger,
 		burst:    BurstReplicas,
 	}
-	rc.queue = reconcile.NewLoop(c, Name, rc.sync, reconcile.Options[string]{})
+	rc.Base = reconcile.NewBase(c, Name, rc.sync, reconcile.Options[string]{})
+	rc.Synced = []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced}
 	if err := podcontrol.AddControllerUIDIndexer(rc.podInf); err != nil {
 		return nil, err
 	}
 	return rc, reconcile.AddHandlers(
 		reconcile.Handler{Informer: rsInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    rc.enqueue,
-			UpdateFunc: func(_, cur any) { rc.enqueue(cur) },
+			AddFunc:    rc.Enqueue,
+			UpdateFunc: func(_, cur any) { rc.Enqueue(cur) },
 			DeleteFunc: rc.deleteRS,
 		}},
 		reconcile.Handler{Informer: podInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
@@ -82,20 +67,13 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 		}})
 }
 
-// Run implements controllerctx.Controller.
-func (rc *Controller) Run(ctx context.Context, workers int) {
-	rc.queue.Run(ctx, workers, rc.synced...)
-}
-
-func (rc *Controller) enqueue(obj any) { reconcile.EnqueueKey(rc.queue)(obj) }
-
 func (rc *Controller) deleteRS(obj any) {
 	key, ok := reconcile.Key(obj)
 	if !ok {
 		return
 	}
 	rc.exp.Delete(key)
-	rc.queue.Add(key)
+	rc.Queue.Add(key)
 }
 
 // resolveRef returns the ReplicaSet ref names, if it is one we know with
@@ -129,11 +107,11 @@ func (rc *Controller) addPod(obj any) {
 		}
 		key, _ := reconcile.Key(rs)
 		rc.exp.CreationObserved(key)
-		rc.queue.Add(key)
+		rc.Queue.Add(key)
 		return
 	}
 	for _, rs := range rc.selectingReplicaSets(pod) {
-		rc.enqueue(rs)
+		rc.Enqueue(rs)
 	}
 }
 
@@ -155,7 +133,7 @@ func (rc *Controller) updatePod(old, cur any) {
 	curRef, oldRef := metav1.GetControllerOfNoCopy(curPod), metav1.GetControllerOfNoCopy(oldPod)
 	if oldRef != nil && (curRef == nil || curRef.UID != oldRef.UID) {
 		if rs := rc.resolveRef(oldPod.Namespace, oldRef); rs != nil {
-			rc.enqueue(rs)
+			rc.Enqueue(rs)
 		}
 	}
 	if curRef != nil {
@@ -163,18 +141,18 @@ func (rc *Controller) updatePod(old, cur any) {
 		if rs == nil {
 			return
 		}
-		rc.enqueue(rs)
+		rc.Enqueue(rs)
 		// A pod that just became ready becomes available minReadySeconds
 		// later; nothing else would wake us then.
 		if !podcontrol.IsPodReady(oldPod) && podcontrol.IsPodReady(curPod) && rs.Spec.MinReadySeconds > 0 {
 			key, _ := reconcile.Key(rs)
-			rc.queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
+			rc.Queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
 		}
 		return
 	}
 	if labelsChanged || oldRef != nil {
 		for _, rs := range rc.selectingReplicaSets(curPod) {
-			rc.enqueue(rs)
+			rc.Enqueue(rs)
 		}
 	}
 }
@@ -195,11 +173,11 @@ func (rc *Controller) deletePod(obj any) {
 	key, _ := reconcile.Key(rs)
 	podKey, _ := reconcile.Key(pod)
 	rc.exp.DeletionObserved(key, podKey)
-	rc.queue.Add(key)
+	rc.Queue.Add(key)
 }
 
 // Descriptor is the replicaset entry of the manager's list (5 workers, as
 // upstream's --concurrent-replicaset-syncs).
 func Descriptor() controllerctx.Descriptor {
-	return controllerctx.Descriptor{Name: Name, Workers: 5, New: New}
+	return controllerctx.Describe(Name, 5, New)
 }

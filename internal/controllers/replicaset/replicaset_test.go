@@ -31,11 +31,11 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	clk := podcontroltest.NewClock()
 	client := podcontroltest.NewClientset(clk, objs...)
 	c := podcontroltest.NewContext(client, clk)
-	rc, err := newController(c)
+	rc, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(rc.queue.ShutDown) // the queue's goroutines start in New
+	t.Cleanup(rc.Queue.ShutDown) // the queue's goroutines start in New
 	// Fill the caches by hand: the tests decide what the informer has seen.
 	for _, o := range objs {
 		switch o := o.(type) {
@@ -296,7 +296,7 @@ func TestRunReplacesDeletedPods(t *testing.T) {
 	clk := podcontroltest.NewClock()
 	client := podcontroltest.NewClientset(clk)
 	c := podcontroltest.NewContext(client, clk)
-	rc, err := newController(c)
+	rc, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}

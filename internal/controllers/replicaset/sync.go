@@ -35,7 +35,7 @@ func (rc *Controller) sync(ctx context.Context, key string) error {
 	needsSync := rc.exp.Satisfied(key) && rs.DeletionTimestamp == nil
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
-		rc.log.Warn("invalid selector", "replicaset", key, "err", err)
+		rc.Log.Warn("invalid selector", "replicaset", key, "err", err)
 		return nil // nothing to do until the spec changes
 	}
 	all, err := podcontrol.PodsForOwner(rc.podInf, ns, rs.UID)
@@ -57,14 +57,14 @@ func (rc *Controller) sync(ctx context.Context, key string) error {
 	if needsSync {
 		manageErr = rc.manage(ctx, pods, rs, key)
 	}
-	status := calculateStatus(rs, pods, manageErr, rc.clock.Now())
+	status := calculateStatus(rs, pods, manageErr, rc.Clock.Now())
 	updated, err := rc.updateStatus(ctx, rs, status)
 	if err != nil {
 		return errors.Join(manageErr, err)
 	}
 	if manageErr == nil && updated.Spec.MinReadySeconds > 0 &&
 		updated.Status.ReadyReplicas == replicas(updated) && updated.Status.AvailableReplicas != replicas(updated) {
-		rc.queue.AddAfter(key, time.Duration(updated.Spec.MinReadySeconds)*time.Second)
+		rc.Queue.AddAfter(key, time.Duration(updated.Spec.MinReadySeconds)*time.Second)
 	}
 	return manageErr
 }
@@ -82,10 +82,10 @@ func (rc *Controller) refManager(rs *appsv1.ReplicaSet, selector labels.Selector
 		GVK:      controllerKind,
 		Selector: selector,
 		CanAdopt: podcontrol.RecheckOwner(rs, func(ctx context.Context) (metav1.Object, error) {
-			return rc.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+			return rc.Client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		}),
 		Patch: func(ctx context.Context, ns, name string, data []byte) (metav1.Object, error) {
-			return rc.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+			return rc.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 		},
 	}
 }
@@ -102,7 +102,7 @@ func (rc *Controller) manage(ctx context.Context, pods []*corev1.Pod, rs *appsv1
 		rc.exp.Expect(key, n, nil)
 		ref := podcontrol.ControllerRef(rs, controllerKind)
 		ok, err := podcontrol.SlowStartBatch(n, podcontrol.SlowStartInitialBatch, func() error {
-			_, err := podcontrol.CreatePod(ctx, rc.client, rc.recorder, rs, podcontrol.PodFromTemplate(&rs.Spec.Template, rs, ref))
+			_, err := podcontrol.CreatePod(ctx, rc.Client, rc.recorder, rs, podcontrol.PodFromTemplate(&rs.Spec.Template, rs, ref))
 			if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return nil
 			}
@@ -129,7 +129,7 @@ func (rc *Controller) manage(ctx context.Context, pods []*corev1.Pod, rs *appsv1
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := podcontrol.DeletePod(ctx, rc.client, rc.recorder, rs, p.Namespace, p.Name); err != nil {
+				if err := podcontrol.DeletePod(ctx, rc.Client, rc.recorder, rs, p.Namespace, p.Name); err != nil {
 					// Not deleted by us: its deletion will not be observed.
 					rc.exp.DeletionObserved(key, keys[i])
 					if !apierrors.IsNotFound(err) {
@@ -214,14 +214,14 @@ func (rc *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, s
 	for attempt := 0; ; attempt++ {
 		cur.Status = st
 		cur.Status.ObservedGeneration = cur.Generation
-		updated, err := rc.client.AppsV1().ReplicaSets(cur.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		updated, err := rc.Client.AppsV1().ReplicaSets(cur.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		if err == nil {
 			return updated, nil
 		}
 		if !apierrors.IsConflict(err) || attempt > 0 {
 			return nil, fmt.Errorf("updating status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 		}
-		cur, err = rc.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		cur, err = rc.Client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("re-reading replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
 		}

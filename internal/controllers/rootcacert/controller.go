@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -39,16 +37,13 @@ func Descriptor() controllerctx.Descriptor {
 
 // Controller publishes the root CA ConfigMap.
 type Controller struct {
-	client     kubernetes.Interface
+	reconcile.Base
 	ca         string
 	namespaces corelisters.NamespaceLister
 	// configMaps holds only ConfigMaps named kube-root-ca.crt: a field
 	// selected informer of its own, not the shared one over all ConfigMaps.
 	configMaps cache.SharedIndexInformer
 	cmLister   corelisters.ConfigMapLister
-	synced     []cache.InformerSynced
-	queue      *reconcile.Loop[string]
-	log        *slog.Logger
 }
 
 // New registers handlers; ca is the PEM bundle to publish.
@@ -67,15 +62,13 @@ func New(c *controllerctx.Context, ca []byte) (*Controller, error) {
 
 func newWith(c *controllerctx.Context, ca []byte, nsInf cache.SharedIndexInformer, nsLister corelisters.NamespaceLister, cmInf cache.SharedIndexInformer) (*Controller, error) {
 	ctrl := &Controller{
-		client:     c.Client,
 		ca:         string(ca),
 		namespaces: nsLister,
 		configMaps: cmInf,
 		cmLister:   corelisters.NewConfigMapLister(cmInf.GetIndexer()),
-		synced:     []cache.InformerSynced{nsInf.HasSynced, cmInf.HasSynced},
-		log:        c.Logger.With("controller", Name),
 	}
-	ctrl.queue = reconcile.NewLoop(c, Name, ctrl.sync, reconcile.Options[string]{})
+	ctrl.Base = reconcile.NewBase(c, Name, ctrl.sync, reconcile.Options[string]{})
+	ctrl.Synced = []cache.InformerSynced{nsInf.HasSynced, cmInf.HasSynced}
 	if err := reconcile.Watch(nsInf, reconcile.Adds|reconcile.Updates, ctrl.enqueue); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
@@ -89,20 +82,15 @@ func newWith(c *controllerctx.Context, ca []byte, nsInf cache.SharedIndexInforme
 func (c *Controller) enqueue(obj any) {
 	switch o := obj.(type) {
 	case *corev1.Namespace:
-		c.queue.Add(o.Name)
+		c.Queue.Add(o.Name)
 	case *corev1.ConfigMap:
-		c.queue.Add(o.Namespace)
+		c.Queue.Add(o.Namespace)
 	}
 }
 
 // Warm starts the controller's own ConfigMap informer (see controllers.Warmer).
 func (c *Controller) Warm(ctx context.Context) {
 	go c.configMaps.RunWithContext(ctx)
-}
-
-// Run works until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	c.queue.Run(ctx, workers, c.synced...)
 }
 
 func (c *Controller) sync(ctx context.Context, ns string) error {
@@ -118,7 +106,7 @@ func (c *Controller) sync(ctx context.Context, ns string) error {
 	}
 	cm, err := c.cmLister.ConfigMaps(ns).Get(ConfigMapName)
 	if apierrors.IsNotFound(err) {
-		_, err = c.client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		_, err = c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Annotations: map[string]string{descriptionAnnotation: description}},
 			Data:       map[string]string{DataKey: c.ca},
 		}, metav1.CreateOptions{})
@@ -139,7 +127,7 @@ func (c *Controller) sync(ctx context.Context, ns string) error {
 		cm.Annotations = map[string]string{}
 	}
 	cm.Annotations[descriptionAnnotation] = description
-	if _, err := c.client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.Client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("updating %s/%s: %w", ns, ConfigMapName, err)
 	}
 	return nil

@@ -45,7 +45,7 @@ func TestSync(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(c.queue.ShutDown) // the queue's goroutines start in New
+			t.Cleanup(c.Queue.ShutDown) // the queue's goroutines start in New
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			f.Start(ctx.Done())
@@ -77,5 +77,29 @@ func TestNewNeedsCA(t *testing.T) {
 	client := fake.NewClientset()
 	if _, err := New(&controllerctx.Context{Client: client, Informers: informers.NewSharedInformerFactory(client, 0), Clock: clock.RealClock{}, Logger: slog.Default()}, nil); err == nil {
 		t.Fatal("New accepted an empty CA")
+	}
+}
+
+// TestEnqueueQueuesNamespaces: the handlers queue the namespace, for a
+// namespace and for its ConfigMap alike (not the ConfigMap's own key).
+func TestEnqueueQueuesNamespaces(t *testing.T) {
+	client := fake.NewClientset()
+	f := informers.NewSharedInformerFactory(client, 0)
+	cc := &controllerctx.Context{Client: client, Informers: f, Clock: clock.RealClock{}, Logger: slog.Default()}
+	c, err := newWith(cc, []byte(ca), f.Core().V1().Namespaces().Informer(), f.Core().V1().Namespaces().Lister(), f.Core().V1().ConfigMaps().Informer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Queue.ShutDown()
+	c.enqueue(active("a"))
+	c.enqueue(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName, Namespace: "b"}})
+	got := map[string]bool{}
+	for c.Queue.Len() > 0 {
+		k, _ := c.Queue.Get()
+		got[k] = true
+		c.Queue.Done(k)
+	}
+	if len(got) != 2 || !got["a"] || !got["b"] {
+		t.Fatalf("queued %v, want namespaces a and b", got)
 	}
 }

@@ -3,12 +3,10 @@ package serviceaccount
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -24,17 +22,14 @@ const DefaultName = "default"
 
 // Descriptor registers the controller with the manager.
 func Descriptor() controllerctx.Descriptor {
-	return controllerctx.Descriptor{Name: Name, Workers: 2, New: func(c *controllerctx.Context) (controllerctx.Controller, error) { return New(c) }}
+	return controllerctx.Describe(Name, 2, New)
 }
 
 // Controller ensures the default ServiceAccount per namespace.
 type Controller struct {
-	client     kubernetes.Interface
+	reconcile.Base
 	namespaces corelisters.NamespaceLister
 	accounts   corelisters.ServiceAccountLister
-	synced     []cache.InformerSynced
-	queue      *reconcile.Loop[string]
-	log        *slog.Logger
 }
 
 // New registers handlers on the namespace and ServiceAccount informers.
@@ -42,29 +37,22 @@ func New(c *controllerctx.Context) (*Controller, error) {
 	nsInf := c.Informers.Core().V1().Namespaces()
 	saInf := c.Informers.Core().V1().ServiceAccounts()
 	ctrl := &Controller{
-		client:     c.Client,
 		namespaces: nsInf.Lister(),
 		accounts:   saInf.Lister(),
-		synced:     []cache.InformerSynced{nsInf.Informer().HasSynced, saInf.Informer().HasSynced},
-		log:        c.Logger.With("controller", Name),
 	}
-	ctrl.queue = reconcile.NewLoop(c, Name, ctrl.sync, reconcile.Options[string]{})
-	if err := reconcile.Watch(nsInf.Informer(), reconcile.Adds|reconcile.Updates, reconcile.EnqueueKey(ctrl.queue)); err != nil {
+	ctrl.Base = reconcile.NewBase(c, Name, ctrl.sync, reconcile.Options[string]{})
+	ctrl.Synced = []cache.InformerSynced{nsInf.Informer().HasSynced, saInf.Informer().HasSynced}
+	if err := reconcile.Watch(nsInf.Informer(), reconcile.Adds|reconcile.Updates, reconcile.EnqueueKey(ctrl.Queue)); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	if err := reconcile.Watch(saInf.Informer(), reconcile.Deletes, func(obj any) {
 		if sa, ok := obj.(*corev1.ServiceAccount); ok && sa.Name == DefaultName {
-			ctrl.queue.Add(sa.Namespace)
+			ctrl.Queue.Add(sa.Namespace)
 		}
 	}); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return ctrl, nil
-}
-
-// Run works until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	c.queue.Run(ctx, workers, c.synced...)
 }
 
 func (c *Controller) sync(ctx context.Context, ns string) error {
@@ -81,7 +69,7 @@ func (c *Controller) sync(ctx context.Context, ns string) error {
 	if _, err := c.accounts.ServiceAccounts(ns).Get(DefaultName); err == nil {
 		return nil
 	}
-	_, err = c.client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DefaultName}}, metav1.CreateOptions{})
+	_, err = c.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DefaultName}}, metav1.CreateOptions{})
 	switch {
 	case err == nil, apierrors.IsAlreadyExists(err):
 		return nil

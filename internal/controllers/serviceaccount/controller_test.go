@@ -40,7 +40,7 @@ func TestSync(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(c.queue.ShutDown) // the queue's goroutines start in New
+			t.Cleanup(c.Queue.ShutDown) // the queue's goroutines start in New
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			f.Start(ctx.Done())
@@ -66,7 +66,7 @@ func TestRecreatesDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.queue.ShutDown) // the queue's goroutines start in New
+	t.Cleanup(c.Queue.ShutDown) // the queue's goroutines start in New
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	f.Start(ctx.Done())

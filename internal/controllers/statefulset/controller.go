@@ -1,20 +1,16 @@
 package statefulset
 
 import (
-	"context"
-	"log/slog"
 	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
@@ -28,49 +24,38 @@ var controllerKind = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
 
 // Controller is the StatefulSet controller.
 type Controller struct {
-	client    kubernetes.Interface
+	reconcile.Base
 	setLister appslisters.StatefulSetLister
 	pods      corelisters.PodLister
 	podInf    cache.SharedIndexInformer
 	pvcs      corelisters.PersistentVolumeClaimLister
-	synced    []cache.InformerSynced
-	queue     *reconcile.Loop[string]
 	recorder  record.EventRecorder
-	clock     clock.PassiveClock
-	log       *slog.Logger
 }
 
 // Descriptor is the statefulset entry of the manager's list (5 workers, as
 // upstream's --concurrent-statefulset-syncs).
 func Descriptor() controllerctx.Descriptor {
-	return controllerctx.Descriptor{Name: Name, Workers: 5, New: New}
+	return controllerctx.Describe(Name, 5, New)
 }
 
 // New registers handlers on the StatefulSet, Pod and PVC informers.
-func New(c *controllerctx.Context) (controllerctx.Controller, error) {
-	return newController(c)
-}
-
-func newController(c *controllerctx.Context) (*Controller, error) {
+func New(c *controllerctx.Context) (*Controller, error) {
 	setInf := c.Informers.Apps().V1().StatefulSets()
 	podInf := c.Informers.Core().V1().Pods()
 	pvcInf := c.Informers.Core().V1().PersistentVolumeClaims()
 	sc := &Controller{
-		client:    c.Client,
 		setLister: setInf.Lister(),
 		pods:      podInf.Lister(),
 		podInf:    podInf.Informer(),
 		pvcs:      pvcInf.Lister(),
-		synced:    []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced},
 		recorder:  podcontrol.Recorder(c, "statefulset-controller"),
-		clock:     c.Clock,
-		log:       c.Logger,
 	}
-	sc.queue = reconcile.NewLoop(c, Name, sc.sync, reconcile.Options[string]{})
+	sc.Base = reconcile.NewBase(c, Name, sc.sync, reconcile.Options[string]{})
+	sc.Synced = []cache.InformerSynced{setInf.Informer().HasSynced, podInf.Informer().HasSynced, pvcInf.Informer().HasSynced}
 	if err := podcontrol.AddControllerUIDIndexer(sc.podInf); err != nil {
 		return nil, err
 	}
-	if err := reconcile.Watch(setInf.Informer(), reconcile.Adds|reconcile.Updates, sc.enqueue); err != nil {
+	if err := reconcile.Watch(setInf.Informer(), reconcile.Adds|reconcile.Updates, sc.Enqueue); err != nil {
 		return nil, err
 	}
 	podChanged := func(obj any) {
@@ -79,24 +64,17 @@ func newController(c *controllerctx.Context) (*Controller, error) {
 			return
 		}
 		if ref := metav1.GetControllerOfNoCopy(p); ref != nil && ref.Kind == controllerKind.Kind {
-			sc.queue.Add(p.Namespace + "/" + ref.Name)
+			sc.Queue.Add(p.Namespace + "/" + ref.Name)
 			return
 		}
 		// An orphan named like a set's pod may be adopted by it.
 		if i := strings.LastIndexByte(p.Name, '-'); i > 0 {
 			if _, err := strconv.Atoi(p.Name[i+1:]); err == nil {
 				if set, err := sc.setLister.StatefulSets(p.Namespace).Get(p.Name[:i]); err == nil {
-					sc.enqueue(set)
+					sc.Enqueue(set)
 				}
 			}
 		}
 	}
 	return sc, reconcile.Watch(podInf.Informer(), reconcile.All, podChanged)
 }
-
-// Run implements controllerctx.Controller.
-func (sc *Controller) Run(ctx context.Context, workers int) {
-	sc.queue.Run(ctx, workers, sc.synced...)
-}
-
-func (sc *Controller) enqueue(obj any) { reconcile.EnqueueKey(sc.queue)(obj) }

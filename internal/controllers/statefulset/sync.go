@@ -49,10 +49,10 @@ func (sc *Controller) sync(ctx context.Context, key string) error {
 	pods, err := podcontrol.Claim(ctx, &podcontrol.RefManager{
 		Owner: set, GVK: controllerKind, Selector: selector,
 		CanAdopt: podcontrol.RecheckOwner(set, func(ctx context.Context) (metav1.Object, error) {
-			return sc.client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+			return sc.Client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
 		}),
 		Patch: func(ctx context.Context, ns, name string, data []byte) (metav1.Object, error) {
-			return sc.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+			return sc.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 		},
 	}, all)
 	if err != nil {
@@ -72,7 +72,7 @@ func (sc *Controller) sync(ctx context.Context, key string) error {
 	}
 	if manageErr == nil && set.Spec.MinReadySeconds > 0 {
 		// Availability changes with time alone.
-		sc.queue.AddAfter(key, time.Duration(set.Spec.MinReadySeconds)*time.Second)
+		sc.Queue.AddAfter(key, time.Duration(set.Spec.MinReadySeconds)*time.Second)
 	}
 	return manageErr
 }
@@ -220,7 +220,7 @@ func (sc *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, o 
 			pod.Spec.Volumes = append(pod.Spec.Volumes, vol)
 		}
 	}
-	_, err := podcontrol.CreatePod(ctx, sc.client, sc.recorder, set, pod)
+	_, err := podcontrol.CreatePod(ctx, sc.Client, sc.recorder, set, pod)
 	if apierrors.IsAlreadyExists(err) {
 		return nil // the cache will show it
 	}
@@ -228,7 +228,7 @@ func (sc *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, o 
 }
 
 func (sc *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, p *corev1.Pod) error {
-	err := podcontrol.DeletePod(ctx, sc.client, sc.recorder, set, p.Namespace, p.Name)
+	err := podcontrol.DeletePod(ctx, sc.Client, sc.recorder, set, p.Namespace, p.Name)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -259,7 +259,7 @@ func (sc *Controller) ensureClaims(ctx context.Context, set *appsv1.StatefulSet,
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: set.Namespace, Labels: lbls, Annotations: t.Annotations},
 			Spec:       *t.Spec.DeepCopy(),
 		}
-		_, err := sc.client.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+		_, err := sc.Client.CoreV1().PersistentVolumeClaims(set.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			sc.recorder.Eventf(set, corev1.EventTypeWarning, "FailedCreate", "create Claim %s for Pod %s-%d in StatefulSet %s failed error: %v", name, set.Name, o, set.Name, err)
 			return fmt.Errorf("creating claim %s/%s: %w", set.Namespace, name, err)
@@ -279,7 +279,7 @@ func (sc *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet,
 		CurrentRevision:    currentRevision,
 		UpdateRevision:     updateRevision,
 	}
-	now := sc.clock.Now()
+	now := sc.Clock.Now()
 	for _, p := range pods {
 		if ordinal(set, p) < 0 {
 			continue
@@ -314,7 +314,7 @@ func (sc *Controller) updateStatus(ctx context.Context, set *appsv1.StatefulSet,
 	}
 	cp := set.DeepCopy()
 	cp.Status = st
-	if _, err := sc.client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
+	if _, err := sc.Client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, cp, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating status of statefulset %s/%s: %w", set.Namespace, set.Name, err)
 	}
 	return nil
