@@ -68,11 +68,9 @@ func New(c *controllerctx.Context) (*Controller, error) {
 				}
 			},
 		}},
-		reconcile.Handler{Informer: podInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    dc.addPod,
-			UpdateFunc: dc.updatePod,
-			DeleteFunc: dc.deletePod,
-		}},
+		// Orphans are adopted on the next sync of a DaemonSet selecting
+		// them; node or DaemonSet events trigger those syncs.
+		reconcile.Handler{Informer: podInf.Informer(), Handler: podcontrol.OwnedEvents[*corev1.Pod]{Resolve: dc.resolveKey, Queue: dc.Queue, Exp: dc.exp}.Handler()},
 		reconcile.Handler{Informer: nodeInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { dc.enqueueAll() },
 			UpdateFunc: func(old, cur any) {
@@ -107,54 +105,13 @@ func taintsEqual(a, b []corev1.Taint) bool {
 	return true
 }
 
-func (dc *Controller) resolve(pod *corev1.Pod) (*appsv1.DaemonSet, string) {
-	ds, ok := podcontrol.ResolveRef(metav1.GetControllerOfNoCopy(pod), controllerKind.Kind, dc.dsLister.DaemonSets(pod.Namespace).Get)
+// resolveKey returns the key of the DaemonSet ref names, if it is one we
+// know with the same UID.
+func (dc *Controller) resolveKey(namespace string, ref *metav1.OwnerReference) string {
+	ds, ok := podcontrol.ResolveRef(ref, controllerKind.Kind, dc.dsLister.DaemonSets(namespace).Get)
 	if !ok {
-		return nil, ""
+		return ""
 	}
 	key, _ := reconcile.Key(ds)
-	return ds, key
-}
-
-func (dc *Controller) addPod(obj any) {
-	pod := obj.(*corev1.Pod)
-	if pod.DeletionTimestamp != nil {
-		dc.deletePod(pod)
-		return
-	}
-	if ds, key := dc.resolve(pod); ds != nil {
-		dc.exp.CreationObserved(key)
-		dc.Queue.Add(key)
-	}
-	// Orphans are adopted on the next sync of a DaemonSet selecting them;
-	// node or DaemonSet events trigger those syncs.
-}
-
-func (dc *Controller) updatePod(old, cur any) {
-	o, n := old.(*corev1.Pod), cur.(*corev1.Pod)
-	if o.ResourceVersion == n.ResourceVersion {
-		return
-	}
-	if n.DeletionTimestamp != nil {
-		dc.deletePod(n)
-		return
-	}
-	if ds, key := dc.resolve(n); ds != nil {
-		dc.Queue.Add(key)
-	}
-	if ds, key := dc.resolve(o); ds != nil {
-		dc.Queue.Add(key)
-	}
-}
-
-func (dc *Controller) deletePod(obj any) {
-	pod, ok := reconcile.Object[*corev1.Pod](obj)
-	if !ok {
-		return
-	}
-	if ds, key := dc.resolve(pod); ds != nil {
-		podKey, _ := reconcile.Key(pod)
-		dc.exp.DeletionObserved(key, podKey)
-		dc.Queue.Add(key)
-	}
+	return key
 }

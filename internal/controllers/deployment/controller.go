@@ -56,11 +56,8 @@ func New(c *controllerctx.Context) (*Controller, error) {
 	if err := reconcile.Watch(podInf.Informer(), reconcile.Deletes, dc.deletePod); err != nil {
 		return nil, err
 	}
-	return dc, reconcile.AddHandlers(reconcile.Handler{Informer: rsInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
-		AddFunc:    dc.addRS,
-		UpdateFunc: dc.updateRS,
-		DeleteFunc: dc.deleteRS,
-	}})
+	rsEvents := podcontrol.OwnedEvents[*appsv1.ReplicaSet]{Resolve: dc.resolveKey, Queue: dc.Queue, Orphan: dc.adopters}
+	return dc, reconcile.AddHandlers(reconcile.Handler{Informer: rsInf.Informer(), Handler: rsEvents.Handler()})
 }
 
 func (dc *Controller) resolveRef(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
@@ -68,65 +65,24 @@ func (dc *Controller) resolveRef(namespace string, ref *metav1.OwnerReference) *
 	return d
 }
 
-// selectingDeployments returns the deployments whose selector matches rs.
-func (dc *Controller) selectingDeployments(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
+// resolveKey is resolveRef's key, "" for none.
+func (dc *Controller) resolveKey(namespace string, ref *metav1.OwnerReference) string {
+	d := dc.resolveRef(namespace, ref)
+	if d == nil {
+		return ""
+	}
+	key, _ := reconcile.Key(d)
+	return key
+}
+
+// adopters queues the deployments whose selector matches the orphan rs.
+func (dc *Controller) adopters(rs *appsv1.ReplicaSet) {
 	all, err := dc.dLister.Deployments(rs.Namespace).List(labels.Everything())
 	if err != nil {
-		return nil
-	}
-	return podcontrol.Selecting(all, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }, rs.Labels)
-}
-
-func (dc *Controller) addRS(obj any) {
-	rs := obj.(*appsv1.ReplicaSet)
-	if rs.DeletionTimestamp != nil {
-		dc.deleteRS(rs)
 		return
 	}
-	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
-		if d := dc.resolveRef(rs.Namespace, ref); d != nil {
-			dc.Enqueue(d)
-		}
-		return
-	}
-	for _, d := range dc.selectingDeployments(rs) {
+	for _, d := range podcontrol.Selecting(all, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }, rs.Labels) {
 		dc.Enqueue(d)
-	}
-}
-
-func (dc *Controller) updateRS(old, cur any) {
-	oldRS, curRS := old.(*appsv1.ReplicaSet), cur.(*appsv1.ReplicaSet)
-	if oldRS.ResourceVersion == curRS.ResourceVersion {
-		return
-	}
-	curRef, oldRef := metav1.GetControllerOfNoCopy(curRS), metav1.GetControllerOfNoCopy(oldRS)
-	if oldRef != nil && (curRef == nil || curRef.UID != oldRef.UID) {
-		if d := dc.resolveRef(oldRS.Namespace, oldRef); d != nil {
-			dc.Enqueue(d)
-		}
-	}
-	if curRef != nil {
-		if d := dc.resolveRef(curRS.Namespace, curRef); d != nil {
-			dc.Enqueue(d)
-		}
-		return
-	}
-	if !labels.Equals(oldRS.Labels, curRS.Labels) || oldRef != nil {
-		for _, d := range dc.selectingDeployments(curRS) {
-			dc.Enqueue(d)
-		}
-	}
-}
-
-func (dc *Controller) deleteRS(obj any) {
-	rs, ok := reconcile.Object[*appsv1.ReplicaSet](obj)
-	if !ok {
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
-		if d := dc.resolveRef(rs.Namespace, ref); d != nil {
-			dc.Enqueue(d)
-		}
 	}
 }
 

@@ -101,11 +101,7 @@ func (jc *Controller) register() error {
 					}
 				},
 			}},
-			reconcile.Handler{Informer: podInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
-				AddFunc:    jc.addPod,
-				UpdateFunc: jc.updatePod,
-				DeleteFunc: jc.deletePod,
-			}})
+			reconcile.Handler{Informer: podInf.Informer(), Handler: podcontrol.OwnedEvents[*corev1.Pod]{Resolve: jc.resolveKey, Queue: jc.Queue, Exp: jc.exp}.Handler()})
 	})
 	return jc.registerErr
 }
@@ -124,49 +120,13 @@ func (jc *Controller) Run(ctx context.Context, workers int) {
 	jc.Queue.Run(ctx, workers, jc.Synced...)
 }
 
-func (jc *Controller) resolve(pod *corev1.Pod) string {
-	j, ok := podcontrol.ResolveRef(metav1.GetControllerOfNoCopy(pod), controllerKind.Kind, jc.jobLister.Jobs(pod.Namespace).Get)
+// resolveKey returns the key of the Job ref names, if it is one we know
+// with the same UID.
+func (jc *Controller) resolveKey(namespace string, ref *metav1.OwnerReference) string {
+	j, ok := podcontrol.ResolveRef(ref, controllerKind.Kind, jc.jobLister.Jobs(namespace).Get)
 	if !ok {
 		return ""
 	}
 	key, _ := reconcile.Key(j)
 	return key
-}
-
-func (jc *Controller) addPod(obj any) {
-	pod := obj.(*corev1.Pod)
-	if pod.DeletionTimestamp != nil {
-		jc.deletePod(pod)
-		return
-	}
-	if key := jc.resolve(pod); key != "" {
-		jc.exp.CreationObserved(key)
-		jc.Queue.Add(key)
-	}
-}
-
-func (jc *Controller) updatePod(old, cur any) {
-	o, n := old.(*corev1.Pod), cur.(*corev1.Pod)
-	if o.ResourceVersion == n.ResourceVersion {
-		return
-	}
-	if n.DeletionTimestamp != nil {
-		jc.deletePod(n)
-		return
-	}
-	if key := jc.resolve(n); key != "" {
-		jc.Queue.Add(key)
-	}
-}
-
-func (jc *Controller) deletePod(obj any) {
-	pod, ok := reconcile.Object[*corev1.Pod](obj)
-	if !ok {
-		return
-	}
-	if key := jc.resolve(pod); key != "" {
-		podKey, _ := reconcile.Key(pod)
-		jc.exp.DeletionObserved(key, podKey)
-		jc.Queue.Add(key)
-	}
 }

@@ -33,8 +33,10 @@ type Controller struct {
 	pods     corelisters.PodLister
 	podInf   cache.SharedIndexInformer
 	exp      *podcontrol.Expectations
-	recorder record.EventRecorder
-	burst    int
+	// podEvents turns pod events into ReplicaSet keys.
+	podEvents podcontrol.OwnedEvents[*corev1.Pod]
+	recorder  record.EventRecorder
+	burst     int
 }
 
 // New registers the controller's handlers on the ReplicaSet and Pod informers.
@@ -54,17 +56,14 @@ func New(c *controllerctx.Context) (*Controller, error) {
 	if err := podcontrol.AddControllerUIDIndexer(rc.podInf); err != nil {
 		return nil, err
 	}
+	rc.podEvents = podcontrol.OwnedEvents[*corev1.Pod]{Resolve: rc.resolveKey, Queue: rc.Queue, Exp: rc.exp, Orphan: rc.adopters, Updated: rc.podUpdated}
 	return rc, reconcile.AddHandlers(
 		reconcile.Handler{Informer: rsInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    rc.Enqueue,
 			UpdateFunc: func(_, cur any) { rc.Enqueue(cur) },
 			DeleteFunc: rc.deleteRS,
 		}},
-		reconcile.Handler{Informer: podInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    rc.addPod,
-			UpdateFunc: rc.updatePod,
-			DeleteFunc: rc.deletePod,
-		}})
+		reconcile.Handler{Informer: podInf.Informer(), Handler: rc.podEvents.Handler()})
 }
 
 func (rc *Controller) deleteRS(obj any) {
@@ -76,104 +75,39 @@ func (rc *Controller) deleteRS(obj any) {
 	rc.Queue.Add(key)
 }
 
-// resolveRef returns the ReplicaSet ref names, if it is one we know with
-// the same UID.
-func (rc *Controller) resolveRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	rs, _ := podcontrol.ResolveRef(ref, controllerKind.Kind, rc.rsLister.ReplicaSets(namespace).Get)
-	return rs
-}
-
-// selectingReplicaSets returns the ReplicaSets whose selector matches pod,
-// which may want to adopt it.
-func (rc *Controller) selectingReplicaSets(pod *corev1.Pod) []*appsv1.ReplicaSet {
-	all, err := rc.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	return podcontrol.Selecting(all, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }, pod.Labels)
-}
-
-func (rc *Controller) addPod(obj any) {
-	pod := obj.(*corev1.Pod)
-	if pod.DeletionTimestamp != nil {
-		// Restarted controller seeing a pod already being deleted.
-		rc.deletePod(pod)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		rs := rc.resolveRef(pod.Namespace, ref)
-		if rs == nil {
-			return
-		}
-		key, _ := reconcile.Key(rs)
-		rc.exp.CreationObserved(key)
-		rc.Queue.Add(key)
-		return
-	}
-	for _, rs := range rc.selectingReplicaSets(pod) {
-		rc.Enqueue(rs)
-	}
-}
-
-func (rc *Controller) updatePod(old, cur any) {
-	oldPod, curPod := old.(*corev1.Pod), cur.(*corev1.Pod)
-	if oldPod.ResourceVersion == curPod.ResourceVersion {
-		return // periodic resync
-	}
-	labelsChanged := !labels.Equals(oldPod.Labels, curPod.Labels)
-	if curPod.DeletionTimestamp != nil {
-		// Counts as deleted now: a graceful deletion can take long and
-		// the replacement should not wait for it.
-		rc.deletePod(curPod)
-		if labelsChanged {
-			rc.deletePod(oldPod)
-		}
-		return
-	}
-	curRef, oldRef := metav1.GetControllerOfNoCopy(curPod), metav1.GetControllerOfNoCopy(oldPod)
-	if oldRef != nil && (curRef == nil || curRef.UID != oldRef.UID) {
-		if rs := rc.resolveRef(oldPod.Namespace, oldRef); rs != nil {
-			rc.Enqueue(rs)
-		}
-	}
-	if curRef != nil {
-		rs := rc.resolveRef(curPod.Namespace, curRef)
-		if rs == nil {
-			return
-		}
-		rc.Enqueue(rs)
-		// A pod that just became ready becomes available minReadySeconds
-		// later; nothing else would wake us then.
-		if !podcontrol.IsPodReady(oldPod) && podcontrol.IsPodReady(curPod) && rs.Spec.MinReadySeconds > 0 {
-			key, _ := reconcile.Key(rs)
-			rc.Queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
-		}
-		return
-	}
-	if labelsChanged || oldRef != nil {
-		for _, rs := range rc.selectingReplicaSets(curPod) {
-			rc.Enqueue(rs)
-		}
-	}
-}
-
-func (rc *Controller) deletePod(obj any) {
-	pod, ok := reconcile.Object[*corev1.Pod](obj)
+// resolveKey returns the key of the ReplicaSet ref names, if it is one
+// we know with the same UID.
+func (rc *Controller) resolveKey(namespace string, ref *metav1.OwnerReference) string {
+	rs, ok := podcontrol.ResolveRef(ref, controllerKind.Kind, rc.rsLister.ReplicaSets(namespace).Get)
 	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil {
-		return
-	}
-	rs := rc.resolveRef(pod.Namespace, ref)
-	if rs == nil {
-		return
+		return ""
 	}
 	key, _ := reconcile.Key(rs)
-	podKey, _ := reconcile.Key(pod)
-	rc.exp.DeletionObserved(key, podKey)
-	rc.Queue.Add(key)
+	return key
+}
+
+// adopters queues the ReplicaSets whose selector matches the orphan pod,
+// which may want to adopt it.
+func (rc *Controller) adopters(pod *corev1.Pod) {
+	all, err := rc.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, rs := range podcontrol.Selecting(all, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }, pod.Labels) {
+		rc.Enqueue(rs)
+	}
+}
+
+// podUpdated schedules a look at key when its pod just became ready: it
+// becomes available minReadySeconds later, and nothing else would wake us.
+func (rc *Controller) podUpdated(key string, old, cur *corev1.Pod) {
+	if podcontrol.IsPodReady(old) || !podcontrol.IsPodReady(cur) {
+		return
+	}
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	if rs, err := rc.rsLister.ReplicaSets(ns).Get(name); err == nil && rs.Spec.MinReadySeconds > 0 {
+		rc.Queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
+	}
 }
 
 // Descriptor is the replicaset entry of the manager's list (5 workers, as

@@ -198,8 +198,8 @@ func TestScaleDownDeletesLowestRanked(t *testing.T) {
 		t.Errorf("pending deletions %d, want 3", dels)
 	}
 	// Observing the same deletion twice counts once.
-	h.rc.deletePod(pending)
-	h.rc.deletePod(pending)
+	h.rc.podEvents.Handler().OnDelete(pending)
+	h.rc.podEvents.Handler().OnDelete(pending)
 	if _, dels := h.rc.exp.Pending("default/web"); dels != 2 {
 		t.Errorf("pending deletions %d after one observed, want 2", dels)
 	}
