@@ -108,10 +108,5 @@ func taintsEqual(a, b []corev1.Taint) bool {
 // resolveKey returns the key of the DaemonSet ref names, if it is one we
 // know with the same UID.
 func (dc *Controller) resolveKey(namespace string, ref *metav1.OwnerReference) string {
-	ds, ok := podcontrol.ResolveRef(ref, controllerKind.Kind, dc.dsLister.DaemonSets(namespace).Get)
-	if !ok {
-		return ""
-	}
-	key, _ := reconcile.Key(ds)
-	return key
+	return podcontrol.ResolveKey(ref, controllerKind.Kind, dc.dsLister.DaemonSets(namespace).Get)
 }

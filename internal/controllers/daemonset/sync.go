@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
 
@@ -53,15 +52,8 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 	// Terminating pods stay in: a node whose daemon pod is still
 	// terminating gets its replacement only once it is gone (host ports
 	// and the like), as upstream.
-	pods, err := podcontrol.Claim(ctx, &podcontrol.RefManager{
-		Owner: ds, GVK: controllerKind, Selector: selector,
-		CanAdopt: podcontrol.RecheckOwner(ds, func(ctx context.Context) (metav1.Object, error) {
-			return dc.Client.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
-		}),
-		Patch: func(ctx context.Context, ns, name string, data []byte) (metav1.Object, error) {
-			return dc.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
-		},
-	}, all)
+	pods, err := podcontrol.Claim(ctx, podcontrol.NewRefManager(ds, controllerKind, selector,
+		dc.Client.AppsV1().DaemonSets(ns).Get, dc.Client.CoreV1().Pods(ns).Patch), all)
 	if err != nil {
 		return err
 	}

@@ -67,12 +67,7 @@ func (dc *Controller) resolveRef(namespace string, ref *metav1.OwnerReference) *
 
 // resolveKey is resolveRef's key, "" for none.
 func (dc *Controller) resolveKey(namespace string, ref *metav1.OwnerReference) string {
-	d := dc.resolveRef(namespace, ref)
-	if d == nil {
-		return ""
-	}
-	key, _ := reconcile.Key(d)
-	return key
+	return podcontrol.ResolveKey(ref, controllerKind.Kind, dc.dLister.Deployments(namespace).Get)
 }
 
 // adopters queues the deployments whose selector matches the orphan rs.

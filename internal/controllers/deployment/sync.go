@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
@@ -72,17 +71,8 @@ func (dc *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment
 	if err != nil {
 		return nil, err
 	}
-	m := &podcontrol.RefManager{
-		Owner:    d,
-		GVK:      controllerKind,
-		Selector: selector,
-		CanAdopt: podcontrol.RecheckOwner(d, func(ctx context.Context) (metav1.Object, error) {
-			return dc.Client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-		}),
-		Patch: func(ctx context.Context, ns, name string, data []byte) (metav1.Object, error) {
-			return dc.Client.AppsV1().ReplicaSets(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
-		},
-	}
+	m := podcontrol.NewRefManager(d, controllerKind, selector,
+		dc.Client.AppsV1().Deployments(d.Namespace).Get, dc.Client.AppsV1().ReplicaSets(d.Namespace).Patch)
 	return podcontrol.Claim(ctx, m, all)
 }
 

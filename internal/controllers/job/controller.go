@@ -123,10 +123,5 @@ func (jc *Controller) Run(ctx context.Context, workers int) {
 // resolveKey returns the key of the Job ref names, if it is one we know
 // with the same UID.
 func (jc *Controller) resolveKey(namespace string, ref *metav1.OwnerReference) string {
-	j, ok := podcontrol.ResolveRef(ref, controllerKind.Kind, jc.jobLister.Jobs(namespace).Get)
-	if !ok {
-		return ""
-	}
-	key, _ := reconcile.Key(j)
-	return key
+	return podcontrol.ResolveKey(ref, controllerKind.Kind, jc.jobLister.Jobs(namespace).Get)
 }

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -56,15 +55,8 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	pods, err := podcontrol.Claim(ctx, &podcontrol.RefManager{
-		Owner: job, GVK: controllerKind, Selector: selector,
-		CanAdopt: podcontrol.RecheckOwner(job, func(ctx context.Context) (metav1.Object, error) {
-			return jc.Client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
-		}),
-		Patch: func(ctx context.Context, ns, name string, data []byte) (metav1.Object, error) {
-			return jc.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
-		},
-	}, all)
+	pods, err := podcontrol.Claim(ctx, podcontrol.NewRefManager(job, controllerKind, selector,
+		jc.Client.BatchV1().Jobs(ns).Get, jc.Client.CoreV1().Pods(ns).Patch), all)
 	if err != nil {
 		return err
 	}

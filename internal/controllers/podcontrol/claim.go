@@ -192,3 +192,34 @@ func Selecting[T any](owners []T, selector func(T) *metav1.LabelSelector, set ma
 	}
 	return out
 }
+
+// ResolveKey is the namespace/name key of what ResolveRef finds, "" when
+// ref names none of ours: an OwnedEvents.Resolve.
+func ResolveKey[T metav1.Object](ref *metav1.OwnerReference, kind string, get func(name string) (T, error)) string {
+	o, ok := ResolveRef(ref, kind, get)
+	if !ok {
+		return ""
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}
+
+// NewRefManager is the usual RefManager of owner (of gvk): adoption is
+// rechecked with get, a live read of the owner by name (a typed client's
+// Get, see RecheckOwner), and objects are adopted or released with patch
+// (a typed client's Patch, of pods or ReplicaSets).
+func NewRefManager[T, O metav1.Object](owner T, gvk schema.GroupVersionKind, selector labels.Selector,
+	get func(ctx context.Context, name string, opts metav1.GetOptions) (T, error),
+	patch func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (O, error),
+) *RefManager {
+	return &RefManager{
+		Owner:    owner,
+		GVK:      gvk,
+		Selector: selector,
+		CanAdopt: RecheckOwner(owner, func(ctx context.Context) (metav1.Object, error) {
+			return get(ctx, owner.GetName(), metav1.GetOptions{})
+		}),
+		Patch: func(ctx context.Context, _, name string, data []byte) (metav1.Object, error) {
+			return patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+		},
+	}
+}

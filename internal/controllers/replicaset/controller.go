@@ -78,12 +78,7 @@ func (rc *Controller) deleteRS(obj any) {
 // resolveKey returns the key of the ReplicaSet ref names, if it is one
 // we know with the same UID.
 func (rc *Controller) resolveKey(namespace string, ref *metav1.OwnerReference) string {
-	rs, ok := podcontrol.ResolveRef(ref, controllerKind.Kind, rc.rsLister.ReplicaSets(namespace).Get)
-	if !ok {
-		return ""
-	}
-	key, _ := reconcile.Key(rs)
-	return key
+	return podcontrol.ResolveKey(ref, controllerKind.Kind, rc.rsLister.ReplicaSets(namespace).Get)
 }
 
 // adopters queues the ReplicaSets whose selector matches the orphan pod,

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
@@ -77,17 +76,8 @@ func replicas(rs *appsv1.ReplicaSet) int32 {
 }
 
 func (rc *Controller) refManager(rs *appsv1.ReplicaSet, selector labels.Selector) *podcontrol.RefManager {
-	return &podcontrol.RefManager{
-		Owner:    rs,
-		GVK:      controllerKind,
-		Selector: selector,
-		CanAdopt: podcontrol.RecheckOwner(rs, func(ctx context.Context) (metav1.Object, error) {
-			return rc.Client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
-		}),
-		Patch: func(ctx context.Context, ns, name string, data []byte) (metav1.Object, error) {
-			return rc.Client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
-		},
-	}
+	return podcontrol.NewRefManager(rs, controllerKind, selector,
+		rc.Client.AppsV1().ReplicaSets(rs.Namespace).Get, rc.Client.CoreV1().Pods(rs.Namespace).Patch)
 }
 
 // manage creates or deletes pods so len(pods) approaches spec.replicas,
