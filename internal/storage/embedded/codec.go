@@ -12,7 +12,8 @@ import (
 // On-disk layout (FORMAT.md has it byte by byte, doc.go the reasoning):
 //
 //	"h" + bigendian(rev) -> history record: crc32c(4) | type(1) | createRev(8) | [prevModRev(8)] | uvarint(len key) | key | value
-//	                        prevModRev is there when type has prevRevFlag (updates and deletes);
+//	                        prevModRev is there when type has prevRevFlag (updates and deletes, but not
+//	                        an update over a damaged value, whose previous value is unknown);
 //	                        the previous value is the value of the history record at prevModRev.
 //	"x" + bigendian(rev) -> key-log record: crc32c(4) | type(1) | createRev(8) | key   (keyindex.go)
 //	                        the key the write at rev wrote: Open rebuilds the key index from these
