@@ -271,7 +271,8 @@ func (e *elector) watchReleases(ctx context.Context) {
 			return leases.Watch(ctx, o)
 		},
 	}
-	inf := cache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, cache.Indexers{})
+	// The client says whether it streams watch lists (a fake does not).
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, e.client), &coordinationv1.Lease{}, 0, cache.Indexers{})
 	onChange := func(obj any) {
 		l, ok := obj.(*coordinationv1.Lease)
 		if !ok || l.Name != e.cfg.Name {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -57,12 +59,17 @@ func waitFor(t *testing.T, ch <-chan struct{}, within time.Duration, what string
 // TestReleaseHandsOverAtOnce: a standby takes over the moment the leader
 // releases the Lease, long before its RetryPeriod would have it try.
 func TestReleaseHandsOverAtOnce(t *testing.T) {
-	client := fake.NewClientset()
+	client, watches := newClient(t)
 	// A standby polling alone would try again only after 20 s.
 	a := start(config(client, "a", time.Minute, 40*time.Second, 20*time.Second))
 	waitFor(t, a.leading, 10*time.Second, "a leads")
+	waitFor(t, watches, 10*time.Second, "a watches the Lease")
 	b := start(config(client, "b", time.Minute, 40*time.Second, 20*time.Second))
 	defer func() { b.cancel(); <-b.done }()
+	// The fake replays no events missed between a list and its watch, as
+	// an API server would from the list's resourceVersion: release only
+	// once b watches.
+	waitFor(t, watches, 10*time.Second, "b watches the Lease")
 	a.cancel()
 	waitFor(t, a.done, 10*time.Second, "a returns")
 	if a.err != nil {
@@ -71,26 +78,29 @@ func TestReleaseHandsOverAtOnce(t *testing.T) {
 	waitFor(t, b.leading, 10*time.Second, "b leads after a's release")
 }
 
-// TestExpiredLeaseIsTakenOver: a leader that stops renewing (crashed) is
-// replaced once LeaseDuration has passed since the renewal the standby
-// watched.
+// TestExpiredLeaseIsTakenOver: a leader whose renewals fail loses the
+// Lease to the standby and returns ErrLeaseLost. (With these timings the
+// watch's takeover at LeaseDuration and client-go's own retry come close
+// together; the test checks the outcome, not which came first.)
 func TestExpiredLeaseIsTakenOver(t *testing.T) {
-	client := fake.NewClientset()
-	a := start(config(client, "a", 2*time.Second, time.Second, 500*time.Millisecond))
-	waitFor(t, a.leading, 10*time.Second, "a leads")
-	b := start(config(client, "b", 2*time.Second, time.Second, 500*time.Millisecond))
-	defer func() { b.cancel(); <-b.done }()
-	// a crashes: its renewals fail from now on, and it releases nothing.
+	client, _ := newClient(t)
+	// Once crashed, a's renewals fail and it releases nothing. (The
+	// reactor goes in before any client runs: the fake's reactor chain is
+	// not safe to change while in use.)
 	var crashed atomic.Bool
-	crashed.Store(true)
 	defer crashed.Store(false)
 	client.PrependReactor("update", "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		l, ok := action.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
-		if ok && crashed.Load() && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "a" && l.Spec.AcquireTime != nil && leader(client) == "a" {
+		if ok && crashed.Load() && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == "a" && leader(client) == "a" {
 			return true, nil, errors.New("a is gone")
 		}
 		return false, nil, nil
 	})
+	a := start(config(client, "a", 2*time.Second, time.Second, 500*time.Millisecond))
+	waitFor(t, a.leading, 10*time.Second, "a leads")
+	b := start(config(client, "b", 2*time.Second, time.Second, 500*time.Millisecond))
+	defer func() { b.cancel(); <-b.done }()
+	crashed.Store(true)
 	waitFor(t, b.leading, 20*time.Second, "b takes over a's expired lease")
 	waitFor(t, a.done, 20*time.Second, "a gives up")
 	if !errors.Is(a.err, ErrLeaseLost) {
@@ -131,4 +141,37 @@ func leader(client *fake.Clientset) string {
 		return *h
 	}
 	return ""
+}
+
+// newClient returns a fake clientset that, as an API server, gives every
+// write of a Lease a new resourceVersion (the elector tells renewals from
+// relists by it), and a channel signalling each Lease watch it starts
+// serving. Reactors are installed here, before any client runs: the
+// fake's reactor chain is not safe to change while in use.
+func newClient(t *testing.T) (*fake.Clientset, <-chan struct{}) {
+	t.Helper()
+	client := fake.NewClientset()
+	var rv atomic.Int64
+	for _, verb := range []string{"create", "update"} {
+		client.PrependReactor(verb, "leases", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			if l, ok := action.(interface{ GetObject() runtime.Object }).GetObject().(*coordinationv1.Lease); ok {
+				l.ResourceVersion = strconv.FormatInt(rv.Add(1), 10)
+			}
+			return false, nil, nil // on to the tracker
+		})
+	}
+	ch := make(chan struct{}, 100)
+	client.PrependWatchReactor("leases", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := action.(k8stesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace(), opts)
+		if err != nil {
+			return true, nil, err
+		}
+		ch <- struct{}{}
+		return true, w, nil
+	})
+	return client, ch
 }
