@@ -143,28 +143,7 @@ func (dc *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, key stri
 	for range len(create) - ok {
 		dc.exp.CreationObserved(key)
 	}
-	var errs []error
-	if createErr != nil {
-		errs = append(errs, createErr)
-	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for j, p := range del {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := podcontrol.DeletePod(ctx, dc.Client, dc.recorder, ds, p.Namespace, p.Name); err != nil {
-				dc.exp.DeletionObserved(key, delKeys[j])
-				if !apierrors.IsNotFound(err) {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(createErr, podcontrol.DeletePods(ctx, dc.Client, dc.recorder, ds, del, dc.exp, key))
 }
 
 // rollingUpdateVictims picks old pods to delete, at most maxUnavailable

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -237,25 +236,7 @@ func (jc *Controller) deletePods(ctx context.Context, job *batchv1.Job, key stri
 		keys[i], _ = reconcile.Key(p)
 	}
 	jc.exp.Expect(key, 0, keys)
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for i, p := range pods {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := podcontrol.DeletePod(ctx, jc.Client, jc.recorder, job, p.Namespace, p.Name); err != nil {
-				jc.exp.DeletionObserved(key, keys[i])
-				if !apierrors.IsNotFound(err) {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return podcontrol.DeletePods(ctx, jc.Client, jc.recorder, job, pods, jc.exp, key)
 }
 
 func (jc *Controller) suspendCondition(job *batchv1.Job, st *batchv1.JobStatus) {

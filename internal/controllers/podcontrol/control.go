@@ -2,7 +2,9 @@ package podcontrol
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -92,6 +94,33 @@ func DeletePod(ctx context.Context, client kubernetes.Interface, rec record.Even
 	}
 	rec.Eventf(owner, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", name)
 	return nil
+}
+
+// DeletePods deletes pods in parallel, as DeletePod. The caller expected
+// their deletions in exp under key; a deletion that fails is observed at
+// once, as no watch event will report it. NotFound counts as deleted.
+func DeletePods(ctx context.Context, client kubernetes.Interface, rec record.EventRecorder, owner ownerObject, pods []*corev1.Pod, exp *Expectations, key string) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for _, p := range pods {
+		wg.Go(func() {
+			err := DeletePod(ctx, client, rec, owner, p.Namespace, p.Name)
+			if err == nil {
+				return
+			}
+			exp.DeletionObserved(key, p.Namespace+"/"+p.Name)
+			if !apierrors.IsNotFound(err) {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // ownerObject is the controller object events are recorded on.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -113,28 +112,7 @@ func (rc *Controller) manage(ctx context.Context, pods []*corev1.Pod, rs *appsv1
 			keys[i], _ = reconcile.Key(p)
 		}
 		rc.exp.Expect(key, 0, keys)
-		var wg sync.WaitGroup
-		errCh := make(chan error, n)
-		for i, p := range victims {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := podcontrol.DeletePod(ctx, rc.Client, rc.recorder, rs, p.Namespace, p.Name); err != nil {
-					// Not deleted by us: its deletion will not be observed.
-					rc.exp.DeletionObserved(key, keys[i])
-					if !apierrors.IsNotFound(err) {
-						errCh <- err
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		close(errCh)
-		var errs []error
-		for err := range errCh {
-			errs = append(errs, err)
-		}
-		return errors.Join(errs...)
+		return podcontrol.DeletePods(ctx, rc.Client, rc.recorder, rs, victims, rc.exp, key)
 	}
 	return nil
 }
