@@ -2,7 +2,6 @@ package cronjob
 
 import (
 	"context"
-	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,8 +28,6 @@ type Controller struct {
 	jobs     batchlisters.JobLister
 	recorder record.EventRecorder
 
-	registerOnce sync.Once
-	registerErr  error
 	// served registers the handlers and starts the informers once the
 	// API serves batch/v1 cronjobs.
 	served reconcile.Deferred
@@ -43,11 +40,7 @@ func Descriptor() controllerctx.Descriptor {
 }
 
 // New builds the controller; handlers are registered by Warm.
-func New(c *controllerctx.Context) (controllerctx.Controller, error) {
-	return newController(c), nil
-}
-
-func newController(c *controllerctx.Context) *Controller {
+func New(c *controllerctx.Context) (*Controller, error) {
 	cc := &Controller{
 		factory:  c.Informers,
 		recorder: podcontrol.Recorder(c, "cronjob-controller"),
@@ -55,29 +48,26 @@ func newController(c *controllerctx.Context) *Controller {
 	cc.Base = reconcile.NewBase(c, Name, cc.sync, reconcile.Options[string]{})
 	cc.served = reconcile.Deferred{Discovery: c.Client.Discovery(), GroupVersion: "batch/v1", Resource: "cronjobs",
 		Register: cc.register, Start: c.Informers.Start, Logger: c.Logger}
-	return cc
+	return cc, nil
 }
 
 func (cc *Controller) register() error {
-	cc.registerOnce.Do(func() {
-		cjInf := cc.factory.Batch().V1().CronJobs()
-		jobInf := cc.factory.Batch().V1().Jobs()
-		cc.cjLister, cc.jobs = cjInf.Lister(), jobInf.Lister()
-		cc.Synced = []cache.InformerSynced{cjInf.Informer().HasSynced, jobInf.Informer().HasSynced}
-		if cc.registerErr = reconcile.Watch(cjInf.Informer(), reconcile.Adds|reconcile.Updates, cc.Enqueue); cc.registerErr != nil {
+	cjInf := cc.factory.Batch().V1().CronJobs()
+	jobInf := cc.factory.Batch().V1().Jobs()
+	cc.cjLister, cc.jobs = cjInf.Lister(), jobInf.Lister()
+	cc.Synced = []cache.InformerSynced{cjInf.Informer().HasSynced, jobInf.Informer().HasSynced}
+	if err := reconcile.Watch(cjInf.Informer(), reconcile.Adds|reconcile.Updates, cc.Enqueue); err != nil {
+		return err
+	}
+	return reconcile.Watch(jobInf.Informer(), reconcile.All, func(obj any) {
+		j, ok := obj.(*batchv1.Job)
+		if !ok {
 			return
 		}
-		cc.registerErr = reconcile.Watch(jobInf.Informer(), reconcile.All, func(obj any) {
-			j, ok := obj.(*batchv1.Job)
-			if !ok {
-				return
-			}
-			if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == controllerKind.Kind {
-				cc.Queue.Add(j.Namespace + "/" + ref.Name)
-			}
-		})
+		if ref := metav1.GetControllerOfNoCopy(j); ref != nil && ref.Kind == controllerKind.Kind {
+			cc.Queue.Add(j.Namespace + "/" + ref.Name)
+		}
 	})
-	return cc.registerErr
 }
 
 // Warm (the manager's Warmer) waits in the background for batch/v1

@@ -24,9 +24,9 @@ func newHarness(t *testing.T, clk *clocktesting.FakeClock, objs ...runtime.Objec
 	t.Helper()
 	client := podcontroltest.NewClientset(clk, objs...)
 	c := podcontroltest.NewContext(client, clk)
-	cc := newController(c)
+	cc, _ := New(c)
 	t.Cleanup(cc.Queue.ShutDown) // the queue's goroutines start in New
-	if err := cc.register(); err != nil {
+	if err := cc.served.RegisterOnce(); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {

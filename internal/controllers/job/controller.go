@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -48,8 +47,6 @@ type Controller struct {
 	exp       *podcontrol.Expectations
 	recorder  record.EventRecorder
 
-	registerOnce sync.Once
-	registerErr  error
 	// served registers the handlers and starts the informers once the
 	// API serves batch/v1 jobs.
 	served reconcile.Deferred
@@ -62,12 +59,8 @@ func Descriptor() controllerctx.Descriptor {
 }
 
 // New builds the controller. Unlike the apps controllers it registers its
-// handlers in Run, once the API is known to serve batch/v1 jobs.
-func New(c *controllerctx.Context) (controllerctx.Controller, error) {
-	return newController(c), nil
-}
-
-func newController(c *controllerctx.Context) *Controller {
+// handlers in Warm, once the API is known to serve batch/v1 jobs.
+func New(c *controllerctx.Context) (*Controller, error) {
 	jc := &Controller{
 		factory:  c.Informers,
 		exp:      podcontrol.NewExpectations(c.Clock),
@@ -76,34 +69,31 @@ func newController(c *controllerctx.Context) *Controller {
 	jc.Base = reconcile.NewBase(c, Name, jc.sync, reconcile.Options[string]{})
 	jc.served = reconcile.Deferred{Discovery: c.Client.Discovery(), GroupVersion: "batch/v1", Resource: "jobs",
 		Register: jc.register, Start: c.Informers.Start, Logger: c.Logger}
-	return jc
+	return jc, nil
 }
 
-// register adds the handlers on the Job and Pod informers.
+// register adds the handlers on the Job and Pod informers (once: see
+// reconcile.Deferred.RegisterOnce).
 func (jc *Controller) register() error {
-	jc.registerOnce.Do(func() {
-		jobInf := jc.factory.Batch().V1().Jobs()
-		podInf := jc.factory.Core().V1().Pods()
-		jc.jobLister, jc.pods = jobInf.Lister(), podInf.Lister()
-		jc.podInf = podInf.Informer()
-		if err := podcontrol.AddControllerUIDIndexer(jc.podInf); err != nil {
-			jc.registerErr = err
-			return
-		}
-		jc.Synced = []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced}
-		jc.registerErr = reconcile.AddHandlers(
-			reconcile.Handler{Informer: jobInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
-				AddFunc:    jc.Enqueue,
-				UpdateFunc: func(_, cur any) { jc.Enqueue(cur) },
-				DeleteFunc: func(obj any) {
-					if key, ok := reconcile.Key(obj); ok {
-						jc.exp.Delete(key)
-					}
-				},
-			}},
-			reconcile.Handler{Informer: podInf.Informer(), Handler: podcontrol.OwnedEvents[*corev1.Pod]{Resolve: jc.resolveKey, Queue: jc.Queue, Exp: jc.exp}.Handler()})
-	})
-	return jc.registerErr
+	jobInf := jc.factory.Batch().V1().Jobs()
+	podInf := jc.factory.Core().V1().Pods()
+	jc.jobLister, jc.pods = jobInf.Lister(), podInf.Lister()
+	jc.podInf = podInf.Informer()
+	if err := podcontrol.AddControllerUIDIndexer(jc.podInf); err != nil {
+		return err
+	}
+	jc.Synced = []cache.InformerSynced{jobInf.Informer().HasSynced, podInf.Informer().HasSynced}
+	return reconcile.AddHandlers(
+		reconcile.Handler{Informer: jobInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    jc.Enqueue,
+			UpdateFunc: func(_, cur any) { jc.Enqueue(cur) },
+			DeleteFunc: func(obj any) {
+				if key, ok := reconcile.Key(obj); ok {
+					jc.exp.Delete(key)
+				}
+			},
+		}},
+		reconcile.Handler{Informer: podInf.Informer(), Handler: podcontrol.OwnedEvents[*corev1.Pod]{Resolve: jc.resolveKey, Queue: jc.Queue, Exp: jc.exp}.Handler()})
 }
 
 // Warm (the manager's Warmer) waits in the background for batch/v1 jobs

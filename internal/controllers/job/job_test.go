@@ -23,9 +23,9 @@ func newHarness(t *testing.T, clk *clocktesting.FakeClock, objs ...runtime.Objec
 	t.Helper()
 	client := podcontroltest.NewClientset(clk, objs...)
 	c := podcontroltest.NewContext(client, clk)
-	jc := newController(c)
+	jc, _ := New(c)
 	t.Cleanup(jc.Queue.ShutDown) // the queue's goroutines start in New
-	if err := jc.register(); err != nil {
+	if err := jc.served.RegisterOnce(); err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
@@ -227,7 +227,7 @@ func TestRunStartsOnceServed(t *testing.T) {
 	client := podcontroltest.NewClientset(clk)
 	client.Resources = []*metav1.APIResourceList{{GroupVersion: "batch/v1", APIResources: []metav1.APIResource{{Name: "jobs"}}}}
 	c := podcontroltest.NewContext(client, clk)
-	jc := newController(c)
+	jc, _ := New(c)
 	t.Cleanup(jc.Queue.ShutDown) // the queue's goroutines start in New
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

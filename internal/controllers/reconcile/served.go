@@ -52,14 +52,25 @@ type Deferred struct {
 	// Discovery, GroupVersion and Resource name what must be served.
 	Discovery              discovery.DiscoveryInterface
 	GroupVersion, Resource string
-	// Register adds the controller's handlers; Start starts the
-	// informers they asked for.
+	// Register adds the controller's handlers (called once, see
+	// RegisterOnce); Start starts the informers they asked for.
 	Register func() error
 	Start    func(stop <-chan struct{})
 	Logger   *slog.Logger
 
 	once  sync.Once
 	ready chan struct{} // closed once registered and started
+
+	registerOnce sync.Once
+	registerErr  error
+}
+
+// RegisterOnce calls Register the first time and returns its error every
+// time: Warm uses it, and so can tests that drive a controller without
+// discovery.
+func (d *Deferred) RegisterOnce() error {
+	d.registerOnce.Do(func() { d.registerErr = d.Register() })
+	return d.registerErr
 }
 
 // Warm starts the background wait, once; later calls do nothing. It does
@@ -71,7 +82,7 @@ func (d *Deferred) Warm(ctx context.Context) {
 			if !WaitServed(ctx, d.Discovery, d.GroupVersion, d.Resource, 30*time.Second) {
 				return
 			}
-			if err := d.Register(); err != nil {
+			if err := d.RegisterOnce(); err != nil {
 				d.Logger.Error("registering handlers", "resource", d.Resource, "err", err)
 				return
 			}
