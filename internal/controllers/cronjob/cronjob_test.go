@@ -22,20 +22,9 @@ import (
 
 func newHarness(t *testing.T, clk *clocktesting.FakeClock, objs ...runtime.Object) (*Controller, *fake.Clientset) {
 	t.Helper()
-	client := podcontroltest.NewClientset(clk, objs...)
-	c := podcontroltest.NewContext(client, clk)
-	cc, _ := New(c)
-	t.Cleanup(cc.Queue.ShutDown) // the queue's goroutines start in New
+	cc, client, _ := podcontroltest.Harness(t, clk, New, objs...)
 	if err := cc.served.RegisterOnce(); err != nil {
 		t.Fatal(err)
-	}
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *batchv1.CronJob:
-			_ = c.Informers.Batch().V1().CronJobs().Informer().GetIndexer().Add(o)
-		case *batchv1.Job:
-			_ = c.Informers.Batch().V1().Jobs().Informer().GetIndexer().Add(o)
-		}
 	}
 	return cc, client
 }

@@ -20,24 +20,7 @@ import (
 
 func newHarness(t *testing.T, objs ...runtime.Object) (*Controller, *fake.Clientset) {
 	t.Helper()
-	clk := podcontroltest.NewClock()
-	client := podcontroltest.NewClientset(clk, objs...)
-	c := podcontroltest.NewContext(client, clk)
-	dc, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dc.Queue.ShutDown) // the queue's goroutines start in New
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *appsv1.DaemonSet:
-			_ = c.Informers.Apps().V1().DaemonSets().Informer().GetIndexer().Add(o)
-		case *corev1.Pod:
-			_ = c.Informers.Core().V1().Pods().Informer().GetIndexer().Add(o)
-		case *corev1.Node:
-			_ = c.Informers.Core().V1().Nodes().Informer().GetIndexer().Add(o)
-		}
-	}
+	dc, client, _ := podcontroltest.Harness(t, podcontroltest.NewClock(), New, objs...)
 	return dc, client
 }
 

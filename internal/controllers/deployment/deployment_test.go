@@ -32,13 +32,7 @@ type harness struct {
 func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	t.Helper()
 	clk := podcontroltest.NewClock()
-	client := podcontroltest.NewClientset(clk, objs...)
-	c := podcontroltest.NewContext(client, clk)
-	dc, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dc.Queue.ShutDown) // the queue's goroutines start in New
+	dc, client, c := podcontroltest.Harness(t, clk, New, objs...)
 	h := &harness{t: t, dc: dc, client: client, inf: c.Informers, clock: clk}
 	h.syncCache()
 	return h

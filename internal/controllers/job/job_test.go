@@ -21,20 +21,9 @@ import (
 
 func newHarness(t *testing.T, clk *clocktesting.FakeClock, objs ...runtime.Object) (*Controller, *fake.Clientset) {
 	t.Helper()
-	client := podcontroltest.NewClientset(clk, objs...)
-	c := podcontroltest.NewContext(client, clk)
-	jc, _ := New(c)
-	t.Cleanup(jc.Queue.ShutDown) // the queue's goroutines start in New
+	jc, client, _ := podcontroltest.Harness(t, clk, New, objs...)
 	if err := jc.served.RegisterOnce(); err != nil {
 		t.Fatal(err)
-	}
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *batchv1.Job:
-			_ = c.Informers.Batch().V1().Jobs().Informer().GetIndexer().Add(o)
-		case *corev1.Pod:
-			_ = c.Informers.Core().V1().Pods().Informer().GetIndexer().Add(o)
-		}
 	}
 	return jc, client
 }

@@ -37,6 +37,10 @@ func (b *Base) Run(ctx context.Context, workers int) {
 	b.Queue.Run(ctx, workers, b.Synced...)
 }
 
+// ShutDown shuts the queue down, for a controller built but never Run
+// (tests): the queue's goroutines start in NewBase.
+func (b *Base) ShutDown() { b.Queue.ShutDown() }
+
 // Enqueue adds obj's namespace/name key (tombstones unwrapped).
 func (b *Base) Enqueue(obj any) {
 	if key, ok := Key(obj); ok {

@@ -28,23 +28,7 @@ type harness struct {
 
 func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 	t.Helper()
-	clk := podcontroltest.NewClock()
-	client := podcontroltest.NewClientset(clk, objs...)
-	c := podcontroltest.NewContext(client, clk)
-	rc, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Queue.ShutDown) // the queue's goroutines start in New
-	// Fill the caches by hand: the tests decide what the informer has seen.
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *appsv1.ReplicaSet:
-			_ = c.Informers.Apps().V1().ReplicaSets().Informer().GetIndexer().Add(o)
-		case *corev1.Pod:
-			_ = c.Informers.Core().V1().Pods().Informer().GetIndexer().Add(o)
-		}
-	}
+	rc, client, _ := podcontroltest.Harness(t, podcontroltest.NewClock(), New, objs...)
 	return &harness{rc: rc, client: client}
 }
 

@@ -20,22 +20,7 @@ import (
 
 func newHarness(t *testing.T, objs ...runtime.Object) (*Controller, *fake.Clientset) {
 	t.Helper()
-	clk := podcontroltest.NewClock()
-	client := podcontroltest.NewClientset(clk, objs...)
-	c := podcontroltest.NewContext(client, clk)
-	sc, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sc.Queue.ShutDown) // the queue's goroutines start in New
-	for _, o := range objs {
-		switch o := o.(type) {
-		case *appsv1.StatefulSet:
-			_ = c.Informers.Apps().V1().StatefulSets().Informer().GetIndexer().Add(o)
-		case *corev1.Pod:
-			_ = c.Informers.Core().V1().Pods().Informer().GetIndexer().Add(o)
-		}
-	}
+	sc, client, _ := podcontroltest.Harness(t, podcontroltest.NewClock(), New, objs...)
 	return sc, client
 }
 

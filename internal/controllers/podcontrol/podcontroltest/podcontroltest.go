@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -67,3 +69,41 @@ func NewClock() *clocktesting.FakeClock {
 }
 
 func metaNow(clk *clocktesting.FakeClock) metav1.Time { return metav1.Time{Time: clk.Now()} }
+
+// Harness is a workload controller's test setup: a fake clientset holding
+// objs (see NewClientset), a context on it with the fake clock clk, and the
+// controller new builds from it, whose queue is shut down when t ends
+// (its goroutines start in New). objs are also put in the informers'
+// caches by hand: the tests decide what the controller has seen.
+func Harness[C interface{ ShutDown() }](t testing.TB, clk *clocktesting.FakeClock, new func(*controllerctx.Context) (C, error), objs ...runtime.Object) (C, *fake.Clientset, *controllerctx.Context) {
+	t.Helper()
+	client := NewClientset(clk, objs...)
+	c := NewContext(client, clk)
+	ctrl, err := new(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ctrl.ShutDown)
+	Fill(t, c, objs...)
+	return ctrl, client, c
+}
+
+// Fill adds objs to the caches of c's informers for their kinds, as if
+// the informers had listed them.
+func Fill(t testing.TB, c *controllerctx.Context, objs ...runtime.Object) {
+	t.Helper()
+	for _, o := range objs {
+		gvks, _, err := scheme.Scheme.ObjectKinds(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gvr, _ := meta.UnsafeGuessKindToResource(gvks[0])
+		inf, err := c.Informers.ForResource(gvr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := inf.Informer().GetIndexer().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
