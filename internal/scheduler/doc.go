@@ -5,7 +5,9 @@
 // subresource; unschedulable pods get the PodScheduled=False condition and
 // a FailedScheduling event; preemption nominates and deletes victims; and a
 // Lease (kube-system/kube-scheduler, like upstream's) elects one active
-// scheduler among replicas, the standbys keeping their informers warm.
+// scheduler among replicas, the standbys keeping their informers warm and
+// taking over at once when the leader releases the Lease (package
+// leaderelect, shared with the controller manager).
 //
 //	informers ──► cache (nodes, bound+assumed pods) ◄── assume ─┐
 //	          └─► queue (active / backoff / unschedulable) ──► core ──► Binder (pods/binding)

@@ -4,5 +4,7 @@
 // never acts twice on a lagging cache, slow-start batching of creations,
 // adoption and release of pods by selector and controller ownerReference,
 // the ranking of pods to delete on scale-down, pod readiness/availability,
-// and the pod-template hash. The queue and workers are package reconcile's.
+// the pod-template hash, the handler turning owned objects' events into
+// their controllers' keys (OwnedEvents) and parallel pod deletion. The
+// queue and workers are package reconcile's.
 package podcontrol

@@ -6,12 +6,26 @@
 //
 // A controller is then its Sync and its watches:
 //
-//	c.queue = reconcile.NewLoop(cc, Name, c.sync, reconcile.Options[string]{})
-//	err := reconcile.Watch(inf, reconcile.All, reconcile.EnqueueKey(c.queue))
-//	...
-//	func (c *Controller) Run(ctx context.Context, workers int) { c.queue.Run(ctx, workers, c.synced...) }
+//	type Controller struct {
+//		reconcile.Base // Client, Queue, Synced, Clock, Log; Run, Enqueue
+//		lister ...
+//	}
+//
+//	func New(c *controllerctx.Context) (*Controller, error) {
+//		ctrl := &Controller{lister: inf.Lister()}
+//		ctrl.Base = reconcile.NewBase(c, Name, ctrl.sync, reconcile.Options[string]{})
+//		ctrl.Synced = []cache.InformerSynced{inf.Informer().HasSynced}
+//		return ctrl, reconcile.Watch(inf.Informer(), reconcile.All, ctrl.Enqueue)
+//	}
+//
+// Retries: a failing key is retried with the queue's backoff up to
+// Options.MaxRetries (15) and then dropped until its next event; a Sync
+// that is merely not finished returns ErrRequeue or RequeueAfter, retried
+// without a cap or a log line. Keys other than strings (the garbage
+// collector's) use NewLoop directly.
 //
 // Every Loop exports upstream's workqueue_* metrics under its name and
-// myriad_controller_syncs_total / myriad_controller_sync_duration_seconds
-// under label controller=<name>, on the context's registry.
+// myriad_controller_syncs_total{controller,result} /
+// myriad_controller_sync_duration_seconds{controller} under its name, on
+// the context's registry.
 package reconcile
