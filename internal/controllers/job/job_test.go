@@ -222,16 +222,15 @@ func TestRunStartsOnceServed(t *testing.T) {
 	done := make(chan struct{})
 	go func() { jc.Run(ctx, 2); close(done) }()
 	defer func() { cancel(); <-done; c.Informers.Shutdown() }()
+	w, err := client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := client.BatchV1().Jobs("default").Create(ctx, newJob(ptr.To(int32(3)), ptr.To(int32(3))), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	podcontroltest.Until(t, w, "the running controller creates the job's 3 pods", func() bool {
 		pods, _ := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
-		if len(pods.Items) == 3 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("the running controller did not create the job's 3 pods")
+		return len(pods.Items) == 3
+	})
 }

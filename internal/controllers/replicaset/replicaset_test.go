@@ -3,6 +3,7 @@ package replicaset
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -14,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol/podcontroltest"
@@ -289,6 +292,15 @@ func TestRunReplacesDeletedPods(t *testing.T) {
 	done := make(chan struct{})
 	go func() { rc.Run(ctx, 3); close(done) }()
 	defer func() { cancel(); <-done; c.Informers.Shutdown() }()
+	// Each wait watches from before the writes it waits for.
+	newWatch := func() watch.Interface {
+		w, err := client.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	created := newWatch()
 	if _, err := client.AppsV1().ReplicaSets("default").Create(ctx, newRS("web", 3), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -296,32 +308,23 @@ func TestRunReplacesDeletedPods(t *testing.T) {
 		l, _ := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 		return l.Items
 	}
-	waitN := func(n int) {
+	waitN := func(w watch.Interface, n int) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for len(pods()) != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d pods, want %d", len(pods()), n)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		podcontroltest.Until(t, w, fmt.Sprintf("%d pods", n), func() bool { return len(pods()) == n })
 	}
-	waitN(3)
+	waitN(created, 3)
+	replaced := newWatch()
 	if err := client.CoreV1().Pods("default").Delete(ctx, pods()[0].Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitN(3)
+	waitN(replaced, 3)
 	// Nothing more may be created: once the cache shows the three pods,
 	// stop the workers (joining any sync in flight) and sync once more.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		cached, _ := rc.pods.List(labels.Everything())
-		if len(cached) == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cache holds %d pods, want 3", len(cached))
-		}
-		time.Sleep(10 * time.Millisecond)
+	cached := func() bool { l, _ := rc.pods.List(labels.Everything()); return len(l) == 3 }
+	waitCtx, stopWaiting := context.WithTimeout(ctx, 10*time.Second)
+	defer stopWaiting()
+	if !cache.WaitForCacheSync(waitCtx.Done(), cached) {
+		t.Fatal("the cache never showed the three pods")
 	}
 	cancel()
 	<-done

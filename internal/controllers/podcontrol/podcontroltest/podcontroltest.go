@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -104,6 +105,26 @@ func Fill(t testing.TB, c *controllerctx.Context, objs ...runtime.Object) {
 		}
 		if err := inf.Informer().GetIndexer().Add(o); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// Until returns once cond holds, checking it now and again at each event
+// of w (a watch on what the controller writes, started before the writes
+// it waits for), so a test waits for the controller's work itself rather
+// than for time. It stops w, and fails t if 10 s pass or w ends first.
+func Until(t testing.TB, w watch.Interface, what string, cond func() bool) {
+	t.Helper()
+	defer w.Stop()
+	timeout := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case _, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("%s: the watch ended", what)
+			}
+		case <-timeout:
+			t.Fatalf("%s: not within 10s", what)
 		}
 	}
 }
