@@ -14,12 +14,17 @@ import (
 const (
 	coreGroup         = ""
 	appsGroup         = "apps"
+	batchGroup        = "batch"
+	certificatesGroup = "certificates.k8s.io"
 	coordinationGroup = "coordination.k8s.io"
 	discoveryGroup    = "discovery.k8s.io"
 	eventsGroup       = "events.k8s.io"
+	networkingGroup   = "networking.k8s.io"
+	nodeGroup         = "node.k8s.io"
 	policyGroup       = "policy"
 	rbacGroup         = "rbac.authorization.k8s.io"
 	schedulingGroup   = "scheduling.k8s.io"
+	storageGroup      = "storage.k8s.io"
 )
 
 // v1 is the served version of group.

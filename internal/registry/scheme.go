@@ -3,13 +3,17 @@ package registry
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,12 +37,16 @@ func NewScheme() (*runtime.Scheme, error) {
 		corev1.AddToScheme,
 		appsv1.AddToScheme,
 		autoscalingv1.AddToScheme,
+		batchv1.AddToScheme,
 		coordinationv1.AddToScheme,
 		discoveryv1.AddToScheme,
 		eventsv1.AddToScheme,
+		networkingv1.AddToScheme,
+		nodev1.AddToScheme,
 		policyv1.AddToScheme,
 		rbacv1.AddToScheme,
 		schedulingv1.AddToScheme,
+		storagev1.AddToScheme,
 	}
 	for _, add := range adders {
 		if err := add(s); err != nil {
