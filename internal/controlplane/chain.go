@@ -34,6 +34,7 @@ func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, metrics prom
 	}
 	auth := authn.Union(authn.NewAdminTokenAuthenticator(creds.Token), authn.NewClientCertAuthenticator(creds.CAPool()))
 	return filters.Chain(h,
+		filters.WithWriteStack,
 		filters.WithPanicRecovery(log),
 		filters.WithRequestInfo,
 		withMetrics,
