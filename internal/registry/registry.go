@@ -56,6 +56,10 @@ func NewWithOptions(opts Options) (*Registry, error) {
 
 		eventsV1EventResource(c),
 
+		ingressClassResource(c),
+		ingressResource(c),
+		networkPolicyResource(c),
+
 		podDisruptionBudgetResource(c),
 
 		clusterRoleBindingResource(c),
@@ -63,9 +67,18 @@ func NewWithOptions(opts Options) (*Registry, error) {
 		roleBindingResource(c),
 		roleResource(c),
 
+		csiDriverResource(c),
+		csiNodeResource(c),
+		csiStorageCapacityResource(c),
+		storageClassResource(c),
+		volumeAttachmentResource(c),
+		volumeAttributesClassResource(c),
+
 		priorityClassResource(c),
 
 		leaseResource(c),
+
+		runtimeClassResource(c),
 
 		endpointSliceResource(c),
 	}
