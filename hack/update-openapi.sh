@@ -34,6 +34,7 @@ PACKAGES=(
   k8s.io/api/policy/v1
   k8s.io/api/rbac/v1
   k8s.io/api/scheduling/v1
+  k8s.io/api/scheduling/v1alpha3
   k8s.io/api/storage/v1
   k8s.io/apimachinery/pkg/apis/meta/v1
   k8s.io/apimachinery/pkg/runtime
