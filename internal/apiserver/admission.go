@@ -5,12 +5,16 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/myriad-k8s/myriad/internal/admission"
+	"github.com/myriad-k8s/myriad/internal/admission/defaultclass"
 	"github.com/myriad-k8s/myriad/internal/admission/namespacelifecycle"
 	"github.com/myriad-k8s/myriad/internal/admission/priority"
 	"github.com/myriad-k8s/myriad/internal/admission/serviceip"
@@ -21,11 +25,14 @@ import (
 var (
 	servicesGVR        = corev1.SchemeGroupVersion.WithResource("services")
 	priorityClassesGVR = schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")
+	storageClassesGVR  = storagev1.SchemeGroupVersion.WithResource("storageclasses")
+	ingressClassesGVR  = networkingv1.SchemeGroupVersion.WithResource("ingressclasses")
 )
 
 // newAdmission builds the admission chain over the server's handlers, in
-// upstream's plugin order: NamespaceLifecycle, Priority, then the
-// ClusterIP and node port allocation, then Config.AdmissionPlugins. A
+// upstream's plugin order: NamespaceLifecycle, Priority,
+// DefaultStorageClass, DefaultIngressClass, then the ClusterIP and node
+// port allocation, then Config.AdmissionPlugins. A
 // plugin is added here or there; the REST handlers call the chain and
 // need no change.
 func (s *Server) newAdmission() (*admission.Chain, error) {
@@ -43,9 +50,31 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 			return obj.(*schedulingv1.PriorityClass), nil
 		}))
 	}
+	if h, ok := s.handlers[storageClassesGVR]; ok {
+		plugins = append(plugins, defaultclass.NewStorageClass(h.listClasses))
+	}
+	if h, ok := s.handlers[ingressClassesGVR]; ok {
+		plugins = append(plugins, defaultclass.NewIngressClass(h.listClasses))
+	}
 	plugins = append(plugins, s.services)
 	plugins = append(plugins, s.cfg.AdmissionPlugins...)
 	return admission.NewChain(plugins...)
+}
+
+// listClasses lists h's objects for a default-class plugin: a consistent
+// read of the watch cache, so that a class created just before the object
+// that needs it (one `kubectl apply` of both) is seen.
+func (h *resourceHandler) listClasses(ctx context.Context) ([]metav1.Object, error) {
+	var out []metav1.Object
+	_, err := h.cache.List(ctx, cache.ListOptions{}, func(obj runtime.Object) error {
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		out = append(out, m)
+		return nil
+	})
+	return out, err
 }
 
 // namespaceForAdmission reads a namespace from the namespaces cache as it
