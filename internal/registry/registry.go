@@ -56,6 +56,9 @@ func NewWithOptions(opts Options) (*Registry, error) {
 
 		eventsV1EventResource(c),
 
+		cronJobResource(c),
+		jobResource(c),
+
 		ingressClassResource(c),
 		ingressResource(c),
 		networkPolicyResource(c),

@@ -86,6 +86,8 @@ func TestDiscovery(t *testing.T) {
 		"apps/replicasets":                       {true, "rs", "all", "status,scale", true},
 		"apps/statefulsets":                      {true, "sts", "all", "status,scale", true},
 		"apps/daemonsets":                        {true, "ds", "all", "status", true},
+		"batch/jobs":                             {true, "", "all", "status", true},
+		"batch/cronjobs":                         {true, "cj", "all", "status", true},
 		"discovery.k8s.io/endpointslices":        {true, "", "", "", true},
 		"events.k8s.io/events":                   {true, "ev", "", "", true},
 		"scheduling.k8s.io/priorityclasses":      {false, "pc", "", "", true},
