@@ -32,8 +32,9 @@ func NewWithOptions(opts Options) (*Registry, error) {
 	}
 	c := clock(opts.Now)
 	// Discovery order mirrors upstream: groups in the API server's group
-	// priority order (core, apps, events, policy, rbac, scheduling,
-	// coordination, discovery), resources alphabetical within a group.
+	// priority order (core, apps, events, batch, networking, policy, rbac,
+	// storage, scheduling, coordination, node, discovery), resources
+	// alphabetical within a group.
 	rs := []*Resource{
 		configMapResource(c),
 		endpointsResource(c),
