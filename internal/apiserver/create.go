@@ -84,21 +84,30 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 	if m.GetResourceVersion() != "" {
 		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
-	generated := m.GetName() == "" && m.GetGenerateName() != ""
+	sentName := m.GetName()
+	generated := sentName == "" && m.GetGenerateName() != ""
 	m.SetUID(types.UID(uuid.NewUUID()))
 	m.SetCreationTimestamp(metav1.NewTime(h.s.clock.Now().Truncate(1e9)))
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetSelfLink("")
+	// The first name is generated before the strategy runs, as upstream's
+	// store does, so strategies that copy the name into the object (a
+	// Job's job-name labels) see it. A retry after a collision renames the
+	// object without preparing it again; a Job would then fail validation
+	// (its labels name the first try), a 422 where upstream would retry.
+	if generated {
+		m.SetName(m.GetGenerateName() + utilrand.String(5))
+	}
 	h.res.Strategy.PrepareForCreate(ctx, obj)
-	// Admitted once, before a name is generated, as upstream: a retry
+	// Admitted once, under the name the client sent, as upstream: a retry
 	// after a generated name collided is the same request.
-	attrs := h.attributes(ctx, admission.Create, m.GetNamespace(), m.GetName(), "", obj, nil, opts)
+	attrs := h.attributes(ctx, admission.Create, m.GetNamespace(), sentName, "", obj, nil, opts)
 	if err := h.s.admission.Admit(ctx, attrs); err != nil {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		if generated {
+		if generated && attempt > 0 {
 			m.SetName(m.GetGenerateName() + utilrand.String(5))
 		}
 		if m.GetName() == "" {

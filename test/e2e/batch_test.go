@@ -141,6 +141,37 @@ func TestBatch(t *testing.T) {
 		waitFor(t, 30*time.Second, func() bool { return countPods(t, c, ns, batchv1.JobNameLabel+"=hello") == 0 })
 	})
 
+	t.Run("apply twice, server-side apply and generateName", func(t *testing.T) {
+		if out := srv.mustKubectl(t, cronJobYAML, "apply", "-f", "-"); !strings.Contains(out, "cronjob.batch/every-minute unchanged") {
+			t.Errorf("second apply of the cronjob: %s", out)
+		}
+		jobYAML := "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: ssa\n  namespace: " + ns +
+			"\nspec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: busybox:1.36\n"
+		for i, want := range []string{"job.batch/ssa serverside-applied", "job.batch/ssa serverside-applied"} {
+			if out := srv.mustKubectl(t, jobYAML, "apply", "--server-side", "-f", "-"); !strings.Contains(out, want) {
+				t.Errorf("server-side apply %d: %s", i+1, out)
+			}
+		}
+		if gen := srv.mustKubectl(t, "", "-n", ns, "get", "job", "ssa", "-o", "jsonpath={.metadata.generation}"); gen != "1" {
+			t.Errorf("generation after applying the same job twice: %s", gen)
+		}
+		// The name is generated before the strategy copies it into the
+		// job-name labels.
+		j := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "gen-", Namespace: ns},
+			Spec: batchv1.JobSpec{Suspend: ptrTo(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}},
+			}}},
+		}
+		got, err := c.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(got.Name, "gen-") || got.Spec.Template.Labels[batchv1.JobNameLabel] != got.Name || got.Spec.Template.Labels["job-name"] != got.Name {
+			t.Errorf("generated job %s: template labels %v", got.Name, got.Spec.Template.Labels)
+		}
+	})
+
 	t.Run("kubectl explain", func(t *testing.T) {
 		out := srv.mustKubectl(t, "", "explain", "cronjob.spec.schedule")
 		if !strings.Contains(out, "KIND:") || !strings.Contains(out, "CronJob") || !strings.Contains(out, "schedule") || !strings.Contains(out, "<string>") {
