@@ -13,5 +13,7 @@
 // periodic resync is needed.
 //
 // Like the Job controller it starts its informers only once the API
-// serves batch/v1 cronjobs and jobs (see Warm).
+// serves batch/v1 cronjobs and jobs (see Warm). Myriad's API server
+// validates schedules with package cron too (internal/registry/cronjob.go),
+// so a CronJob the controller cannot parse only comes from another server.
 package cronjob

@@ -12,10 +12,15 @@
 // ttlSecondsAfterFinished after it finished. Pods carry the job-name and
 // controller-uid labels (both the batch.kubernetes.io/ and legacy forms).
 //
-// Myriad's API server may not serve batch/v1; Warm (called by the manager
-// before it leads) waits until discovery shows jobs before it registers the
-// handlers and starts the Job informer, so an API without Jobs costs a
-// discovery call every 30 s and no failing reflector.
+// Myriad's API server serves batch/v1 (internal/registry/job.go: it
+// defaults completions, parallelism and backoffLimit and generates the
+// selector on batch.kubernetes.io/controller-uid with the job-name and
+// controller-uid template labels, which podTemplate only fills in for
+// Jobs written before that). The manager also runs against other API
+// servers, so Warm (called by the manager before it leads) waits until
+// discovery shows jobs before it registers the handlers and starts the Job
+// informer: an API without Jobs costs a discovery call every 30 s and no
+// failing reflector.
 //
 // Simplifications against upstream: succeeded and failed pods are counted
 // from the pod cache (upstream's tracking finalizers, which survive pod
