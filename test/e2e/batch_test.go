@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -74,6 +75,11 @@ func TestBatch(t *testing.T) {
 				}},
 			},
 		}
+		w, err := c.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=five"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
 		created, err := c.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -106,6 +112,21 @@ func TestBatch(t *testing.T) {
 		}
 		if len(pods.Items) != 5 {
 			t.Errorf("%d pods, want 5", len(pods.Items))
+		}
+		// The watch saw the Job created and then finished.
+		var events []watch.EventType
+		for ev := range w.ResultChan() {
+			events = append(events, ev.Type)
+			if j, ok := ev.Object.(*batchv1.Job); ok && hasCondition(j, batchv1.JobComplete) {
+				break
+			}
+		}
+		if len(events) < 2 || events[0] != watch.Added || events[len(events)-1] != watch.Modified {
+			t.Errorf("watch events %v", events)
+		}
+		if out := srv.mustKubectl(t, "", "-n", ns, "describe", "job", "five"); !strings.Contains(out, "0 Active") ||
+			!strings.Contains(out, "5 Succeeded") || !strings.Contains(out, "Completions:") {
+			t.Errorf("describe job:\n%s", out)
 		}
 		// Field selector upstream supports on jobs.
 		if out := srv.mustKubectl(t, "", "-n", ns, "get", "jobs", "--field-selector", "status.successful=5", "-o", "name"); strings.TrimSpace(out) != "job.batch/five" {
