@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/admission/defaultclass"
 	"github.com/myriad-k8s/myriad/internal/admission/namespacelifecycle"
 	"github.com/myriad-k8s/myriad/internal/admission/priority"
+	"github.com/myriad-k8s/myriad/internal/admission/runtimeclass"
 	"github.com/myriad-k8s/myriad/internal/admission/serviceip"
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 	"github.com/myriad-k8s/myriad/internal/cache"
@@ -27,12 +29,13 @@ var (
 	priorityClassesGVR = schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")
 	storageClassesGVR  = storagev1.SchemeGroupVersion.WithResource("storageclasses")
 	ingressClassesGVR  = networkingv1.SchemeGroupVersion.WithResource("ingressclasses")
+	runtimeClassesGVR  = nodev1.SchemeGroupVersion.WithResource("runtimeclasses")
 )
 
 // newAdmission builds the admission chain over the server's handlers, in
 // upstream's plugin order: NamespaceLifecycle, Priority,
-// DefaultStorageClass, DefaultIngressClass, then the ClusterIP and node
-// port allocation, then Config.AdmissionPlugins. A
+// DefaultStorageClass, RuntimeClass, DefaultIngressClass, then the
+// ClusterIP and node port allocation, then Config.AdmissionPlugins. A
 // plugin is added here or there; the REST handlers call the chain and
 // need no change.
 func (s *Server) newAdmission() (*admission.Chain, error) {
@@ -52,6 +55,15 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 	}
 	if h, ok := s.handlers[storageClassesGVR]; ok {
 		plugins = append(plugins, defaultclass.NewStorageClass(h.listClasses))
+	}
+	if rcs, ok := s.handlers[runtimeClassesGVR]; ok {
+		plugins = append(plugins, runtimeclass.New(func(ctx context.Context, name string) (*nodev1.RuntimeClass, error) {
+			obj, _, err := rcs.objects.get(ctx, "", name)
+			if err != nil {
+				return nil, err
+			}
+			return obj.(*nodev1.RuntimeClass), nil
+		}))
 	}
 	if h, ok := s.handlers[ingressClassesGVR]; ok {
 		plugins = append(plugins, defaultclass.NewIngressClass(h.listClasses))
