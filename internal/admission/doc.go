@@ -67,6 +67,8 @@
 // serviceip).
 //
 // The plugins live in subpackages, one each: namespacelifecycle, priority,
-// serviceip. The API server builds the chain (internal/apiserver,
-// admission.go) because the plugins read through its stores and caches.
+// defaultclass (DefaultStorageClass and DefaultIngressClass, one plugin
+// built twice), runtimeclass, serviceip. The API server builds the chain
+// (internal/apiserver, admission.go) because the plugins read through its
+// stores and caches.
 package admission
