@@ -193,6 +193,49 @@ func TestBatch(t *testing.T) {
 		}
 	})
 
+	t.Run("suspend, indexed and ttl", func(t *testing.T) {
+		// "ssa" above was made suspended: no pods, the Suspended condition
+		// and column; resumed, it runs.
+		waitJob(t, c, ns, "ssa", 30*time.Second, func(j *batchv1.Job) bool { return hasCondition(j, batchv1.JobSuspended) })
+		if row := strings.Fields(secondLine(srv.mustKubectl(t, "", "-n", ns, "get", "job", "ssa"))); len(row) < 2 || row[1] != "Suspended" {
+			t.Errorf("suspended job row %v", row)
+		}
+		if n := countPods(t, c, ns, batchv1.JobNameLabel+"=ssa"); n != 0 {
+			t.Errorf("suspended job has %d pods", n)
+		}
+		srv.mustKubectl(t, "", "-n", ns, "patch", "job", "ssa", "--type=merge", "-p", `{"spec":{"suspend":false}}`)
+		waitJob(t, c, ns, "ssa", 60*time.Second, func(j *batchv1.Job) bool { return hasCondition(j, batchv1.JobComplete) })
+
+		mk := func(name string, mutate func(*batchv1.JobSpec)) {
+			j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: batchv1.JobSpec{
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36"}},
+				}},
+			}}
+			mutate(&j.Spec)
+			if _, err := c.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mk("indexed", func(s *batchv1.JobSpec) {
+			s.CompletionMode = ptrTo(batchv1.IndexedCompletion)
+			s.Completions, s.Parallelism = ptrTo(int32(3)), ptrTo(int32(3))
+		})
+		// A finished Job with ttlSecondsAfterFinished 0 is deleted in the
+		// foreground, its pods first.
+		mk("ttl", func(s *batchv1.JobSpec) { s.TTLSecondsAfterFinished = ptrTo(int32(0)) })
+		waitJob(t, c, ns, "indexed", 60*time.Second, func(j *batchv1.Job) bool {
+			return hasCondition(j, batchv1.JobComplete) && j.Status.CompletedIndexes == "0-2"
+		})
+		waitFor(t, 60*time.Second, func() bool {
+			_, err := c.BatchV1().Jobs(ns).Get(ctx, "ttl", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		if n := countPods(t, c, ns, batchv1.JobNameLabel+"=ttl"); n != 0 {
+			t.Errorf("%d pods left of the ttl job", n)
+		}
+	})
+
 	t.Run("kubectl explain", func(t *testing.T) {
 		out := srv.mustKubectl(t, "", "explain", "cronjob.spec.schedule")
 		if !strings.Contains(out, "KIND:") || !strings.Contains(out, "CronJob") || !strings.Contains(out, "schedule") || !strings.Contains(out, "<string>") {
