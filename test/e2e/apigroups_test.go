@@ -4,10 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // appManifest is a typical application's manifest beyond apps/v1: a
@@ -74,6 +77,10 @@ kind: RuntimeClass
 metadata:
   name: gvisor-RUN
 handler: runsc
+overhead:
+  podFixed: {cpu: 250m, memory: 64Mi}
+scheduling:
+  nodeSelector: {sandbox: gvisor}
 ---
 apiVersion: storage.k8s.io/v1
 kind: CSIStorageCapacity
@@ -218,6 +225,42 @@ func TestAPIGroupsManifest(t *testing.T) {
 		if got != `true true ReadWriteOnceWithFSType ["Persistent"]` {
 			t.Errorf("CSI driver defaults %q", got)
 		}
+	})
+
+	t.Run("a pod gets its runtime class's overhead and node selector", func(t *testing.T) {
+		c := s.client(t)
+		pod := testPod("sandboxed", "")
+		pod.Spec.RuntimeClassName = ptrTo("gvisor-" + run)
+		got, err := c.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))})
+		if cpu := got.Spec.Overhead[corev1.ResourceCPU]; cpu.String() != "250m" || got.Spec.NodeSelector["sandbox"] != "gvisor" {
+			t.Errorf("pod overhead %v, node selector %v", got.Spec.Overhead, got.Spec.NodeSelector)
+		}
+		pod = testPod("no-such-class", "")
+		pod.Spec.RuntimeClassName = ptrTo("kata-" + run)
+		if _, err := c.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("pod naming a missing runtime class: err %v, want 403", err)
+		}
+	})
+
+	t.Run("watch sees an ingress change", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		w, err := s.client(t).NetworkingV1().Ingresses(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		s.mustKubectl(t, "", "-n", ns, "label", "ingress", "web", "tier=edge")
+		for ev := range w.ResultChan() {
+			if ing, ok := ev.Object.(*networkingv1.Ingress); ok && ev.Type == watch.Modified && ing.Labels["tier"] == "edge" {
+				return
+			}
+		}
+		t.Error("no MODIFIED event for the labelled ingress")
 	})
 
 	t.Run("explain", func(t *testing.T) {
