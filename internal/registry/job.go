@@ -41,7 +41,18 @@ func jobResource(c clock) *Resource {
 		// The selector is generated on create only, as upstream's
 		// PrepareForCreate does: the object's UID and name are known by
 		// then.
-		prepareCreate:  generateJobSelector,
+		prepareCreate: func(j *batchv1.Job) {
+			generateJobSelector(j)
+			// Upstream defaults again whenever it decodes a stored Job,
+			// so a Job without labels shows its template's, generated
+			// ones included (kubectl describe job lists them). Invalid
+			// ones are left for validation to report on the template
+			// alone, as upstream's create does.
+			tl := j.Spec.Template.Labels
+			if len(j.Labels) == 0 && tl != nil && len(metav1validation.ValidateLabels(tl, field.NewPath("labels"))) == 0 {
+				j.Labels = copyLabels(j.Spec.Template.Labels)
+			}
+		},
 		validate:       validateJob,
 		validateUpdate: validateJobUpdate,
 		validateStatus: validateJobStatus,

@@ -43,7 +43,8 @@ func TestJobDefaults(t *testing.T) {
 		wantJobLabels       map[string]string
 		wantSelectorMatches map[string]string
 	}{
-		{"neither count set", func(*batchv1.Job) {}, "1", "1", 6, nil,
+		{"neither count set", func(*batchv1.Job) {}, "1", "1", 6, map[string]string{
+			"job-name": "pi", "controller-uid": "uid-1", batchv1.JobNameLabel: "pi", batchv1.ControllerUidLabel: "uid-1"},
 			map[string]string{batchv1.ControllerUidLabel: "uid-1"}},
 		{"completions only", func(j *batchv1.Job) { j.Spec.Completions = ptrTo(int32(5)) }, "5", "1", 6, nil, nil},
 		{"parallelism only", func(j *batchv1.Job) { j.Spec.Parallelism = ptrTo(int32(3)) }, "nil", "3", 6, nil, nil},
