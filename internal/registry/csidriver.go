@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"strings"
 
 	storagev1 "k8s.io/api/storage/v1"
@@ -221,7 +222,7 @@ func validateCSINode(n *storagev1.CSINode) field.ErrorList {
 		case d.NodeID == "":
 			errs = append(errs, field.Required(ip.Child("nodeID"), ""))
 		case len(d.NodeID) > maxCSINodeIDLen:
-			errs = append(errs, field.TooLong(ip.Child("nodeID"), "", maxCSINodeIDLen))
+			errs = append(errs, field.Invalid(ip.Child("nodeID"), d.NodeID, fmt.Sprintf("must be %d characters or less", maxCSINodeIDLen)))
 		}
 		keys := sets.New[string]()
 		for j, k := range d.TopologyKeys {
@@ -243,18 +244,18 @@ func validateCSINode(n *storagev1.CSINode) field.ErrorList {
 	return errs
 }
 
-// validateCSINodeUpdate: a driver keeps its node ID and topology keys for
-// as long as it stays registered.
+// validateCSINodeUpdate: a driver entry never changes for as long as the
+// driver stays registered, but for its allocatable count (upstream's
+// MutableCSINodeAllocatableCount, on in v1.34).
 func validateCSINodeUpdate(obj, old *storagev1.CSINode) field.ErrorList {
 	var errs field.ErrorList
 	for _, od := range old.Spec.Drivers {
-		for i, nd := range obj.Spec.Drivers {
+		for _, nd := range obj.Spec.Drivers {
 			if nd.Name != od.Name {
 				continue
 			}
-			ip := field.NewPath("spec", "drivers").Index(i)
-			errs = append(errs, immutable(nd.NodeID, od.NodeID, ip.Child("nodeID"))...)
-			errs = append(errs, immutable(nd.TopologyKeys, od.TopologyKeys, ip.Child("topologyKeys"))...)
+			nd.Allocatable, od.Allocatable = nil, nil
+			errs = append(errs, immutable(nd, od, field.NewPath("spec", "drivers"))...)
 		}
 	}
 	return errs

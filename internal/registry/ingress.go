@@ -67,7 +67,7 @@ func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
 	sp := field.NewPath("spec")
 	spec := &ing.Spec
 	if len(spec.Rules) == 0 && spec.DefaultBackend == nil {
-		errs = append(errs, field.Invalid(sp.Child("rules"), spec.Rules, "either `defaultBackend` or `rules` must be specified"))
+		errs = append(errs, field.Invalid(sp, spec.Rules, "either `defaultBackend` or `rules` must be specified"))
 	}
 	if spec.DefaultBackend != nil {
 		errs = append(errs, validateIngressBackend(spec.DefaultBackend, sp.Child("defaultBackend"))...)

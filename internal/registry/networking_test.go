@@ -60,7 +60,7 @@ func TestIngressValidation(t *testing.T) {
 			want: []string{"Invalid value: spec.rules[0].host"}},
 		{name: "wildcard host", mutate: func(i *networkingv1.Ingress) { i.Spec.Rules[0].Host = "*.example.com" }},
 		{name: "no rules nor default backend", mutate: func(i *networkingv1.Ingress) { i.Spec.Rules = nil },
-			want: []string{"Invalid value: spec.rules"}},
+			want: []string{"Invalid value: spec"}},
 		{name: "empty http paths", mutate: func(i *networkingv1.Ingress) { i.Spec.Rules[0].HTTP.Paths = nil },
 			want: []string{"Required value: spec.rules[0].http.paths"}},
 		{name: "class annotation disagrees", mutate: func(i *networkingv1.Ingress) {

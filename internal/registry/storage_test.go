@@ -123,7 +123,10 @@ func TestCSINode(t *testing.T) {
 	wantErrs(t, create(r, bad), "Duplicate value: spec.drivers[1].name", "Required value: spec.drivers[1].nodeID", "Invalid value: spec.drivers[2].allocatable.count")
 	moved := n.DeepCopy()
 	moved.Spec.Drivers[0].NodeID = "i-456"
-	wantErrs(t, update(r, moved, n), "Invalid value: spec.drivers[0].nodeID")
+	wantErrs(t, update(r, moved, n), "Invalid value: spec.drivers")
+	recount := n.DeepCopy()
+	recount.Spec.Drivers[0].Allocatable = &storagev1.VolumeNodeResources{Count: ptrTo(int32(25))}
+	wantErrs(t, update(r, recount, n))
 }
 
 func TestVolumeAttachment(t *testing.T) {
@@ -139,7 +142,7 @@ func TestVolumeAttachment(t *testing.T) {
 		t.Errorf("row %v", row)
 	}
 	wantErrs(t, create(r, &storagev1.VolumeAttachment{ObjectMeta: meta("x", "")}),
-		"Required value: spec.attacher", "Required value: spec.nodeName", "Required value: spec.source")
+		"Required value: spec.attacher", "Invalid value: spec.nodeName", "Required value: spec.source")
 	both := va.DeepCopy()
 	both.Spec.Source.InlineVolumeSpec = &corev1.PersistentVolumeSpec{}
 	wantErrs(t, create(r, both), "Forbidden: spec.source")

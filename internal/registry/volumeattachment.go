@@ -69,8 +69,8 @@ func volumeAttachmentResource(c clock) *Resource {
 func validateVolumeAttachment(va *storagev1.VolumeAttachment) field.ErrorList {
 	sp := field.NewPath("spec")
 	errs := validateCSIDriverName(va.Spec.Attacher, sp.Child("attacher"))
-	if va.Spec.NodeName == "" {
-		errs = append(errs, field.Required(sp.Child("nodeName"), ""))
+	for _, msg := range apivalidation.NameIsDNSSubdomain(va.Spec.NodeName, false) {
+		errs = append(errs, field.Invalid(sp.Child("nodeName"), va.Spec.NodeName, msg))
 	}
 	src, srcPath := va.Spec.Source, sp.Child("source")
 	switch {
@@ -80,6 +80,10 @@ func validateVolumeAttachment(va *storagev1.VolumeAttachment) field.ErrorList {
 		errs = append(errs, field.Forbidden(srcPath, "must specify exactly one of inlineVolumeSpec and persistentVolumeName"))
 	case src.PersistentVolumeName != nil && *src.PersistentVolumeName == "":
 		errs = append(errs, field.Required(srcPath.Child("persistentVolumeName"), "must specify non empty persistentVolumeName"))
+	case src.PersistentVolumeName != nil:
+		for _, msg := range apivalidation.NameIsDNSSubdomain(*src.PersistentVolumeName, false) {
+			errs = append(errs, field.Invalid(srcPath.Child("persistentVolumeName"), *src.PersistentVolumeName, msg))
+		}
 	case src.InlineVolumeSpec != nil && src.InlineVolumeSpec.CSI == nil:
 		errs = append(errs, field.Required(srcPath.Child("inlineVolumeSpec", "csi"), "a CSI volume source is required"))
 	}
