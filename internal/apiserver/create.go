@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/myriad-k8s/myriad/internal/admission"
+	"github.com/myriad-k8s/myriad/internal/registry"
 )
 
 // maxGenerateNameAttempts bounds retries when a generated name collides.
@@ -93,9 +94,8 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 	m.SetSelfLink("")
 	// The first name is generated before the strategy runs, as upstream's
 	// store does, so strategies that copy the name into the object (a
-	// Job's job-name labels) see it. A retry after a collision renames the
-	// object without preparing it again; a Job would then fail validation
-	// (its labels name the first try), a 422 where upstream would retry.
+	// Job's job-name labels) see it; a retry after a collision renames the
+	// prepared object and lets such a strategy follow (registry.Renamer).
 	if generated {
 		m.SetName(m.GetGenerateName() + utilrand.String(5))
 	}
@@ -108,7 +108,11 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 	}
 	for attempt := 0; ; attempt++ {
 		if generated && attempt > 0 {
+			oldName := m.GetName()
 			m.SetName(m.GetGenerateName() + utilrand.String(5))
+			if r, ok := h.res.Strategy.(registry.Renamer); ok {
+				r.Rename(obj, oldName)
+			}
 		}
 		if m.GetName() == "" {
 			return nil, invalidError(h.res.GroupVersionKind().GroupKind(), "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})

@@ -68,11 +68,30 @@ func jobResource(c clock) *Resource {
 		Subresources:     []string{"status"},
 		New:              func() runtime.Object { return &batchv1.Job{} },
 		NewList:          func() runtime.Object { return &batchv1.JobList{} },
-		Strategy:         s,
+		Strategy:         jobStrategy{s},
 		Status:           statusOf(s),
 		SelectableFields: func(o runtime.Object) fields.Set { return jobFields(o.(*batchv1.Job)) },
 		Table:            jobTable(c),
 		StorageKeyPrefix: storagePrefix(gv, "jobs"),
+	}
+}
+
+// jobStrategy is the generic strategy plus Rename: the job-name labels
+// PrepareForCreate wrote follow a generated name that had to be redrawn.
+type jobStrategy struct{ strategy[*batchv1.Job] }
+
+var _ Renamer = jobStrategy{}
+
+// Rename rewrites the job-name labels (template and Job) that carry
+// oldName, as preparing the Job afresh under its new name would have.
+func (jobStrategy) Rename(o runtime.Object, oldName string) {
+	j := o.(*batchv1.Job)
+	for _, m := range []map[string]string{j.Labels, j.Spec.Template.Labels} {
+		for _, k := range []string{legacyJobNameLabel, batchv1.JobNameLabel} {
+			if v, ok := m[k]; ok && v == oldName {
+				m[k] = j.Name
+			}
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -301,5 +302,23 @@ func TestJobFieldsAndTable(t *testing.T) {
 	j.Status.Succeeded = 4
 	if got := r.SelectableFields(j); got["status.successful"] != "4" {
 		t.Errorf("selectable fields %v", got)
+	}
+}
+
+// A generated name redrawn after a collision carries the job-name labels
+// with it (the API server calls Rename).
+func TestJobRename(t *testing.T) {
+	r := mustLookup(t, newTestRegistry(t), "batch", "jobs")
+	j := testJob(func(j *batchv1.Job) { j.Name, j.GenerateName = "gen-aaaaa", "gen-" })
+	wantErrs(t, create(r, j))
+	j.Name = "gen-bbbbb"
+	wantErrs(t, r.Strategy.Validate(context.Background(), j), "Invalid value: spec.template.metadata.labels[batch.kubernetes.io/job-name]",
+		"Invalid value: spec.template.metadata.labels[job-name]")
+	r.Strategy.(Renamer).Rename(j, "gen-aaaaa")
+	wantErrs(t, r.Strategy.Validate(context.Background(), j))
+	for _, m := range []map[string]string{j.Labels, j.Spec.Template.Labels} {
+		if m["job-name"] != "gen-bbbbb" || m[batchv1.JobNameLabel] != "gen-bbbbb" {
+			t.Errorf("labels after rename: %v", m)
+		}
 	}
 }

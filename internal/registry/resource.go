@@ -118,6 +118,14 @@ type Strategy interface {
 	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
 }
 
+// Renamer is implemented by a Strategy whose PrepareForCreate copies the
+// object's name into the object (a Job's job-name labels). When a
+// generated name collided, the API server renames the prepared object and
+// calls Rename with the name it had, so those copies follow.
+type Renamer interface {
+	Rename(obj runtime.Object, oldName string)
+}
+
 // StatusStrategy is the behaviour of the status subresource.
 type StatusStrategy interface {
 	// PrepareForStatusUpdate keeps everything of old but status (and the
