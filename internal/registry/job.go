@@ -293,6 +293,12 @@ func validateJobTemplateRules(sp *batchv1.JobSpec, p *field.Path) field.ErrorLis
 			errs = append(errs, field.Invalid(p.Child("maxFailedIndexes"), *sp.MaxFailedIndexes, "requires indexed completion mode"))
 		}
 	}
+	if sp.PodFailurePolicy != nil {
+		errs = append(errs, validatePodFailurePolicy(sp, p.Child("podFailurePolicy"))...)
+	}
+	if sp.SuccessPolicy != nil {
+		errs = append(errs, validateSuccessPolicy(sp, p)...)
+	}
 	if rp := sp.PodReplacementPolicy; rp != nil {
 		if sp.PodFailurePolicy != nil && *rp != batchv1.Failed {
 			errs = append(errs, field.NotSupported(p.Child("podReplacementPolicy"), *rp, []batchv1.PodReplacementPolicy{batchv1.Failed}))

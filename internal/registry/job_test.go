@@ -167,6 +167,43 @@ func TestJobValidation(t *testing.T) {
 			[]string{"Required value: spec.selector"}},
 		{"no image", func(j *batchv1.Job) { j.Spec.Template.Spec.Containers[0].Image = "" },
 			[]string{"Required value: spec.template.spec.containers[0].image"}},
+		{"pod failure policy", func(j *batchv1.Job) {
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+				{Action: batchv1.PodFailurePolicyActionFailJob, OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+					Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{1, 42}}},
+				{Action: batchv1.PodFailurePolicyActionIgnore, OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget}}},
+			}}
+		}, nil},
+		{"bad pod failure policy", func(j *batchv1.Job) {
+			j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{
+				{Action: "Explode", OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+					ContainerName: ptrTo("nope"), Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3, 0, 3}}},
+				{Action: batchv1.PodFailurePolicyActionFailIndex},
+			}}
+		}, []string{
+			"Unsupported value: spec.podFailurePolicy.rules[0].action", "Invalid value: spec.podFailurePolicy.rules[0].onExitCodes.containerName",
+			"Invalid value: spec.podFailurePolicy.rules[0].onExitCodes.values[1]", "Duplicate value: spec.podFailurePolicy.rules[0].onExitCodes.values[2]",
+			"Invalid value: spec.podFailurePolicy.rules[0].onExitCodes.values",
+			"Invalid value: spec.podFailurePolicy.rules[1].action", "Invalid value: spec.podFailurePolicy.rules[1]",
+			"Invalid value: spec.template.spec.restartPolicy",
+		}},
+		{"success policy", func(j *batchv1.Job) {
+			j.Spec.CompletionMode = ptrTo(batchv1.IndexedCompletion)
+			j.Spec.Completions = ptrTo(int32(10))
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptrTo("0-2,5"), SucceededCount: ptrTo(int32(3))}}}
+		}, nil},
+		{"bad success policy", func(j *batchv1.Job) {
+			j.Spec.CompletionMode = ptrTo(batchv1.IndexedCompletion)
+			j.Spec.Completions = ptrTo(int32(10))
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{
+				{SucceededIndexes: ptrTo("0-2"), SucceededCount: ptrTo(int32(4))}, {SucceededIndexes: ptrTo("3,1")}, {SucceededIndexes: ptrTo("10")}, {},
+			}}
+		}, []string{"Invalid value: spec.successPolicy.rules[0].succeededCount", "Invalid value: spec.successPolicy.rules[1].succeededIndexes",
+			"Invalid value: spec.successPolicy.rules[2].succeededIndexes", "Required value: spec.successPolicy.rules[3]"}},
+		{"success policy needs indexed", func(j *batchv1.Job) {
+			j.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededCount: ptrTo(int32(1))}}}
+		}, []string{"Invalid value: spec.completionMode"}},
 		{"name too long for the job-name label", func(j *batchv1.Job) { j.Name = strings.Repeat("a", 64) },
 			[]string{"Invalid value: spec.template.metadata.labels", "Invalid value: spec.template.metadata.labels"}},
 	}
