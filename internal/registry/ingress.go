@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -52,7 +53,7 @@ func ingressResource(c clock) *Resource {
 		Subresources:     []string{"status"},
 		New:              func() runtime.Object { return &networkingv1.Ingress{} },
 		NewList:          func() runtime.Object { return &networkingv1.IngressList{} },
-		Strategy:         s,
+		Strategy:         ingressStrategy{s},
 		Status:           statusOf(s),
 		SelectableFields: func(runtime.Object) fields.Set { return fields.Set{} },
 		Table:            ingressTable(c),
@@ -60,8 +61,25 @@ func ingressResource(c clock) *Resource {
 	}
 }
 
-// validateIngress is upstream's ValidateIngressSpec plus the class
-// annotation check of ValidateIngressCreate.
+// ingressStrategy adds upstream's create-only rule to the generic
+// strategy: an Ingress may name its class in both the annotation and
+// spec.ingressClassName only if they agree. Updates are not checked, so an
+// Ingress stored before the rule (or given the annotation later) stays
+// writable, as upstream.
+type ingressStrategy struct {
+	strategy[*networkingv1.Ingress]
+}
+
+func (s ingressStrategy) Validate(ctx context.Context, o runtime.Object) field.ErrorList {
+	errs := s.strategy.Validate(ctx, o)
+	ing := o.(*networkingv1.Ingress)
+	if v, ok := ing.Annotations[annotationIngressClass]; ok && ing.Spec.IngressClassName != nil && v != *ing.Spec.IngressClassName {
+		errs = append(errs, field.Invalid(field.NewPath("annotations").Child(annotationIngressClass), v, "must match `ingressClassName` when both are specified"))
+	}
+	return errs
+}
+
+// validateIngress is upstream's ValidateIngressSpec.
 func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
 	var errs field.ErrorList
 	sp := field.NewPath("spec")
@@ -95,9 +113,6 @@ func validateIngress(ing *networkingv1.Ingress) field.ErrorList {
 	if spec.IngressClassName != nil {
 		for _, msg := range apivalidation.NameIsDNSSubdomain(*spec.IngressClassName, false) {
 			errs = append(errs, field.Invalid(sp.Child("ingressClassName"), *spec.IngressClassName, msg))
-		}
-		if v, ok := ing.Annotations[annotationIngressClass]; ok && v != *spec.IngressClassName {
-			errs = append(errs, field.Invalid(field.NewPath("annotations").Child(annotationIngressClass), v, "must match `ingressClassName` when both are specified"))
 		}
 	}
 	return errs

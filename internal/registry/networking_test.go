@@ -80,6 +80,19 @@ func TestIngressValidation(t *testing.T) {
 	}
 }
 
+func TestIngressClassAnnotationCheckedOnCreateOnly(t *testing.T) {
+	r := mustLookup(t, newTestRegistry(t), "networking.k8s.io", "ingresses")
+	old := ingressWith(prefixPath("/", "web", 80))
+	old.Spec.IngressClassName = ptrTo("nginx")
+	wantErrs(t, create(r, old))
+	both := old.DeepCopy()
+	both.Annotations = map[string]string{annotationIngressClass: "traefik"}
+	wantErrs(t, update(r, both, old))
+	agree := old.DeepCopy()
+	agree.Annotations = map[string]string{annotationIngressClass: "nginx"}
+	wantErrs(t, create(r, agree))
+}
+
 func TestIngressStatusAndTable(t *testing.T) {
 	r := mustLookup(t, newTestRegistry(t), "networking.k8s.io", "ingresses")
 	ing := ingressWith(prefixPath("/", "web", 80))
