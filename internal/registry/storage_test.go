@@ -194,3 +194,35 @@ func TestCSIStorageCapacityAndVolumeAttributesClass(t *testing.T) {
 	changed.Parameters["iops"] = "6000"
 	wantErrs(t, update(vr, changed, vac), "Forbidden: driverName", "Forbidden: parameters")
 }
+
+// TestNetworkingNodeStorageColumns pins the printer columns of the networking, node and
+// storage resources to upstream's (kubectl get headers).
+func TestNetworkingNodeStorageColumns(t *testing.T) {
+	reg := newTestRegistry(t)
+	tests := []struct {
+		group, resource string
+		want            string
+	}{
+		{"networking.k8s.io", "ingresses", "Name,Class,Hosts,Address,Ports,Age"},
+		{"networking.k8s.io", "ingressclasses", "Name,Controller,Parameters,Age"},
+		{"networking.k8s.io", "networkpolicies", "Name,Pod-Selector,Age"},
+		{"node.k8s.io", "runtimeclasses", "Name,Handler,Age"},
+		{"storage.k8s.io", "storageclasses", "Name,Provisioner,ReclaimPolicy,VolumeBindingMode,AllowVolumeExpansion,Age"},
+		{"storage.k8s.io", "csidrivers", "Name,AttachRequired,PodInfoOnMount,StorageCapacity,TokenRequests,RequiresRepublish,Modes,Age"},
+		{"storage.k8s.io", "csinodes", "Name,Drivers,Age"},
+		{"storage.k8s.io", "volumeattachments", "Name,Attacher,PV,Node,Attached,Age"},
+		{"storage.k8s.io", "csistoragecapacities", "Name,StorageClassName,Capacity,Age"},
+		{"storage.k8s.io", "volumeattributesclasses", "Name,DriverName,Age"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.resource, func(t *testing.T) {
+			r := mustLookup(t, reg, tt.group, tt.resource)
+			if got := strings.Join(columnNames(r), ","); got != tt.want {
+				t.Errorf("columns %s, want %s", got, tt.want)
+			}
+			if age := cells(r, r.New())["Age"]; age != "<unknown>" {
+				t.Errorf("age of an object without a timestamp %v", age)
+			}
+		})
+	}
+}
