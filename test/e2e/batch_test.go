@@ -253,6 +253,10 @@ func TestBatch(t *testing.T) {
 		if err == nil || !strings.Contains(out, `The CronJob "bad-schedule" is invalid`) || !strings.Contains(out, "spec.schedule: Invalid value") {
 			t.Errorf("kubectl apply of a bad schedule: err %v\n%s", err, out)
 		}
+		out, err = srv.kubectl(t, "", "-n", ns, "create", "cronjob", "bad-cli", "--image=busybox:1.36", "--schedule=* * * *")
+		if err == nil || !strings.Contains(out, "is invalid") || !strings.Contains(out, "spec.schedule: Invalid value") {
+			t.Errorf("kubectl create cronjob with a 4-field schedule: err %v\n%s", err, out)
+		}
 		cj := &batchv1.CronJob{
 			ObjectMeta: metav1.ObjectMeta{Name: "bad-zone", Namespace: ns},
 			Spec: batchv1.CronJobSpec{
