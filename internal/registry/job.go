@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strconv"
@@ -53,7 +54,10 @@ func jobResource(c clock) *Resource {
 				j.Labels = copyLabels(j.Spec.Template.Labels)
 			}
 		},
-		validate:       validateJob,
+		// Create adds its own rules (jobStrategy.Validate).
+		validate: func(j *batchv1.Job) field.ErrorList {
+			return validateJobSpec(&j.Spec, field.NewPath("spec"))
+		},
 		validateUpdate: validateJobUpdate,
 		validateStatus: validateJobStatus,
 	}}
@@ -183,9 +187,13 @@ func generateJobSelector(j *batchv1.Job) {
 	}
 }
 
-func validateJob(j *batchv1.Job) field.ErrorList {
-	errs := validateGeneratedSelector(j)
-	errs = append(errs, validateJobSpec(&j.Spec, field.NewPath("spec"))...)
+// Validate is upstream's ValidateJob: the spec rules every write checks,
+// plus, on create only, that the generated selector and labels are the
+// Job's own and that an Indexed Job's pod hostnames will be valid.
+func (s jobStrategy) Validate(ctx context.Context, o runtime.Object) field.ErrorList {
+	j := o.(*batchv1.Job)
+	errs := s.strategy.Validate(ctx, o)
+	errs = append(errs, validateGeneratedSelector(j)...)
 	// An Indexed Job's pods are named and hostnamed "<job>-<index>".
 	if m := j.Spec.CompletionMode; m != nil && *m == batchv1.IndexedCompletion && j.Spec.Completions != nil && *j.Spec.Completions > 0 {
 		host := fmt.Sprintf("%s-%d", j.Name, *j.Spec.Completions-1)
