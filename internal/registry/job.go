@@ -80,8 +80,9 @@ func jobResource(c clock) *Resource {
 	}
 }
 
-// jobStrategy is the generic strategy plus Rename: the job-name labels
-// PrepareForCreate wrote follow a generated name that had to be redrawn.
+// jobStrategy is the generic strategy plus the create-only checks
+// (Validate) and Rename: the job-name labels PrepareForCreate wrote follow
+// a generated name that had to be redrawn.
 type jobStrategy struct{ strategy[*batchv1.Job] }
 
 var _ Renamer = jobStrategy{}
