@@ -168,6 +168,14 @@ func TestBatch(t *testing.T) {
 		}
 		jobYAML := "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: ssa\n  namespace: " + ns +
 			"\nspec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: busybox:1.36\n"
+		// Client-side apply twice leaves the generated selector and
+		// labels alone.
+		csa := strings.Replace(jobYAML, "name: ssa", "name: csa", 1)
+		for _, want := range []string{"job.batch/csa created", "job.batch/csa unchanged"} {
+			if out := srv.mustKubectl(t, csa, "apply", "-f", "-"); !strings.Contains(out, want) {
+				t.Errorf("apply, want %q: %s", want, out)
+			}
+		}
 		for i, want := range []string{"job.batch/ssa serverside-applied", "job.batch/ssa serverside-applied"} {
 			if out := srv.mustKubectl(t, jobYAML, "apply", "--server-side", "-f", "-"); !strings.Contains(out, want) {
 				t.Errorf("server-side apply %d: %s", i+1, out)
@@ -318,6 +326,21 @@ func TestBatch(t *testing.T) {
 			!strings.Contains(out, "every-minute") || !strings.Contains(out, "<none>") {
 			t.Errorf("get cronjobs -o wide:\n%s", out)
 		}
+
+		// Deleting the CronJob takes its Jobs, and their pods, with it.
+		srv.mustKubectl(t, "", "-n", ns, "delete", "cronjob", "every-minute")
+		waitFor(t, 30*time.Second, func() bool {
+			jobs, err := c.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range jobs.Items {
+				if ref := metav1.GetControllerOf(&j); ref != nil && ref.Kind == "CronJob" {
+					return false
+				}
+			}
+			return countPods(t, c, ns, batchv1.JobNameLabel+"="+scheduled) == 0 && countPods(t, c, ns, batchv1.JobNameLabel+"=manual") == 0
+		})
 	})
 }
 
