@@ -58,6 +58,9 @@ func descriptor(d string) (string, bool) {
 // Parse parses a standard cron schedule.
 func Parse(spec string) (*Schedule, error) {
 	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return nil, fmt.Errorf("%w: empty spec string", ErrSyntax)
+	}
 	var loc *time.Location
 	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
 		i := strings.IndexByte(spec, ' ')
@@ -67,7 +70,7 @@ func Parse(spec string) (*Schedule, error) {
 		name := spec[strings.IndexByte(spec, '=')+1 : i]
 		l, err := time.LoadLocation(name)
 		if err != nil {
-			return nil, fmt.Errorf("%w: time zone %q: %v", ErrSyntax, name, err)
+			return nil, fmt.Errorf("%w: provided bad location %s: %v", ErrSyntax, name, err)
 		}
 		loc = l
 		spec = strings.TrimSpace(spec[i:])
@@ -75,13 +78,13 @@ func Parse(spec string) (*Schedule, error) {
 	if strings.HasPrefix(spec, "@") {
 		d, ok := descriptor(spec)
 		if !ok {
-			return nil, fmt.Errorf("%w: unknown descriptor %q", ErrSyntax, spec)
+			return nil, fmt.Errorf("%w: unrecognized descriptor: %s", ErrSyntax, spec)
 		}
 		spec = d
 	}
 	fields := strings.Fields(spec)
 	if len(fields) != 5 {
-		return nil, fmt.Errorf("%w: %q: expected 5 fields, found %d", ErrSyntax, spec, len(fields))
+		return nil, fmt.Errorf("%w: expected exactly 5 fields, found %d: %s", ErrSyntax, len(fields), fields)
 	}
 	s := &Schedule{Location: loc}
 	var err error
@@ -119,7 +122,14 @@ func parseField(field string, b bounds) (uint64, bool, error) {
 }
 
 func parseRange(expr string, b bounds) (uint64, bool, error) {
+	// Messages are robfig/cron's, which users of upstream's API see.
+	if strings.Count(expr, "/") > 1 {
+		return 0, false, fmt.Errorf("%w: too many slashes: %s", ErrSyntax, expr)
+	}
 	rangePart, stepPart, hasStep := strings.Cut(expr, "/")
+	if strings.Count(rangePart, "-") > 1 {
+		return 0, false, fmt.Errorf("%w: too many hyphens: %s", ErrSyntax, expr)
+	}
 	var lo, hi int
 	star := false
 	switch {
@@ -128,12 +138,12 @@ func parseRange(expr string, b bounds) (uint64, bool, error) {
 	default:
 		l, h, isRange := strings.Cut(rangePart, "-")
 		var err error
-		if lo, err = value(l, b); err != nil {
+		if lo, err = value(l, expr, b); err != nil {
 			return 0, false, err
 		}
 		hi = lo
 		if isRange {
-			if hi, err = value(h, b); err != nil {
+			if hi, err = value(h, expr, b); err != nil {
 				return 0, false, err
 			}
 		} else if hasStep {
@@ -143,16 +153,24 @@ func parseRange(expr string, b bounds) (uint64, bool, error) {
 	step := 1
 	if hasStep {
 		n, err := strconv.Atoi(stepPart)
-		if err != nil || n <= 0 {
-			return 0, false, fmt.Errorf("%w: bad step in %q", ErrSyntax, expr)
+		switch {
+		case err != nil:
+			return 0, false, fmt.Errorf("%w: failed to parse int from %s: %v", ErrSyntax, stepPart, err)
+		case n <= 0:
+			return 0, false, fmt.Errorf("%w: step of range should be a positive number: %s", ErrSyntax, expr)
 		}
 		step = n
 		// A stepped star ("*/2") restricts the field: not a star for the
 		// day-of-month/day-of-week rule (robfig/cron does the same).
 		star = star && step == 1
 	}
-	if lo < b.min || hi > b.max || lo > hi {
-		return 0, false, fmt.Errorf("%w: %q out of range %d-%d", ErrSyntax, expr, b.min, b.max)
+	switch {
+	case lo < b.min:
+		return 0, false, fmt.Errorf("%w: beginning of range (%d) below minimum (%d): %s", ErrSyntax, lo, b.min, expr)
+	case hi > b.max:
+		return 0, false, fmt.Errorf("%w: end of range (%d) above maximum (%d): %s", ErrSyntax, hi, b.max, expr)
+	case lo > hi:
+		return 0, false, fmt.Errorf("%w: beginning of range (%d) beyond end of range (%d): %s", ErrSyntax, lo, hi, expr)
 	}
 	var bits uint64
 	for v := lo; v <= hi; v += step {
@@ -161,13 +179,16 @@ func parseRange(expr string, b bounds) (uint64, bool, error) {
 	return bits, star, nil
 }
 
-func value(s string, b bounds) (int, error) {
+func value(s, expr string, b bounds) (int, error) {
 	if v, ok := b.names[strings.ToLower(s)]; ok {
 		return v, nil
 	}
 	v, err := strconv.Atoi(s)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %q is not a number", ErrSyntax, s)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%w: failed to parse int from %s: %v", ErrSyntax, s, err)
+	case v < 0:
+		return 0, fmt.Errorf("%w: negative number (%d) not allowed: %s", ErrSyntax, v, expr)
 	}
 	return v, nil
 }

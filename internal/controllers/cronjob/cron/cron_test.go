@@ -2,6 +2,7 @@ package cron
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -66,11 +67,30 @@ func TestTimeZone(t *testing.T) {
 	}
 }
 
+// TestParseErrors: every error wraps ErrSyntax and says what robfig/cron
+// says, the text users of upstream's API read in a 422.
 func TestParseErrors(t *testing.T) {
-	for _, spec := range []string{"", "* * * *", "* * * * * *", "60 * * * *", "* 24 * * *", "* * 0 * *", "* * * 13 *",
-		"* * * * 7", "*/0 * * * *", "5-1 * * * *", "a * * * *", "@every 5m", "@often", "TZ=Nowhere/City * * * * *", "1-2-3 * * * *"} {
-		if _, err := Parse(spec); !errors.Is(err, ErrSyntax) {
-			t.Errorf("%q: err %v, want ErrSyntax", spec, err)
+	for _, tc := range []struct{ spec, msg string }{
+		{"", "empty spec string"},
+		{"* * * *", "expected exactly 5 fields, found 4: [* * * *]"},
+		{"* * * * * *", "expected exactly 5 fields, found 6"},
+		{"60 * * * *", "end of range (60) above maximum (59): 60"},
+		{"* 24 * * *", "end of range (24) above maximum (23): 24"},
+		{"* * 0 * *", "beginning of range (0) below minimum (1): 0"},
+		{"* * * 13 *", "end of range (13) above maximum (12): 13"},
+		{"* * * * 7", "end of range (7) above maximum (6): 7"},
+		{"*/0 * * * *", "step of range should be a positive number: */0"},
+		{"5-1 * * * *", "beginning of range (5) beyond end of range (1): 5-1"},
+		{"a * * * *", "failed to parse int from a"},
+		{"@every 5m", "unrecognized descriptor: @every 5m"},
+		{"@often", "unrecognized descriptor: @often"},
+		{"TZ=Nowhere/City * * * * *", "provided bad location Nowhere/City"},
+		{"1-2-3 * * * *", "too many hyphens: 1-2-3"},
+		{"1/2/3 * * * *", "too many slashes: 1/2/3"},
+	} {
+		_, err := Parse(tc.spec)
+		if !errors.Is(err, ErrSyntax) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%q: err %v, want ErrSyntax saying %q", tc.spec, err, tc.msg)
 		}
 	}
 }
