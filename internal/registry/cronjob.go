@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/myriad-k8s/myriad/internal/controllers/cronjob/cron"
+	"github.com/myriad-k8s/myriad/internal/cron"
 )
 
 // maxCronJobNameLength: the controller names its Jobs "<name>-<minutes>",

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/myriad-k8s/myriad/internal/controllers/cronjob/cron"
+	"github.com/myriad-k8s/myriad/internal/cron"
 )
 
 // ScheduledTimestampAnnotation is set on every Job a CronJob creates.
