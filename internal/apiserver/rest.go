@@ -56,7 +56,9 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *re
 			return
 		}
 		if info.Subresource != "status" || h.res.Status == nil {
-			h.s.writeError(w, r, apierrors.NewNotFound(h.objects.gr, info.Name))
+			// Not "pods \"x\" not found": the object may well exist; it is
+			// the path that has no handler, as upstream's mux answers.
+			h.s.writeError(w, r, errNoRoute())
 			return
 		}
 		switch info.Verb {

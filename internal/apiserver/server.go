@@ -311,7 +311,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	h, ok := s.handlers[gvr]
 	if !ok {
-		s.writeError(w, r, apierrors.NewNotFound(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, ""))
+		s.writeError(w, r, errNoRoute())
 		return
 	}
 	if !h.cache.Ready() && info.IsReadOnly() {
@@ -341,11 +341,23 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && s.serveDiscovery(w, r) {
 			return
 		}
-		st := metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
-			Message: "the server could not find the requested resource", Reason: metav1.StatusReasonNotFound,
-			Details: &metav1.StatusDetails{}, Code: http.StatusNotFound}
+		st := errNoRoute().ErrStatus
+		st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
 		s.writeObject(w, r, http.StatusNotFound, mediaChoice{info: s.codecs.json}, &st)
 	}
+}
+
+// errNoRoute is the answer for a path no handler serves: an unknown
+// non-resource path, or an unknown subresource of a served resource.
+// Upstream both fall through go-restful to the delegation chain's
+// notfoundhandler (k8s.io/apiserver/pkg/util/notfoundhandler), whose bare
+// http.NotFound client-go reports as this NotFound with this message
+// (apierrors.NewGenericServerResponse); serving the Status directly gives
+// every client that text, not only client-go's.
+func errNoRoute() *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+		Message: "the server could not find the requested resource", Reason: metav1.StatusReasonNotFound,
+		Details: &metav1.StatusDetails{}, Code: http.StatusNotFound}}
 }
 
 func (s *Server) writeHealth(w http.ResponseWriter, r *http.Request, err error) {

@@ -45,6 +45,7 @@ func NewWithOptions(opts Options) (*Registry, error) {
 		persistentVolumeClaimResource(c),
 		persistentVolumeResource(c),
 		podResource(c),
+		podTemplateResource(),
 		resourceQuotaResource(c),
 		secretResource(c),
 		serviceAccountResource(c),

@@ -71,6 +71,7 @@ func TestDiscovery(t *testing.T) {
 		"/namespaces":                            {false, "ns", "", "status,finalize", false},
 		"/nodes":                                 {false, "no", "", "status", true},
 		"/pods":                                  {true, "po", "all", "status,binding,eviction", true},
+		"/podtemplates":                          {true, "", "", "", true},
 		"/services":                              {true, "svc", "all", "status", true},
 		"/endpoints":                             {true, "ep", "", "", true},
 		"/configmaps":                            {true, "cm", "", "", true},
