@@ -179,13 +179,6 @@ type exclusion struct {
 	reason string
 }
 
-// landing names exclusions for work that was in flight when they were
-// written: the test accepts these being served, and only logs that the
-// exclusion should go. Delete the entry from both maps once it has landed.
-var landing = map[string]bool{
-	"core/v1/podtemplates": true,
-}
-
 // excluded maps what Myriad deliberately does not serve (yet) to why. Keys
 // are "group/version/resource" or ".../resource/subresource", with "core" for
 // the empty group, as upstreamAPI spells them.
@@ -193,7 +186,6 @@ var excluded = map[string]exclusion{
 	// Core.
 	"core/v1/bindings":                      {issueWholeAPI, "the legacy top-level form of pods/binding, which is served"},
 	"core/v1/componentstatuses":             {issueWholeAPI, "deprecated health summary; the issue lists it"},
-	"core/v1/podtemplates":                  {issueWholeAPI, "being added; the conformance suite's chunking spec needs it"},
 	"core/v1/replicationcontrollers":        {issueWholeAPI, "with its controller sharing the ReplicaSet logic"},
 	"core/v1/replicationcontrollers/scale":  {issueWholeAPI, "with replicationcontrollers"},
 	"core/v1/replicationcontrollers/status": {issueWholeAPI, "with replicationcontrollers"},
@@ -364,20 +356,12 @@ func TestCompleteness(t *testing.T) {
 	sort.Strings(excludedKeys)
 	for _, k := range excludedKeys {
 		switch {
-		case served[k] && landing[k]:
-			t.Logf("%s: served now: delete its exclusion", k)
 		case served[k]:
 			t.Errorf("%s: listed in excluded (%s) but Myriad serves it now: delete the exclusion", k, excluded[k].issue)
 		case !upstream[k]:
 			t.Errorf("%s: listed in excluded but kube-apiserver v1.34 does not serve it: delete the exclusion or fix its name", k)
 		case excluded[k].reason == "" || excluded[k].issue == "":
 			t.Errorf("%s: exclusion without an issue and a reason", k)
-		}
-	}
-
-	for k := range landing {
-		if _, ok := excluded[k]; !ok {
-			t.Errorf("%s: in landing but not in excluded: delete it from landing", k)
 		}
 	}
 
