@@ -224,7 +224,6 @@ var excluded = map[string]exclusion{
 	"flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/status": {issueFlowControl, "API priority and fairness"},
 
 	// Owed by issue 28.
-	"apps/v1/controllerrevisions":                                {issueWholeAPI, "the DaemonSet and StatefulSet history objects"},
 	"autoscaling/v1/horizontalpodautoscalers":                    {issueWholeAPI, "with the HPA controller and v1↔v2 conversion"},
 	"autoscaling/v2/horizontalpodautoscalers":                    {issueWholeAPI, "with the HPA controller and v1↔v2 conversion"},
 	"autoscaling/v1/horizontalpodautoscalers/status":             {issueWholeAPI, "with horizontalpodautoscalers"},

@@ -51,6 +51,7 @@ func NewWithOptions(opts Options) (*Registry, error) {
 		serviceAccountResource(c),
 		serviceResource(c),
 
+		controllerRevisionResource(c),
 		daemonSetResource(c),
 		deploymentResource(c),
 		replicaSetResource(c),

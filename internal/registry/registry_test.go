@@ -87,6 +87,7 @@ func TestDiscovery(t *testing.T) {
 		"apps/replicasets":                       {true, "rs", "all", "status,scale", true},
 		"apps/statefulsets":                      {true, "sts", "all", "status,scale", true},
 		"apps/daemonsets":                        {true, "ds", "all", "status", true},
+		"apps/controllerrevisions":               {true, "", "", "", true},
 		"batch/jobs":                             {true, "", "all", "status", true},
 		"batch/cronjobs":                         {true, "cj", "all", "status", true},
 		"discovery.k8s.io/endpointslices":        {true, "", "", "", true},
