@@ -230,7 +230,7 @@ func TestAdmissionPoints(t *testing.T) {
 		if err := s.do(); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		got := rec.take()
+		got := collapseRetries(rec.take())
 		if len(got) == 2 && strings.HasPrefix(got[1], "validate CREATE configmaps ConfigMap default/gen-") {
 			got[1] = strings.Replace(got[1], got[1][strings.Index(got[1], "gen-"):strings.Index(got[1], " obj=")], "gen-*", 1)
 		}
@@ -238,6 +238,22 @@ func TestAdmissionPoints(t *testing.T) {
 			t.Errorf("%s: chain saw\n\t%s\nwant\n\t%s", s.name, strings.Join(got, "\n\t"), strings.Join(s.want, "\n\t"))
 		}
 	}
+}
+
+// collapseRetries drops an admit/validate pair identical to the pair
+// before it: an update that loses its compare-and-swap (the watch cache a
+// write behind, more often under the race detector) is admitted again on
+// the next attempt, as upstream's GuaranteedUpdate does, and the test
+// cares about what each attempt sees, not how many there were.
+func collapseRetries(seen []string) []string {
+	out := make([]string, 0, len(seen))
+	for i := 0; i < len(seen); i += 2 {
+		if i+1 < len(seen) && len(out) >= 2 && seen[i] == out[len(out)-2] && seen[i+1] == out[len(out)-1] {
+			continue
+		}
+		out = append(out, seen[i:min(i+2, len(seen))]...)
+	}
+	return out
 }
 
 // TestAdmissionRefusal: a refusal reaches the client as the plugin's
