@@ -28,7 +28,7 @@ func podObjectStore(t testing.TB) *objectStore {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newObjectStore(res, nil, protobuf.NewSerializer(scheme, scheme), nil)
+	return newObjectStore(res, nil, protobuf.NewSerializer(scheme, scheme), nil, nil)
 }
 
 // The cache's index decode keeps everything the index reads — the

@@ -35,10 +35,22 @@ type objectStore struct {
 	// pruneBufs the buffers it builds the pruned messages in.
 	indexSkip protoprune.Fields
 	pruneBufs sync.Pool
+	// conv is set when res is served over another version's storage.
+	conv *storageConversion
 }
 
-func newObjectStore(res *registry.Resource, st storage.Store, codec runtime.Serializer, metrics *serverMetrics) *objectStore {
-	return &objectStore{
+// storageConversion is how a resource served over another version's
+// storage (registry.Resource.StorageVersion) turns its objects into stored
+// ones and back: through the scheme, where the registry registered the
+// pair's conversions.
+type storageConversion struct {
+	scheme  *runtime.Scheme
+	storage *registry.Resource
+	gvk     schema.GroupVersionKind
+}
+
+func newObjectStore(res *registry.Resource, st storage.Store, codec runtime.Serializer, metrics *serverMetrics, conv *storageConversion) *objectStore {
+	o := &objectStore{
 		res:        res,
 		store:      st,
 		codec:      codec,
@@ -47,7 +59,14 @@ func newObjectStore(res *registry.Resource, st storage.Store, codec runtime.Seri
 		metrics:    metrics,
 		metaField1: metadataIsField1(res.New()),
 		indexSkip:  indexSkip(res),
+		conv:       conv,
 	}
+	if conv != nil {
+		// Stored bytes are another Kind's: nothing may read them as
+		// this one's message.
+		o.metaField1 = false
+	}
+	return o
 }
 
 // prefix is the key prefix of every object of the resource ("…/").
@@ -79,6 +98,14 @@ func (o *objectStore) encode(obj runtime.Object) ([]byte, error) {
 	m.SetResourceVersion("")
 	defer m.SetResourceVersion(rv)
 	obj.GetObjectKind().SetGroupVersionKind(o.gvk)
+	if o.conv != nil {
+		stored := o.conv.storage.New()
+		if err := o.conv.scheme.Convert(obj, stored, nil); err != nil {
+			return nil, fmt.Errorf("converting %s %s to %s for storage: %w", o.gvk.Kind, m.GetName(), o.conv.gvk.GroupVersion(), err)
+		}
+		stored.GetObjectKind().SetGroupVersionKind(o.conv.gvk)
+		obj = stored
+	}
 	var buf bytes.Buffer
 	if err := o.codec.Encode(obj, &buf); err != nil {
 		return nil, fmt.Errorf("encoding %s %s for storage: %w", o.gvk.Kind, m.GetName(), err)
@@ -89,9 +116,26 @@ func (o *objectStore) encode(obj runtime.Object) ([]byte, error) {
 // decode turns a stored value into a typed object with TypeMeta and
 // resourceVersion set. Decoded objects are shared read-only by the cache.
 func (o *objectStore) decode(kv storage.KeyValue) (runtime.Object, error) {
+	if o.conv != nil {
+		return o.decodeConverted(kv)
+	}
 	obj, _, err := o.codec.Decode(kv.Value, nil, o.res.New())
 	if err != nil {
 		return nil, corruptValue(kv, err)
+	}
+	return o.withRevision(obj, kv.ModRevision)
+}
+
+// decodeConverted decodes a value stored in the storage version and
+// converts it to the served one.
+func (o *objectStore) decodeConverted(kv storage.KeyValue) (runtime.Object, error) {
+	stored, _, err := o.codec.Decode(kv.Value, nil, o.conv.storage.New())
+	if err != nil {
+		return nil, corruptValue(kv, err)
+	}
+	obj := o.res.New()
+	if err := o.conv.scheme.Convert(stored, obj, nil); err != nil {
+		return nil, fmt.Errorf("%w: converting %s at revision %d to %s: %v", storage.ErrCorrupt, kv.Key, kv.ModRevision, o.gvk.GroupVersion(), err)
 	}
 	return o.withRevision(obj, kv.ModRevision)
 }

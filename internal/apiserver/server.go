@@ -171,7 +171,11 @@ func New(cfg Config) (*Server, error) {
 }
 
 func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, error) {
-	h := &resourceHandler{s: s, res: res, objects: newObjectStore(res, s.cfg.Store, s.codecs.storage, s.serverMetrics)}
+	var conv *storageConversion
+	if st := s.cfg.Registry.StorageResource(res); st != res {
+		conv = &storageConversion{scheme: s.scheme, storage: st, gvk: st.GroupVersionKind()}
+	}
+	h := &resourceHandler{s: s, res: res, objects: newObjectStore(res, s.cfg.Store, s.codecs.storage, s.serverMetrics, conv)}
 	indexedFields := []string{}
 	if res.SelectableFields != nil {
 		if _, ok := res.SelectableFields(res.New())["spec.nodeName"]; ok {
@@ -181,7 +185,7 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 	c, err := cache.New(cache.Config{
 		Store:         s.cfg.Store,
 		Prefix:        h.objects.prefix(),
-		Resource:      res.GroupVersionResource().GroupResource(),
+		Resource:      cacheMetricsName(res, conv),
 		ClusterScoped: !res.Namespaced,
 		// The cache builds bookmarks from NewFunc and the server encodes
 		// them as they are: without TypeMeta, client-go cannot decode a
@@ -207,6 +211,17 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 	h.cache = c
 	h.storedProtobuf = c.KeepsStoredBytes() && h.objects.metaField1
 	return h, nil
+}
+
+// cacheMetricsName names a resource's cache in metrics: its group
+// resource, and the version too for a version served over another's
+// storage, whose cache would otherwise share the storage version's name.
+func cacheMetricsName(res *registry.Resource, conv *storageConversion) schema.GroupResource {
+	gr := res.GroupVersionResource().GroupResource()
+	if conv != nil {
+		gr.Group = res.GroupVersion.String()
+	}
+	return gr
 }
 
 // Start fills every cache from the store and starts background work

@@ -224,10 +224,6 @@ var excluded = map[string]exclusion{
 	"flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/status": {issueFlowControl, "API priority and fairness"},
 
 	// Owed by issue 28.
-	"autoscaling/v1/horizontalpodautoscalers":                    {issueWholeAPI, "with the HPA controller and v1↔v2 conversion"},
-	"autoscaling/v2/horizontalpodautoscalers":                    {issueWholeAPI, "with the HPA controller and v1↔v2 conversion"},
-	"autoscaling/v1/horizontalpodautoscalers/status":             {issueWholeAPI, "with horizontalpodautoscalers"},
-	"autoscaling/v2/horizontalpodautoscalers/status":             {issueWholeAPI, "with horizontalpodautoscalers"},
 	"certificates.k8s.io/v1/certificatesigningrequests":          {issueWholeAPI, "with approval and the built-in signers"},
 	"certificates.k8s.io/v1/certificatesigningrequests/approval": {issueWholeAPI, "with certificatesigningrequests"},
 	"certificates.k8s.io/v1/certificatesigningrequests/status":   {issueWholeAPI, "with certificatesigningrequests"},

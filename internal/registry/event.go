@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Events are served in core/v1 and events.k8s.io/v1. Upstream both share
-// one storage through the internal type; Myriad has no internal types, so
-// each version has its own store (see StorageKeyPrefix) and the same rules
-// apply to each in its own field names.
+// Events are served in core/v1 and events.k8s.io/v1, stored once in
+// core/v1 as upstream stores them: an event written through either API is
+// read through the other (event_conversion.go). Each API validates in its
+// own field names.
 
 // noteLengthLimit is upstream's limit on an event's message (1 KiB).
 const noteLengthLimit = 1024
@@ -147,7 +147,8 @@ func eventsV1EventResource(c clock) *Resource {
 		Strategy:         s,
 		SelectableFields: func(o runtime.Object) fields.Set { return eventsV1Fields(o.(*eventsv1.Event)) },
 		Table:            eventTable(c, eventsV1AsCore),
-		StorageKeyPrefix: storagePrefix(gv, "events"),
+		StorageKeyPrefix: storagePrefix(v1(coreGroup), "events"),
+		StorageVersion:   v1(coreGroup),
 	}
 }
 
@@ -211,25 +212,8 @@ func eventsV1Fields(e *eventsv1.Event) fields.Set {
 // eventsV1AsCore maps an events.k8s.io event onto core's field names, for
 // the shared printer and field set.
 func eventsV1AsCore(e *eventsv1.Event) *corev1.Event {
-	ce := &corev1.Event{
-		ObjectMeta:          e.ObjectMeta,
-		InvolvedObject:      e.Regarding,
-		Reason:              e.Reason,
-		Message:             e.Note,
-		Source:              e.DeprecatedSource,
-		FirstTimestamp:      e.DeprecatedFirstTimestamp,
-		LastTimestamp:       e.DeprecatedLastTimestamp,
-		Count:               e.DeprecatedCount,
-		Type:                e.Type,
-		EventTime:           e.EventTime,
-		Action:              e.Action,
-		Related:             e.Related,
-		ReportingController: e.ReportingController,
-		ReportingInstance:   e.ReportingInstance,
-	}
-	if s := e.Series; s != nil {
-		ce.Series = &corev1.EventSeries{Count: s.Count, LastObservedTime: s.LastObservedTime}
-	}
+	ce := &corev1.Event{}
+	_ = eventsV1ToCoreEvent(e, ce) // never fails
 	return ce
 }
 

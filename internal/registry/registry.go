@@ -59,6 +59,9 @@ func NewWithOptions(opts Options) (*Registry, error) {
 
 		eventsV1EventResource(c),
 
+		hpaV2Resource(c),
+		hpaV1Resource(c),
+
 		cronJobResource(c),
 		jobResource(c),
 
@@ -103,6 +106,13 @@ func NewWithOptions(opts Options) (*Registry, error) {
 		}
 		reg.byGVR[gvr] = r
 		reg.byGVK[r.GroupVersionKind()] = r
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStorageVersions(reg, scheme); err != nil {
+		return nil, err
 	}
 	return reg, nil
 }

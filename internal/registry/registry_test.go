@@ -108,9 +108,11 @@ func TestDiscovery(t *testing.T) {
 		"storage.k8s.io/volumeattachments":              {false, "", "", "status", true},
 		"storage.k8s.io/csistoragecapacities":           {true, "", "", "", true},
 		"storage.k8s.io/volumeattributesclasses":        {false, "vac", "", "", true},
+		"autoscaling/horizontalpodautoscalers":          {true, "hpa", "all", "status", true},
 	}
-	if n := len(reg.Resources()); n != len(cases) {
-		t.Errorf("%d resources, want %d", n, len(cases))
+	// autoscaling is served in v2 as well as v1.
+	if n := len(reg.Resources()); n != len(cases)+1 {
+		t.Errorf("%d resources, want %d", n, len(cases)+1)
 	}
 	for key, w := range cases {
 		group, res, _ := strings.Cut(key, "/")
@@ -123,7 +125,9 @@ func TestDiscovery(t *testing.T) {
 		if got != w {
 			t.Errorf("%s: got %+v, want %+v", key, got, w)
 		}
-		g := group
+		// Stored under the storage version's group (events.k8s.io events
+		// are core's).
+		g := reg.StorageResource(r).GroupVersion.Group
 		if g == "" {
 			g = "core"
 		}
@@ -138,13 +142,13 @@ func TestDiscovery(t *testing.T) {
 			t.Fatalf("order differs at %d", i)
 		}
 	}
-	// One group version per group the cases name.
+	// One group version per group the cases name, two for autoscaling.
 	groups := map[string]bool{}
 	for key := range cases {
 		g, _, _ := strings.Cut(key, "/")
 		groups[g] = true
 	}
-	if gvs := reg.GroupVersions(); len(gvs) != len(groups) || gvs[0] != (schema.GroupVersion{Version: "v1"}) {
+	if gvs := reg.GroupVersions(); len(gvs) != len(groups)+1 || gvs[0] != (schema.GroupVersion{Version: "v1"}) {
 		t.Errorf("GroupVersions() = %v", gvs)
 	}
 }

@@ -65,6 +65,12 @@ type Resource struct {
 	// StorageKeyPrefix is "/<group or core>/<resource>"; keys are
 	// prefix/<namespace>/<name> (prefix/<name> for cluster-scoped resources).
 	StorageKeyPrefix string
+
+	// StorageVersion, when set, is the group version this resource's
+	// objects are stored in: another served version of the same resource,
+	// with the same StorageKeyPrefix, that the scheme converts to and from
+	// (conversion.go). Empty: objects are stored as served.
+	StorageVersion schema.GroupVersion
 }
 
 // GroupVersionResource of r.

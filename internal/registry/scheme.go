@@ -3,6 +3,7 @@ package registry
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		corev1.AddToScheme,
 		appsv1.AddToScheme,
 		autoscalingv1.AddToScheme,
+		autoscalingv2.AddToScheme,
 		batchv1.AddToScheme,
 		coordinationv1.AddToScheme,
 		discoveryv1.AddToScheme,
@@ -52,6 +54,9 @@ func NewScheme() (*runtime.Scheme, error) {
 		if err := add(s); err != nil {
 			return nil, err
 		}
+	}
+	if err := addConversions(s); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
