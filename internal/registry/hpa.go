@@ -27,11 +27,13 @@ func hpaV2Strategy() strategy[*autoscalingv2.HorizontalPodAutoscaler] {
 		namespaced:  true,
 		name:        apivalidation.NameIsDNSSubdomain,
 		specChanged: func(obj, old *autoscalingv2.HorizontalPodAutoscaler) bool { return semanticChanged(obj.Spec, old.Spec) },
-		resetStatus: func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Status = autoscalingv2.HorizontalPodAutoscalerStatus{} },
-		keepStatus:  func(obj, old *autoscalingv2.HorizontalPodAutoscaler) { obj.Status = old.Status },
-		keepSpec:    func(obj, old *autoscalingv2.HorizontalPodAutoscaler) { obj.Spec = old.Spec },
-		defaults:    defaultHPA,
-		validate:    validateHPA,
+		resetStatus: func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Status = autoscalingv2.HorizontalPodAutoscalerStatus{}
+		},
+		keepStatus: func(obj, old *autoscalingv2.HorizontalPodAutoscaler) { obj.Status = old.Status },
+		keepSpec:   func(obj, old *autoscalingv2.HorizontalPodAutoscaler) { obj.Spec = old.Spec },
+		defaults:   defaultHPA,
+		validate:   validateHPA,
 		validateStatus: func(obj, _ *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 			p := field.NewPath("status")
 			errs := validateNonnegative(obj.Status.CurrentReplicas, p.Child("currentReplicas"))
@@ -99,7 +101,9 @@ func hpaV1Resource(c clock) *Resource {
 }
 
 // schema2 is group's v2.
-func schema2(group string) schema.GroupVersion { return schema.GroupVersion{Group: group, Version: "v2"} }
+func schema2(group string) schema.GroupVersion {
+	return schema.GroupVersion{Group: group, Version: "v2"}
+}
 
 // defaultHPA is upstream's SetDefaults_HorizontalPodAutoscaler for v2.
 func defaultHPA(h *autoscalingv2.HorizontalPodAutoscaler) {
