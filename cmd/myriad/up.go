@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
@@ -26,6 +27,7 @@ func controlPlaneFlags(fs *flag.FlagSet) (*controlplane.Config, *string) {
 	fs.Int64Var(&cfg.MaxRequestBodyBytes, "max-request-body-bytes", 3<<20, "largest request body accepted (413 beyond)")
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", "10.96.0.0/12", "CIDR ClusterIPs are allocated from")
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", "30000-32767", "range NodePorts are allocated from")
+	fs.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long events are kept after their last write (negative: forever)")
 	fs.Func("indexed-labels", "comma-separated label keys the watch caches index (besides app)", func(v string) error {
 		cfg.IndexedLabels = splitList(v)
 		return nil

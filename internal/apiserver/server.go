@@ -56,6 +56,9 @@ type Config struct {
 	// CompactionInterval is how often history older than one interval is
 	// compacted away (default 5 minutes, as upstream).
 	CompactionInterval time.Duration
+	// EventTTL is how long after its last write an event is deleted
+	// (upstream's --event-ttl; default one hour; negative: never).
+	EventTTL time.Duration
 	// Version is what /version reports.
 	Version version.Info
 	Logger  *slog.Logger
@@ -111,6 +114,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()
+	}
+	if cfg.EventTTL == 0 {
+		cfg.EventTTL = time.Hour
 	}
 	if cfg.CompactionInterval == 0 {
 		cfg.CompactionInterval = 5 * time.Minute
@@ -246,6 +252,9 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	if err := s.bootstrap(ctx); err != nil {
+		return err
+	}
+	if err := s.startEventExpiry(); err != nil {
 		return err
 	}
 	s.wg.Add(1)

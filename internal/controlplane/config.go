@@ -31,6 +31,9 @@ type Config struct {
 	ServiceNodePortRange  string
 	// IndexedLabels are extra label keys the watch caches index.
 	IndexedLabels []string
+	// EventTTL is how long events are kept after their last write
+	// (default one hour; negative: forever).
+	EventTTL time.Duration
 	// ExtraSANs are more names/IPs for the serving certificate.
 	ExtraSANs []string
 	// Components run in-process once the server is ready (the scheduler

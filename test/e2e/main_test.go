@@ -100,10 +100,10 @@ func startAPIServer(dataDir string) (*server, error) {
 	return startCommand("apiserver", dataDir, port)
 }
 
-func startCommand(command, dataDir string, port int) (*server, error) {
+func startCommand(command, dataDir string, port int, extraArgs ...string) (*server, error) {
 	s := &server{dataDir: dataDir, kubeconfig: filepath.Join(dataDir, "kubeconfig"), port: port, log: &safeBuffer{}, done: make(chan error, 1)}
 	_ = os.Remove(s.kubeconfig)
-	s.cmd = exec.Command(binary, command, "--data-dir", dataDir, "--secure-port", strconv.Itoa(port))
+	s.cmd = exec.Command(binary, append([]string{command, "--data-dir", dataDir, "--secure-port", strconv.Itoa(port)}, extraArgs...)...)
 	s.cmd.Stdout = s.log
 	s.cmd.Stderr = s.log
 	if err := s.cmd.Start(); err != nil {
