@@ -59,6 +59,9 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		recorder: podcontrol.Recorder(c, "persistentvolume-controller"),
 		ticker:   c.Clock,
 	}
+	if ctrl.ticker == nil {
+		ctrl.ticker = clock.RealClock{}
+	}
 	ctrl.Base = reconcile.NewBase(c, Name, ctrl.sync, reconcile.Options[string]{})
 	ctrl.Synced = []cache.InformerSynced{pvcInf.Informer().HasSynced, pvInf.Informer().HasSynced, scInf.Informer().HasSynced, podInf.Informer().HasSynced}
 	err := reconcile.AddHandlers(
