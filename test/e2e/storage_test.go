@@ -64,6 +64,33 @@ spec:
   resources: {requests: {storage: 1Gi}}
 `
 
+// defaultClassYAML is a default class, a volume of it, and a claim that
+// names no class.
+const defaultClassYAML = `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: standard
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: Immediate
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: standard-pv}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: standard
+  hostPath: {path: /data/standard}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: plain, namespace: storage-e2e}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+`
+
 // TestPersistentVolumes runs volume semantics through a real `myriad up`
 // (the StorageObjectInUseProtection admission plugin, the
 // persistentvolume-binder, pvc-protection and pv-protection controllers,
@@ -208,6 +235,18 @@ func TestPersistentVolumes(t *testing.T) {
 			t.Errorf("claim after scheduling: volume %q phase %s", pvc.Spec.VolumeName, pvc.Status.Phase)
 		}
 		waitFor(t, 30*time.Second, func() bool { return volumePhase(t, c, "local-pv") == corev1.VolumeBound })
+	})
+
+	t.Run("a claim naming no class gets the default class and binds in it", func(t *testing.T) {
+		srv.mustKubectl(t, defaultClassYAML, "apply", "-f", "-")
+		waitFor(t, 30*time.Second, func() bool { return claimPhase(t, c, ns, "plain") == corev1.ClaimBound })
+		pvc, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "plain", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != "standard" || pvc.Spec.VolumeName != "standard-pv" {
+			t.Errorf("claim class %v volume %q, want standard and standard-pv", pvc.Spec.StorageClassName, pvc.Spec.VolumeName)
+		}
 	})
 
 	t.Run("a pod whose claim does not exist is unschedulable", func(t *testing.T) {
