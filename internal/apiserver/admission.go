@@ -20,6 +20,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/admission/priority"
 	"github.com/myriad-k8s/myriad/internal/admission/runtimeclass"
 	"github.com/myriad-k8s/myriad/internal/admission/serviceip"
+	"github.com/myriad-k8s/myriad/internal/admission/storageprotection"
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 	"github.com/myriad-k8s/myriad/internal/cache"
 )
@@ -34,10 +35,10 @@ var (
 
 // newAdmission builds the admission chain over the server's handlers, in
 // upstream's plugin order: NamespaceLifecycle, Priority,
-// DefaultStorageClass, RuntimeClass, DefaultIngressClass, then the
-// ClusterIP and node port allocation, then Config.AdmissionPlugins. A
-// plugin is added here or there; the REST handlers call the chain and
-// need no change.
+// DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
+// DefaultIngressClass, then the ClusterIP and node port allocation, then
+// Config.AdmissionPlugins. A plugin is added here or there; the REST
+// handlers call the chain and need no change.
 func (s *Server) newAdmission() (*admission.Chain, error) {
 	var err error
 	if s.services, err = serviceip.New(s.cfg.ServiceClusterIPRange, s.cfg.ServiceNodePortRange); err != nil {
@@ -56,6 +57,7 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 	if h, ok := s.handlers[storageClassesGVR]; ok {
 		plugins = append(plugins, defaultclass.NewStorageClass(h.listClasses))
 	}
+	plugins = append(plugins, storageprotection.New())
 	if rcs, ok := s.handlers[runtimeClassesGVR]; ok {
 		plugins = append(plugins, runtimeclass.New(func(ctx context.Context, name string) (*nodev1.RuntimeClass, error) {
 			obj, _, err := rcs.objects.get(ctx, "", name)

@@ -12,10 +12,12 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/namespace"
 	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
 	"github.com/myriad-k8s/myriad/internal/controllers/podgc"
+	"github.com/myriad-k8s/myriad/internal/controllers/pvbinder"
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
 	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
+	"github.com/myriad-k8s/myriad/internal/controllers/volumeprotection"
 )
 
 // All lists every controller the manager can run, in start order.
@@ -35,5 +37,8 @@ func All() []controllerctx.Descriptor {
 		job.Descriptor(),
 		cronjob.Descriptor(),
 		statefulset.Descriptor(),
+		pvbinder.Descriptor(),
+		volumeprotection.PVCDescriptor(),
+		volumeprotection.PVDescriptor(),
 	}
 }

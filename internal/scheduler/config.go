@@ -48,6 +48,11 @@ type Config struct {
 	// MaxConcurrentBinds bounds pods/binding calls in flight (default 64),
 	// below the API server's mutating-inflight limit.
 	MaxConcurrentBinds int
+	// VolumeBindTimeout bounds how long a pod's binding waits for its
+	// claims to be bound after the scheduler pre-bound their volumes or
+	// selected the node for provisioning. Default upstream's 600 s
+	// (bindTimeoutSeconds).
+	VolumeBindTimeout time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -75,6 +80,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.VolumeBindTimeout == 0 {
+		c.VolumeBindTimeout = 600 * time.Second
 	}
 	rc := rest.CopyConfig(c.RESTConfig)
 	if rc.QPS == 0 {

@@ -13,6 +13,12 @@
 //	          └─► queue (active / backoff / unschedulable) ──► core ──► Binder (pods/binding)
 //	                                                             └──► Reporter (events, status, victims)
 //
+// VolumeBinding reads claims, volumes and classes from three more
+// informers (a list+watch each, caching what the cluster holds: nothing
+// in a cluster without storage) and looks at them only for pods that
+// mount claims; such pods are scheduled one at a time, and their binding
+// first pre-binds their volumes (volumes.go).
+//
 // The core (packages core, queue, cache, plugins, framework) has no
 // client-go dependency; this package is the thin layer around it.
 package scheduler

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 
 	"github.com/myriad-k8s/myriad/internal/leaderelect"
@@ -50,6 +51,13 @@ func Run(ctx context.Context, cfg Config) error {
 	defer reporter.wait()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	pdbs := factory.Policy().V1().PodDisruptionBudgets()
+	// VolumeBinding's caches: three more list+watches, holding only what
+	// the cluster has of claims, volumes and classes (nothing, in a
+	// cluster without storage).
+	pvcInf := factory.Core().V1().PersistentVolumeClaims()
+	pvInf := factory.Core().V1().PersistentVolumes()
+	scInf := factory.Storage().V1().StorageClasses()
+	vols := volumeListers{claims: pvcInf.Lister(), volumes: pvInf.Lister(), classes: scInf.Lister()}
 	sched, err := core.New(core.Config{
 		Profile:                  cfg.SchedulerName,
 		EquivalenceClasses:       !cfg.DisableEquivalenceClasses,
@@ -63,6 +71,8 @@ func Run(ctx context.Context, cfg Config) error {
 		Binder:                   apiBinder{client: client},
 		Reporter:                 reporter,
 		PDBs:                     pdbLister{lister: pdbs.Lister()},
+		Volumes:                  vols,
+		VolumeBinder:             apiVolumeBinder{client: client, listers: vols, timeout: cfg.VolumeBindTimeout, poll: 100 * time.Millisecond},
 	}, c, q)
 	if err != nil {
 		return err
@@ -75,6 +85,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("pod handler: %w", err)
 	}
 	_ = pdbs.Informer()
+	for _, inf := range []cache.SharedIndexInformer{pvcInf.Informer(), pvInf.Informer(), scInf.Informer()} {
+		if _, err := inf.AddEventHandler(volumeHandler(q.MoveAllToActiveOrBackoff)); err != nil {
+			return fmt.Errorf("volume handler: %w", err)
+		}
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -35,8 +35,14 @@ type containerKey struct {
 
 // EquivalenceClass returns pod's class key, or "" when the pod should not be
 // batched: pods with pod (anti-)affinity or topology spread constraints,
-// whose fit depends on where their siblings land.
+// whose fit depends on where their siblings land, and pods with claims,
+// whose fit depends on their own claims.
 func EquivalenceClass(pod *v1.Pod) string {
+	for i := range pod.Spec.Volumes {
+		if v := &pod.Spec.Volumes[i]; v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return ""
+		}
+	}
 	if a := pod.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
 		return ""
 	}

@@ -40,6 +40,15 @@ type Reporter interface {
 	Preempt(ctx context.Context, pod *v1.Pod, node string, victims []*v1.Pod) error
 }
 
+// VolumeBinder carries out a pod's volume decisions on its node before
+// the pod is bound (upstream's VolumeBinding PreBind): it pre-binds the
+// chosen volumes, selects the node on claims to provision, and waits
+// until the claims are bound. Called from binding goroutines; safe for
+// concurrent use.
+type VolumeBinder interface {
+	BindVolumes(ctx context.Context, pod *v1.Pod, node string, b *plugins.VolumeBindings) error
+}
+
 // PDBLister lists PodDisruptionBudgets, which preemption respects as best
 // effort. Optional.
 type PDBLister interface {
@@ -81,6 +90,10 @@ type Config struct {
 	Binder   Binder
 	Reporter Reporter
 	PDBs     PDBLister
+	// Volumes and VolumeBinder turn VolumeBinding on for pods with
+	// claims; without them claims are not looked at.
+	Volumes      plugins.VolumeLister
+	VolumeBinder VolumeBinder
 	// Seed seeds tie-breaking; 0 picks a random seed.
 	Seed uint64
 }
@@ -232,7 +245,7 @@ func (s *Scheduler) placeFromSearch(ctx context.Context, batch []*queue.QueuedPo
 	if len(batch) == 1 {
 		node := s.selectHost(res)
 		if s.assume(batch[0], res.state, node) {
-			s.bindAsync(ctx, batch[0], node.Name, start)
+			s.bindAsync(ctx, batch[0], node.Name, res.state.VolumeBindings(node.Node), start)
 			return 1
 		}
 		// The node changed between the search and the assume; retry.
@@ -247,7 +260,8 @@ func (s *Scheduler) placeFromSearch(ctx context.Context, batch []*queue.QueuedPo
 			h.drop()
 			continue
 		}
-		s.bindAsync(ctx, qp, e.node.Name, start)
+		// A batch shares no volumes: pods with claims are not batched.
+		s.bindAsync(ctx, qp, e.node.Name, nil, start)
 		placed++
 		var score int64
 		s.cache.View(func(cache.Snapshot) { score = res.static[e.idx] + res.state.ScoreResources(e.node) })
@@ -274,15 +288,24 @@ func (s *Scheduler) assume(qp *queue.QueuedPod, st *plugins.State, n *framework.
 	return ok
 }
 
-// bindAsync binds in a goroutine, as kube-scheduler's binding cycle.
-func (s *Scheduler) bindAsync(ctx context.Context, qp *queue.QueuedPod, node string, start time.Time) {
+// bindAsync binds in a goroutine, as kube-scheduler's binding cycle:
+// volumes first (PreBind), then the pod.
+func (s *Scheduler) bindAsync(ctx context.Context, qp *queue.QueuedPod, node string, vb *plugins.VolumeBindings, start time.Time) {
 	s.binds.Add(1)
 	go func() {
 		defer s.binds.Done()
 		pod := qp.Info.Pod
-		s.bindSlots <- struct{}{}
-		err := s.cfg.Binder.Bind(ctx, pod, node)
-		<-s.bindSlots
+		var err error
+		if !vb.Empty() && s.cfg.VolumeBinder != nil {
+			// Outside the bind slots: waiting for claims to bind must not
+			// hold up other pods' bindings.
+			err = s.cfg.VolumeBinder.BindVolumes(ctx, pod, node, vb)
+		}
+		if err == nil {
+			s.bindSlots <- struct{}{}
+			err = s.cfg.Binder.Bind(ctx, pod, node)
+			<-s.bindSlots
+		}
 		now := s.cfg.Clock.Now()
 		if err != nil {
 			s.cfg.Logger.Info("binding failed", "pod", qp.Info.Key(), "node", node, "err", err)

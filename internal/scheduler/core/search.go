@@ -60,6 +60,12 @@ func (s *Scheduler) search(pi *framework.PodInfo) *searchResult {
 			res.preFilter = status
 			return
 		}
+		if pi.HasClaims && s.cfg.Volumes != nil {
+			if status := plugins.PreFilterVolumes(st, s.cfg.Volumes); status != nil {
+				res.preFilter = status
+				return
+			}
+		}
 		st.Nominated = s.nominator.requestsFor(pi)
 		res.state = st
 		if len(nodes) == 0 {

@@ -61,6 +61,10 @@ type PodInfo struct {
 	// ParseError is set when a term's selector is invalid; the pod is then
 	// unschedulable, as upstream's PreFilter fails.
 	ParseError error
+	// HasClaims: the pod mounts a PersistentVolumeClaim (directly or as a
+	// generic ephemeral volume), so VolumeBinding has work to do; pods
+	// without claims skip it entirely.
+	HasClaims bool
 }
 
 // NewPodInfo computes pod's scheduling facts.
@@ -86,6 +90,12 @@ func NewPodInfo(pod *v1.Pod) *PodInfo {
 					pi.HostPorts = append(pi.HostPorts, p)
 				}
 			}
+		}
+	}
+	for i := range pod.Spec.Volumes {
+		if v := &pod.Spec.Volumes[i]; v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			pi.HasClaims = true
+			break
 		}
 	}
 	if a := pod.Spec.Affinity; a != nil {

@@ -2,8 +2,8 @@
 // scores over the framework's PodInfo and NodeInfo:
 //
 //	filters: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity,
-//	         NodePorts, NodeResourcesFit, PodTopologySpread (DoNotSchedule),
-//	         InterPodAffinity (required)
+//	         NodePorts, NodeResourcesFit, VolumeBinding,
+//	         PodTopologySpread (DoNotSchedule), InterPodAffinity (required)
 //	scores:  NodeResourcesFit/LeastAllocated (weight 1),
 //	         NodeResourcesBalancedAllocation (1), NodeAffinity preferred (2),
 //	         TaintToleration PreferNoSchedule (3), InterPodAffinity
@@ -18,7 +18,10 @@
 //
 // Files follow plugins: fit.go (NodeResourcesFit, BalancedAllocation),
 // taints.go (TaintToleration, NodeUnschedulable), affinity.go
-// (InterPodAffinity), spread.go (PodTopologySpread); state.go holds
+// (InterPodAffinity), spread.go (PodTopologySpread), volumebinding.go
+// (VolumeBinding: PreFilterVolumes, run only for pods with claims, the
+// per-node volume filter, and the decisions PreBind carries out);
+// state.go holds
 // PreFilter, the filter order and the one-line filters (NodeName,
 // NodeAffinity, NodePorts); score.go normalizes and weighs the scores.
 // Each has its table-driven tests beside it.

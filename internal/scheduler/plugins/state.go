@@ -34,6 +34,8 @@ type State struct {
 	spread   *spreadState
 	// softSpread holds ScheduleAnyway constraints' counts, for scoring.
 	softSpread *spreadState
+	// volumes is VolumeBinding's state, nil for pods without claims.
+	volumes *volumeState
 
 	// Nominated holds, per node, the requests of pods nominated there
 	// (by preemption) with priority at least the pod's; they count as
@@ -78,11 +80,12 @@ func PreFilter(pod *framework.PodInfo, cluster Cluster) (*State, *framework.Stat
 
 // DependsOnOtherPods reports whether where this pod fits or scores depends
 // on pods other than through node resources and ports: pod (anti-)affinity
-// of its own or of existing pods, or topology spreading. Such pods are not
+// of its own or of existing pods, topology spreading, or volumes to bind
+// (each placement takes a volume). Such pods are not
 // placed as an equivalence-class batch, since each placement changes other
 // nodes' verdicts.
 func (s *State) DependsOnOtherPods() bool {
-	return s.affinity != nil || s.spread != nil || s.softSpread != nil
+	return s.affinity != nil || s.spread != nil || s.softSpread != nil || s.volumes != nil
 }
 
 // Filter runs the filters on node in upstream's order and returns the first
@@ -110,6 +113,11 @@ func (s *State) Filter(n *framework.NodeInfo) *framework.Status {
 	}
 	if st := s.FilterResources(n); st != nil {
 		return st
+	}
+	if s.volumes != nil {
+		if st := s.volumes.filter(n); st != nil {
+			return st
+		}
 	}
 	if s.spread != nil {
 		if st := s.spread.filter(n); st != nil {
