@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -100,59 +101,77 @@ type progress struct {
 	finalizersByKey map[string]int
 }
 
+// isPods: pods are deleted first. Upstream's ordered namespace deletion
+// (GA in v1.34) removes pods, and waits for them to be gone, before
+// anything they may depend on (their service accounts, secrets, config
+// maps, network policies), so no pod runs on in a half-deleted namespace.
+func isPods(gvr schema.GroupVersionResource) bool { return gvr.Group == "" && gvr.Resource == "pods" }
+
 func (c *Controller) deleteContent(ctx context.Context, ns string, res []resources.Resource) progress {
 	p := progress{remainingByGR: map[string]int{}, finalizersByKey: map[string]int{}}
-	bg := metav1.DeletePropagationBackground
-	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
 	for _, r := range res {
-		if !r.Namespaced {
-			continue
+		if isPods(r.GVR) {
+			c.deleteResource(ctx, ns, r, &p)
 		}
-		client := c.metadata.Resource(r.GVR).Namespace(ns)
-		list, err := client.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
-				continue
-			}
-			p.failures = append(p.failures, fmt.Errorf("listing %s: %w", r.GVR.GroupResource(), err))
-			continue
-		}
-		if len(list.Items) == 0 {
-			continue
-		}
-		// One deletecollection where supported, else one delete per object;
-		// objects already terminating are not asked again.
-		if r.Has("deletecollection") {
-			err = client.DeleteCollection(ctx, opts, metav1.ListOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				p.failures = append(p.failures, fmt.Errorf("deleting %s: %w", r.GVR.GroupResource(), err))
-			}
-		} else {
-			for _, item := range list.Items {
-				if item.DeletionTimestamp != nil {
-					continue
-				}
-				if err := client.Delete(ctx, item.Name, opts); err != nil && !apierrors.IsNotFound(err) {
-					p.failures = append(p.failures, fmt.Errorf("deleting %s %s: %w", r.GVR.GroupResource(), item.Name, err))
-				}
-			}
-		}
-		after, err := client.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			p.failures = append(p.failures, fmt.Errorf("listing %s: %w", r.GVR.GroupResource(), err))
-			continue
-		}
-		if n := len(after.Items); n > 0 {
-			p.remaining += n
-			p.remainingByGR[r.GVR.GroupResource().String()] += n
-			for _, item := range after.Items {
-				for _, f := range item.Finalizers {
-					p.finalizersByKey[f]++
-				}
-			}
+	}
+	if p.remaining > 0 || len(p.failures) > 0 {
+		return p
+	}
+	for _, r := range res {
+		if r.Namespaced && !isPods(r.GVR) {
+			c.deleteResource(ctx, ns, r, &p)
 		}
 	}
 	return p
+}
+
+// deleteResource deletes every object of r in ns and records what is left.
+func (c *Controller) deleteResource(ctx context.Context, ns string, r resources.Resource, p *progress) {
+	bg := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
+	client := c.metadata.Resource(r.GVR).Namespace(ns)
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) {
+			return
+		}
+		p.failures = append(p.failures, fmt.Errorf("listing %s: %w", r.GVR.GroupResource(), err))
+		return
+	}
+	if len(list.Items) == 0 {
+		return
+	}
+	// One deletecollection where supported, else one delete per object;
+	// objects already terminating are not asked again.
+	if r.Has("deletecollection") {
+		err = client.DeleteCollection(ctx, opts, metav1.ListOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			p.failures = append(p.failures, fmt.Errorf("deleting %s: %w", r.GVR.GroupResource(), err))
+		}
+	} else {
+		for _, item := range list.Items {
+			if item.DeletionTimestamp != nil {
+				continue
+			}
+			if err := client.Delete(ctx, item.Name, opts); err != nil && !apierrors.IsNotFound(err) {
+				p.failures = append(p.failures, fmt.Errorf("deleting %s %s: %w", r.GVR.GroupResource(), item.Name, err))
+			}
+		}
+	}
+	after, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		p.failures = append(p.failures, fmt.Errorf("listing %s: %w", r.GVR.GroupResource(), err))
+		return
+	}
+	if n := len(after.Items); n > 0 {
+		p.remaining += n
+		p.remainingByGR[r.GVR.GroupResource().String()] += n
+		for _, item := range after.Items {
+			for _, f := range item.Finalizers {
+				p.finalizersByKey[f]++
+			}
+		}
+	}
 }
 
 // conditions are upstream's namespace deletion conditions for this pass.

@@ -65,12 +65,22 @@ func TestSync(t *testing.T) {
 			wantLeft:      []string{"other"},
 		},
 		{
-			name:          "waits for content with finalizers",
+			// Ordered deletion: while a pod remains nothing else is deleted.
+			name:          "pods go first",
 			ns:            terminating("a"),
 			objects:       []runtime.Object{object("Pod", "a", "p1", "example.com/hold"), object("ConfigMap", "a", "c1")},
 			stuck:         "p1",
 			wantErr:       errRemaining,
-			wantLeft:      []string{"p1"},
+			wantLeft:      []string{"c1", "p1"},
+			wantCondition: corev1.NamespaceFinalizersRemaining,
+		},
+		{
+			name:          "waits for content with finalizers",
+			ns:            terminating("a"),
+			objects:       []runtime.Object{object("Pod", "a", "p1"), object("ConfigMap", "a", "c1", "example.com/hold")},
+			stuck:         "c1",
+			wantErr:       errRemaining,
+			wantLeft:      []string{"c1"},
 			wantCondition: corev1.NamespaceFinalizersRemaining,
 		},
 		{
