@@ -165,12 +165,13 @@ var upstreamSubresources = map[schema.GroupVersionResource][]string{
 
 // Issue references for exclusions.
 const (
-	issueSecurity      = "issue 21 (security)"
-	issueExtensibility = "issue 22 (extensibility)"
-	issueFlowControl   = "issue 25 (flow control)"
-	issueRealNodes     = "issue 27 (real nodes)"
-	issueWholeAPI      = "issue 28 (the whole built-in API), still owed"
-	noIssue            = "no issue yet"
+	issueSecurity       = "issue 21 (security)"
+	issueExtensibility  = "issue 22 (extensibility)"
+	issueFlowControl    = "issue 25 (flow control)"
+	issueRealNodes      = "issue 27 (real nodes)"
+	issueSeveralServers = "issue 23 (etcd and several API servers)"
+	issueWholeAPI       = "issue 28 (the whole built-in API), still owed"
+	noIssue             = "no issue yet"
 )
 
 // exclusion is why Myriad does not serve an upstream resource or subresource.
@@ -227,9 +228,9 @@ var excluded = map[string]exclusion{
 	"certificates.k8s.io/v1/certificatesigningrequests":          {issueWholeAPI, "with approval and the built-in signers"},
 	"certificates.k8s.io/v1/certificatesigningrequests/approval": {issueWholeAPI, "with certificatesigningrequests"},
 	"certificates.k8s.io/v1/certificatesigningrequests/status":   {issueWholeAPI, "with certificatesigningrequests"},
-	"networking.k8s.io/v1/ipaddresses":                           {issueWholeAPI, "if the service-IP allocator moves to them cleanly"},
-	"networking.k8s.io/v1/servicecidrs":                          {issueWholeAPI, "if the service-IP allocator moves to them cleanly"},
-	"networking.k8s.io/v1/servicecidrs/status":                   {issueWholeAPI, "with servicecidrs"},
+	"networking.k8s.io/v1/ipaddresses":                           {issueSeveralServers, "the service-IP allocator's state moves into the store as IPAddress objects when several API servers share it"},
+	"networking.k8s.io/v1/servicecidrs":                          {issueSeveralServers, "with ipaddresses"},
+	"networking.k8s.io/v1/servicecidrs/status":                   {issueSeveralServers, "with ipaddresses"},
 
 	// Dynamic resource allocation (GA in v1.34).
 	"resource.k8s.io/v1/deviceclasses":          {noIssue, "dynamic resource allocation needs DRA drivers on nodes and the scheduler's DRA plugin"},

@@ -13,10 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// appManifest is a typical application's manifest beyond apps/v1: a
-// Service behind an Ingress of the default class, a NetworkPolicy, a
-// claim of the default StorageClass, and the cluster-scoped classes and
-// CSI objects a platform team applies. RUN makes cluster-scoped names
+// appManifest is a typical application's manifest: a Deployment with its
+// HorizontalPodAutoscaler, a Service behind an Ingress of the default
+// class, a NetworkPolicy, a claim of the default StorageClass, a CronJob,
+// and the cluster-scoped classes and CSI objects a platform team applies. RUN makes cluster-scoped names
 // unique to the run and NS is the namespace.
 //
 // The NetworkPolicy's port names its protocol: spec.ingress is an atomic
@@ -142,6 +142,57 @@ spec:
   accessModes: [ReadWriteOnce]
   resources:
     requests: {storage: 1Gi}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: NS
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+        resources:
+          requests: {cpu: 100m}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: web
+  namespace: NS
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 2
+  maxReplicas: 6
+  metrics:
+  - type: Resource
+    resource:
+      name: cpu
+      target: {type: Utilization, averageUtilization: 70}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: report
+  namespace: NS
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+          - name: report
+            image: busybox:1.36
+            command: [sh, -c, "echo report"]
 `
 
 // TestAPIGroupsManifest applies one manifest of networking.k8s.io,
@@ -170,6 +221,9 @@ func TestAPIGroupsManifest(t *testing.T) {
 		"ingress.networking.k8s.io/web",
 		"networkpolicy.networking.k8s.io/web-from-frontend",
 		"persistentvolumeclaim/data",
+		"deployment.apps/web",
+		"horizontalpodautoscaler.autoscaling/web",
+		"cronjob.batch/report",
 	}
 	t.Run("apply twice", func(t *testing.T) {
 		for _, verb := range []string{"created", "unchanged"} {
@@ -200,6 +254,8 @@ func TestAPIGroupsManifest(t *testing.T) {
 			{[]string{"-n", ns, "get", "csistoragecapacity"}, []string{"NAME", "STORAGECLASSNAME", "CAPACITY", "AGE", "capacity-a", "100Gi"}},
 			{[]string{"get", "vac", "gold-" + run}, []string{"NAME", "DRIVERNAME", "AGE", "ebs-" + run + ".csi.aws.com"}},
 			{[]string{"-n", ns, "get", "pvc", "data"}, []string{"STORAGECLASS", "fast-" + run}},
+			{[]string{"-n", ns, "get", "hpa", "web"}, []string{"NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "Deployment/web", "cpu: ", "/70%"}},
+			{[]string{"-n", ns, "get", "cronjob", "report"}, []string{"NAME", "SCHEDULE", "0 3 * * *"}},
 		} {
 			out := s.mustKubectl(t, "", tc.args...)
 			for _, w := range tc.want {
