@@ -36,6 +36,7 @@ func NewWithOptions(opts Options) (*Registry, error) {
 	// storage, scheduling, coordination, node, discovery), resources
 	// alphabetical within a group.
 	rs := []*Resource{
+		componentStatusResource(),
 		configMapResource(c),
 		endpointsResource(c),
 		coreEventResource(c),
@@ -46,6 +47,7 @@ func NewWithOptions(opts Options) (*Registry, error) {
 		persistentVolumeResource(c),
 		podResource(c),
 		podTemplateResource(),
+		replicationControllerResource(c),
 		resourceQuotaResource(c),
 		secretResource(c),
 		serviceAccountResource(c),

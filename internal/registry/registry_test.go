@@ -72,6 +72,8 @@ func TestDiscovery(t *testing.T) {
 		"/nodes":                                 {false, "no", "", "status", true},
 		"/pods":                                  {true, "po", "all", "status,binding,eviction", true},
 		"/podtemplates":                          {true, "", "", "", true},
+		"/replicationcontrollers":                {true, "rc", "all", "status,scale", true},
+		"/componentstatuses":                     {false, "cs", "", "", false},
 		"/services":                              {true, "svc", "all", "status", true},
 		"/endpoints":                             {true, "ep", "", "", true},
 		"/configmaps":                            {true, "cm", "", "", true},
