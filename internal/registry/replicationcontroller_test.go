@@ -82,7 +82,9 @@ func TestReplicationControllerValidation(t *testing.T) {
 			[]string{"Required value: spec.selector"}},
 		{"selector does not match", func(rc *corev1.ReplicationController) { rc.Spec.Selector = map[string]string{"app": "db"} },
 			[]string{"Invalid value: spec.template.metadata.labels"}},
-		{"restart policy Never", func(rc *corev1.ReplicationController) { rc.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever },
+		{"restart policy Never", func(rc *corev1.ReplicationController) {
+			rc.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		},
 			[]string{"Unsupported value: spec.template.spec.restartPolicy"}},
 		{"activeDeadlineSeconds", func(rc *corev1.ReplicationController) { rc.Spec.Template.Spec.ActiveDeadlineSeconds = ptrTo(int64(5)) },
 			[]string{"Forbidden: spec.template.spec.activeDeadlineSeconds"}},
