@@ -184,7 +184,6 @@ type exclusion struct {
 // the empty group, as upstreamAPI spells them.
 var excluded = map[string]exclusion{
 	// Core.
-	"core/v1/bindings":                 {issueWholeAPI, "the legacy top-level form of pods/binding, which is served"},
 	"core/v1/nodes/proxy":              {issueRealNodes, "proxies to a kubelet, which hollow nodes do not run"},
 	"core/v1/pods/attach":              {issueRealNodes, "streams from a container runtime"},
 	"core/v1/pods/exec":                {issueRealNodes, "streams from a container runtime"},

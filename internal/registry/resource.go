@@ -33,6 +33,8 @@ type Resource struct {
 	Subresources []string
 
 	// New and NewList return empty objects of the Kind and its list.
+	// NewList is nil for a Kind without a list (Binding), which must not
+	// serve list or watch.
 	New     func() runtime.Object
 	NewList func() runtime.Object
 
