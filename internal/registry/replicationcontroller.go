@@ -57,7 +57,8 @@ func replicationControllerResource(c clock) *Resource {
 				return rc.Spec.Replicas, rc.Status.Replicas, &metav1.LabelSelector{MatchLabels: rc.Spec.Selector}
 			},
 			func(rc *corev1.ReplicationController, n int32) { rc.Spec.Replicas = &n }),
-		StorageKeyPrefix: storagePrefix(gv, "replicationcontrollers"),
+		DefaultPropagation: metav1.DeletePropagationOrphan,
+		StorageKeyPrefix:   storagePrefix(gv, "replicationcontrollers"),
 	}
 }
 

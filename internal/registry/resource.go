@@ -64,6 +64,12 @@ type Resource struct {
 	// to serve autoscaling/v1 Scale without knowing the Kind.
 	Scale *ScaleAccessor
 
+	// DefaultPropagation is how a delete that names no propagation policy
+	// treats the object's dependents; empty means Background. Upstream's
+	// core/v1 ReplicationControllers orphan by default, kept for backwards
+	// compatibility (their strategy's DefaultGarbageCollectionPolicy).
+	DefaultPropagation metav1.DeletionPropagation
+
 	// StorageKeyPrefix is "/<group or core>/<resource>"; keys are
 	// prefix/<namespace>/<name> (prefix/<name> for cluster-scoped resources).
 	StorageKeyPrefix string

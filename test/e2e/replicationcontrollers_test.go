@@ -10,6 +10,7 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -152,6 +153,23 @@ func TestLegacyCoreAPI(t *testing.T) {
 			if len(p.OwnerReferences) != 0 || p.DeletionTimestamp != nil {
 				t.Errorf("pod %s: owners %+v deleting %v", p.Name, p.OwnerReferences, p.DeletionTimestamp)
 			}
+		}
+	})
+
+	t.Run("a delete without options orphans, as upstream's v1 default", func(t *testing.T) {
+		plain := strings.NewReplacer("name: web", "name: plain", "app: web", "app: plain", "replicas: 3", "replicas: 1").Replace(rcYAML)
+		srv.mustKubectl(t, plain, "create", "-f", "-")
+		waitRC(t, c, ns, "plain", 1)
+		if err := c.CoreV1().ReplicationControllers(ns).Delete(ctx, "plain", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 30*time.Second, func() bool {
+			_, err := c.CoreV1().ReplicationControllers(ns).Get(ctx, "plain", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		pods := rcPods(t, c, ns, "app=plain")
+		if len(pods) != 1 || len(pods[0].OwnerReferences) != 0 {
+			t.Errorf("pods after a plain delete: %+v", pods)
 		}
 	})
 
