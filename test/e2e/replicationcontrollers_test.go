@@ -95,6 +95,13 @@ func TestLegacyCoreAPI(t *testing.T) {
 		if out := srv.mustKubectl(t, "", "-n", ns, "get", "all", "-o", "name"); !strings.Contains(out, "replicationcontroller/web") {
 			t.Errorf("get all lacks the RC:\n%s", out)
 		}
+		// describe finds the pods by selector and the controller's events
+		// by the RC's UID.
+		waitFor(t, 20*time.Second, func() bool {
+			out := srv.mustKubectl(t, "", "-n", ns, "describe", "rc", "web")
+			return strings.Contains(out, "3 current / 3 desired") && strings.Contains(out, "3 Running") &&
+				strings.Contains(out, "SuccessfulCreate") && strings.Contains(out, "replication-controller")
+		})
 	})
 
 	t.Run("scale through the scale subresource", func(t *testing.T) {
