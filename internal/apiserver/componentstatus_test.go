@@ -102,6 +102,14 @@ func TestComponentStatuses(t *testing.T) {
 	}
 	e.do(http.MethodGet, "/api/v1/componentstatuses/nope", nil).wantStatus(t, http.StatusNotFound, metav1.StatusReasonNotFound)
 
+	// Protobuf, as client-go's core clients speak it.
+	if l, err := e.proto.CoreV1().ComponentStatuses().List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 3 {
+		t.Errorf("protobuf list: %v %+v", err, l)
+	}
+	if cs, err := e.proto.CoreV1().ComponentStatuses().Get(ctx, "scheduler", metav1.GetOptions{}); err != nil || cs.Name != "scheduler" || len(cs.Conditions) != 1 {
+		t.Errorf("protobuf get: %v %+v", err, cs)
+	}
+
 	// Selectors, the table.
 	l, err := e.cs.CoreV1().ComponentStatuses().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=etcd-0"})
 	if err != nil || len(l.Items) != 1 || l.Items[0].Name != "etcd-0" {
