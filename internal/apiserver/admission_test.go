@@ -89,8 +89,10 @@ func TestAdmissionPoints(t *testing.T) {
 	if _, err := deps.Create(ctx, testDeployment("web", 1), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pods.Create(ctx, testPod("p", ""), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"p", "q"} {
+		if _, err := pods.Create(ctx, testPod(name, ""), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.createNamespace("doomed")
 	rec.take()
@@ -173,6 +175,16 @@ func TestAdmissionPoints(t *testing.T) {
 		want: []string{
 			"admit CREATE pods/binding Binding default/p obj=true old=false dry=false alice",
 			"validate CREATE pods/binding Binding default/p obj=true old=false dry=false alice",
+		},
+	}, {
+		name: "legacy binding is admitted as bindings",
+		do: func() error {
+			return e.cs.CoreV1().RESTClient().Post().Namespace("default").Resource("bindings").
+				Body(&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Target: corev1.ObjectReference{Name: "n1"}}).Do(ctx).Error()
+		},
+		want: []string{
+			"admit CREATE bindings Binding default/q obj=true old=false dry=false alice",
+			"validate CREATE bindings Binding default/q obj=true old=false dry=false alice",
 		},
 	}, {
 		name: "scale sees Scales, and the deployment's write is not admitted again",

@@ -139,12 +139,7 @@ func (h *resourceHandler) markForDeletion(cur runtime.Object, m metav1.Object, o
 		grace = h.hooks.gracePeriod(cur, opts)
 	}
 	finalizers := m.GetFinalizers()
-	policy := h.defaultPropagation()
-	if opts.PropagationPolicy != nil {
-		policy = *opts.PropagationPolicy
-	} else if opts.OrphanDependents != nil && *opts.OrphanDependents {
-		policy = metav1.DeletePropagationOrphan
-	}
+	policy := h.propagation(m, opts)
 	// Propagation finalizers only make sense on objects that may own others,
 	// and only while something (the garbage collector) removes them.
 	if m.GetDeletionTimestamp() == nil || len(finalizers) > 0 {
@@ -189,9 +184,32 @@ func (h *resourceHandler) markForDeletion(cur runtime.Object, m metav1.Object, o
 	return true, changed
 }
 
-// defaultPropagation is Background for every resource we serve (the
-// orphan default of the old extensions/v1beta1 APIs is long gone).
-func (h *resourceHandler) defaultPropagation() metav1.DeletionPropagation {
+// propagation is how deleting m treats its dependents, as upstream's
+// shouldOrphanDependents and shouldDeleteDependents decide: the options
+// first (the deprecated orphanDependents before propagationPolicy), then a
+// propagation finalizer m already carries (a plain delete of an object
+// being deleted in the foreground keeps it so), then the resource's
+// default, Background unless the registry says otherwise.
+func (h *resourceHandler) propagation(m metav1.Object, opts *metav1.DeleteOptions) metav1.DeletionPropagation {
+	switch {
+	case opts.OrphanDependents != nil && *opts.OrphanDependents:
+		return metav1.DeletePropagationOrphan
+	case opts.OrphanDependents != nil:
+		return metav1.DeletePropagationBackground
+	case opts.PropagationPolicy != nil:
+		return *opts.PropagationPolicy
+	}
+	for _, f := range m.GetFinalizers() {
+		switch f {
+		case finalizerOrphan:
+			return metav1.DeletePropagationOrphan
+		case finalizerForeground:
+			return metav1.DeletePropagationForeground
+		}
+	}
+	if p := h.res.DefaultPropagation; p != "" {
+		return p
+	}
 	return metav1.DeletePropagationBackground
 }
 

@@ -1,8 +1,10 @@
 // Package apiserver serves the Kubernetes REST API over the store and the
 // watch caches: routing, content negotiation (JSON, YAML, protobuf, Table,
 // PartialObjectMetadata), the verbs and their resourceVersion semantics,
-// watch streaming, discovery, and the subresources that need more than a
-// strategy (binding, eviction, scale, status).
+// watch streaming, discovery, the subresources that need more than a
+// strategy (binding, eviction, scale, status), and the resources with no
+// stored objects (componentstatuses, computed when read; the legacy
+// bindings).
 //
 // Request flow: filters (authn, authz, limits, metrics; see package
 // filters) → Server.ServeHTTP → resourceHandler.serve → reads from the

@@ -14,6 +14,10 @@ func (s *Server) installHooks() {
 			s.podHooks(h)
 		case gvr == schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}:
 			s.namespaceHooks(h)
+		case gvr == schema.GroupVersionResource{Version: "v1", Resource: "bindings"}:
+			s.bindingHooks(h)
+		case gvr == schema.GroupVersionResource{Version: "v1", Resource: "componentstatuses"}:
+			s.componentStatusHooks(h)
 		}
 		if h.res.HasSubresource("scale") {
 			if h.hooks.subresources == nil {

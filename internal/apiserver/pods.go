@@ -45,24 +45,60 @@ func podGracePeriod(obj runtime.Object, opts *metav1.DeleteOptions) int64 {
 }
 
 func (s *Server) bindPod(w http.ResponseWriter, r *http.Request, h *resourceHandler, info *request.RequestInfo) {
-	obj, ok := s.subresourceBody(w, r, h, info, request.VerbCreate, corev1.SchemeGroupVersion.WithKind("Binding"), &corev1.Binding{})
+	obj, ok := s.subresourceBody(w, r, h, info, request.VerbCreate, bindingGVK, &corev1.Binding{})
 	if !ok {
 		return
 	}
+	s.bind(w, r, h, h, info.Namespace, info.Name, "binding", obj.(*corev1.Binding))
+}
+
+var bindingGVK = corev1.SchemeGroupVersion.WithKind("Binding")
+
+// bindingHooks: the legacy top-level bindings resource, whose one verb is
+// pods/binding with the pod named in the body, as upstream's
+// LegacyBindingREST.
+func (s *Server) bindingHooks(h *resourceHandler) {
+	h.hooks.serve = func(s *Server, w http.ResponseWriter, r *http.Request, h *resourceHandler, info *request.RequestInfo) {
+		if info.Name != "" {
+			// Upstream serves no item paths under bindings.
+			s.writeError(w, r, errNoRoute())
+			return
+		}
+		obj, ok := s.subresourceBody(w, r, h, info, request.VerbCreate, bindingGVK, &corev1.Binding{})
+		if !ok {
+			return
+		}
+		binding := obj.(*corev1.Binding)
+		if binding.Name == "" {
+			s.writeError(w, r, apierrors.NewInvalid(bindingGVK.GroupKind(), "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")}))
+			return
+		}
+		pods, ok := s.handlers[corev1.SchemeGroupVersion.WithResource("pods")]
+		if !ok {
+			s.writeError(w, r, errNoRoute())
+			return
+		}
+		s.bind(w, r, h, pods, info.Namespace, binding.Name, "", binding)
+	}
+}
+
+// bind assigns pod ns/name to the node binding targets. Admission sees the
+// request as made: h and subresource are pods and "binding", or bindings
+// and "" for the legacy form; pods is the pods' handler.
+func (s *Server) bind(w http.ResponseWriter, r *http.Request, h, pods *resourceHandler, ns, name, subresource string, binding *corev1.Binding) {
 	ctx := r.Context()
-	attrs := h.attributes(ctx, admission.Create, info.Namespace, info.Name, "binding", obj, nil, writeOptionsFrom(r))
-	attrs.Kind = corev1.SchemeGroupVersion.WithKind("Binding")
+	attrs := h.attributes(ctx, admission.Create, ns, name, subresource, binding, nil, writeOptionsFrom(r))
+	attrs.Kind = bindingGVK
 	if err := s.admission.Admit(ctx, attrs); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	binding := obj.(*corev1.Binding)
-	if binding.Name != "" && binding.Name != info.Name {
-		s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("name in URL (%s) and in the Binding (%s) differ", info.Name, binding.Name)))
+	if binding.Name != "" && binding.Name != name {
+		s.writeError(w, r, apierrors.NewBadRequest(fmt.Sprintf("name in URL (%s) and in the Binding (%s) differ", name, binding.Name)))
 		return
 	}
 	if binding.Target.Kind != "" && binding.Target.Kind != "Node" {
-		s.writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, info.Name, field.ErrorList{
+		s.writeError(w, r, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{
 			field.NotSupported(field.NewPath("target", "kind"), binding.Target.Kind, []string{"Node", "<empty>"})}))
 		return
 	}
@@ -74,16 +110,16 @@ func (s *Server) bindPod(w http.ResponseWriter, r *http.Request, h *resourceHand
 		s.writeError(w, r, err)
 		return
 	}
-	_, err := h.systemUpdate(ctx, info.Namespace, info.Name, func(old runtime.Object) (runtime.Object, error) {
+	_, err := pods.systemUpdate(ctx, ns, name, func(old runtime.Object) (runtime.Object, error) {
 		pod := old.DeepCopyObject().(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {
-			return nil, apierrors.NewConflict(h.objects.gr, pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
+			return nil, apierrors.NewConflict(pods.objects.gr, pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
 		}
 		if pod.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(h.objects.gr, pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
+			return nil, apierrors.NewConflict(pods.objects.gr, pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
 		}
 		if binding.UID != "" && binding.UID != pod.UID {
-			return nil, apierrors.NewConflict(h.objects.gr, pod.Name, fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", binding.UID, pod.UID))
+			return nil, apierrors.NewConflict(pods.objects.gr, pod.Name, fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", binding.UID, pod.UID))
 		}
 		pod.Spec.NodeName = binding.Target.Name
 		for k, v := range binding.Annotations {

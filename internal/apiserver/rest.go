@@ -40,6 +40,9 @@ type resourceHooks struct {
 	markedForDeletion func(obj runtime.Object)
 	// subresources beyond status (binding, eviction, scale, finalize).
 	subresources map[string]subresourceHandler
+	// serve, when set, answers every request to the resource itself: its
+	// objects are computed when read, not stored (componentstatuses).
+	serve subresourceHandler
 }
 
 // subresourceHandler serves verb on ns/name/<subresource>.
@@ -71,6 +74,10 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *re
 		default:
 			h.s.writeError(w, r, methodNotSupported(h, info.Verb))
 		}
+		return
+	}
+	if h.hooks.serve != nil {
+		h.hooks.serve(h.s, w, r, h, info)
 		return
 	}
 	switch info.Verb {

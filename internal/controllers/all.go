@@ -32,6 +32,7 @@ func All() []controllerctx.Descriptor {
 		endpointslice.Descriptor(),
 		endpoints.Descriptor(),
 		replicaset.Descriptor(),
+		replicaset.RCDescriptor(),
 		deployment.Descriptor(),
 		daemonset.Descriptor(),
 		job.Descriptor(),

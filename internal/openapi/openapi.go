@@ -76,7 +76,7 @@ func New(cfg Config) (*OpenAPI, error) {
 			return nil, fmt.Errorf("openapi: resource %v listed twice", gvr)
 		}
 		seen[gvr] = true
-		for _, name := range []string{r.ModelName, r.ListModelName} {
+		for _, name := range r.modelNames() {
 			if _, ok := known[name]; !ok {
 				return nil, fmt.Errorf("openapi: resource %v: no definition named %q", gvr, name)
 			}
@@ -189,7 +189,9 @@ func gvkExtensions(resources []Resource) map[string][]interface{} {
 	for _, r := range resources {
 		gv := r.GroupVersionKind.GroupVersion()
 		add(r.ModelName, r.GroupVersionKind)
-		add(r.ListModelName, gv.WithKind(r.GroupVersionKind.Kind+"List"))
+		if r.ListModelName != "" {
+			add(r.ListModelName, gv.WithKind(r.GroupVersionKind.Kind+"List"))
+		}
 		add(modelDeleteOptions, gv.WithKind("DeleteOptions"))
 		add(modelWatchEvent, gv.WithKind("WatchEvent"))
 		for _, name := range r.Subresources {

@@ -20,6 +20,8 @@ func served() []Resource {
 	}
 	return []Resource{
 		core("Pod", "pods", true, "status", "binding", "eviction"),
+		// Served without a list kind: only POST to the collection.
+		{GroupVersionKind: schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, Resource: "bindings", Namespaced: true, Verbs: []string{"create"}},
 		core("Namespace", "namespaces", false, "status", "finalize"),
 		core("Node", "nodes", false, "status"),
 		core("Service", "services", true, "status"),
@@ -107,6 +109,12 @@ func TestV2HasPodWithExtensions(t *testing.T) {
 		if !hasGVK(def.Extensions, gvk) {
 			t.Errorf("%s: x-kubernetes-group-version-kind = %v, want %v", name, def.Extensions, gvk)
 		}
+	}
+	if ops := doc.Paths["/api/v1/namespaces/{namespace}/bindings"]; ops["post"] == nil || ops["get"] != nil {
+		t.Errorf("bindings operations %v, want post only", ops)
+	}
+	if _, ok := doc.Paths["/api/v1/namespaces/{namespace}/bindings/{name}"]; ok {
+		t.Errorf("bindings has item paths")
 	}
 	containers := doc.Definitions["io.k8s.api.core.v1.PodSpec"].Properties["containers"]
 	if containers["x-kubernetes-patch-merge-key"] != "name" || containers["x-kubernetes-patch-strategy"] != "merge" || containers["x-kubernetes-list-type"] != "map" {

@@ -30,7 +30,8 @@ type Resource struct {
 	// which holds for every built-in group Myriad serves.
 	ModelName string
 	// ListModelName is the definition name of the list; empty means
-	// ModelName + "List".
+	// ModelName + "List". A resource that serves neither list nor watch
+	// has none (Binding).
 	ListModelName string
 }
 
@@ -43,13 +44,21 @@ func (r Resource) withDefaults() Resource {
 		}
 		r.ModelName = fmt.Sprintf("io.k8s.api.%s.%s.%s", pkg, r.GroupVersionKind.Version, r.GroupVersionKind.Kind)
 	}
-	if r.ListModelName == "" {
-		r.ListModelName = r.ModelName + "List"
-	}
 	if len(r.Verbs) == 0 {
 		r.Verbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 	}
+	if r.ListModelName == "" && (r.hasVerb("list") || r.hasVerb("watch")) {
+		r.ListModelName = r.ModelName + "List"
+	}
 	return r
+}
+
+// modelNames are the definitions r names: its kind's and its list's.
+func (r Resource) modelNames() []string {
+	if r.ListModelName == "" {
+		return []string{r.ModelName}
+	}
+	return []string{r.ModelName, r.ListModelName}
 }
 
 func (r Resource) hasVerb(v string) bool {

@@ -29,7 +29,7 @@ import (
 func (o *OpenAPI) TypeConverter() (managedfields.TypeConverter, error) {
 	names := []string{modelScale}
 	for _, r := range o.cfg.Resources {
-		names = append(names, r.ModelName, r.ListModelName)
+		names = append(names, r.modelNames()...)
 	}
 	schemas, err := builder3.BuildOpenAPIDefinitionsForResources(o.v3Config(), names...)
 	if err != nil {

@@ -19,4 +19,9 @@
 // Defaulting mirrors upstream's SetDefaults_* and, for pods, the admission
 // plugins whose effect users always see (DefaultTolerationSeconds, the
 // lookup-free part of Priority, the service-account name).
+//
+// Two resources have no objects in the store: componentstatuses (computed
+// by the API server when read) and bindings (a POST that binds a pod).
+// Their registry entries give discovery, OpenAPI and tables what they
+// need; the API server serves their verbs itself.
 package registry

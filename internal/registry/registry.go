@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,6 +37,8 @@ func NewWithOptions(opts Options) (*Registry, error) {
 	// storage, scheduling, coordination, node, discovery), resources
 	// alphabetical within a group.
 	rs := []*Resource{
+		bindingResource(),
+		componentStatusResource(),
 		configMapResource(c),
 		endpointsResource(c),
 		coreEventResource(c),
@@ -46,6 +49,7 @@ func NewWithOptions(opts Options) (*Registry, error) {
 		persistentVolumeResource(c),
 		podResource(c),
 		podTemplateResource(),
+		replicationControllerResource(c),
 		resourceQuotaResource(c),
 		secretResource(c),
 		serviceAccountResource(c),
@@ -123,8 +127,10 @@ func checkResource(r *Resource) error {
 	switch {
 	case r.Kind == "" || r.Resource == "" || r.SingularName == "":
 		return fmt.Errorf("registry: %v: kind and names are required", r.GroupVersionResource())
-	case r.New == nil || r.NewList == nil || r.Strategy == nil || r.Table == nil || r.SelectableFields == nil:
-		return fmt.Errorf("registry: %v: New, NewList, Strategy, Table and SelectableFields are required", r.GroupVersionResource())
+	case r.New == nil || r.Strategy == nil || r.Table == nil || r.SelectableFields == nil:
+		return fmt.Errorf("registry: %v: New, Strategy, Table and SelectableFields are required", r.GroupVersionResource())
+	case r.NewList == nil && slices.Contains(r.Verbs, "list"):
+		return fmt.Errorf("registry: %v: NewList is required to serve list", r.GroupVersionResource())
 	case r.HasSubresource("status") != (r.Status != nil):
 		return fmt.Errorf("registry: %v: status subresource and Status strategy disagree", r.GroupVersionResource())
 	case r.HasSubresource("scale") != (r.Scale != nil):

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +41,11 @@ func TestRegistryConsistentWithScheme(t *testing.T) {
 		if err != nil || len(gvks) == 0 || gvks[0] != r.GroupVersionKind() {
 			t.Errorf("%v: New() kinds %v, %v; want %v", r.GroupVersionResource(), gvks, err, r.GroupVersionKind())
 		}
-		lk, _, err := scheme.ObjectKinds(r.NewList())
-		if err != nil || lk[0].Kind != r.Kind+"List" {
+		if r.NewList == nil {
+			if slices.Contains(r.Verbs, "list") || slices.Contains(r.Verbs, "watch") {
+				t.Errorf("%v: lists without NewList", r.GroupVersionResource())
+			}
+		} else if lk, _, err := scheme.ObjectKinds(r.NewList()); err != nil || lk[0].Kind != r.Kind+"List" {
 			t.Errorf("%v: NewList() kinds %v, %v", r.GroupVersionResource(), lk, err)
 		}
 		if got, ok := reg.LookupResource(r.GroupVersion, r.Resource); !ok || got != r {
@@ -72,6 +76,9 @@ func TestDiscovery(t *testing.T) {
 		"/nodes":                                 {false, "no", "", "status", true},
 		"/pods":                                  {true, "po", "all", "status,binding,eviction", true},
 		"/podtemplates":                          {true, "", "", "", true},
+		"/replicationcontrollers":                {true, "rc", "all", "status,scale", true},
+		"/componentstatuses":                     {false, "cs", "", "", false},
+		"/bindings":                              {true, "", "", "", false},
 		"/services":                              {true, "svc", "all", "status", true},
 		"/endpoints":                             {true, "ep", "", "", true},
 		"/configmaps":                            {true, "cm", "", "", true},

@@ -33,6 +33,8 @@ type Resource struct {
 	Subresources []string
 
 	// New and NewList return empty objects of the Kind and its list.
+	// NewList is nil for a Kind without a list (Binding), which must not
+	// serve list or watch.
 	New     func() runtime.Object
 	NewList func() runtime.Object
 
@@ -61,6 +63,12 @@ type Resource struct {
 	// Scale is set exactly when Subresources has "scale"; the server uses it
 	// to serve autoscaling/v1 Scale without knowing the Kind.
 	Scale *ScaleAccessor
+
+	// DefaultPropagation is how a delete that names no propagation policy
+	// treats the object's dependents; empty means Background. Upstream's
+	// core/v1 ReplicationControllers orphan by default, kept for backwards
+	// compatibility (their strategy's DefaultGarbageCollectionPolicy).
+	DefaultPropagation metav1.DeletionPropagation
 
 	// StorageKeyPrefix is "/<group or core>/<resource>"; keys are
 	// prefix/<namespace>/<name> (prefix/<name> for cluster-scoped resources).

@@ -19,6 +19,7 @@ var controllerQueues = map[string][]string{
 	"endpointslice":           {"endpointslice"},
 	"endpoint":                {"endpoint"},
 	"replicaset":              {"replicaset"},
+	"replicationcontroller":   {"replicationcontroller"},
 	"deployment":              {"deployment"},
 	"daemonset":               {"daemonset"},
 	"job":                     {"job"},

@@ -6,8 +6,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -24,49 +22,50 @@ const Name = "replicaset"
 // BurstReplicas), so one huge ReplicaSet does not starve the others.
 const BurstReplicas = 500
 
-var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
-
-// Controller is the ReplicaSet controller.
+// Controller is the ReplicaSet controller, or the ReplicationController
+// controller: the same sync over another kind.
 type Controller struct {
 	reconcile.Base
-	rsLister appslisters.ReplicaSetLister
-	pods     corelisters.PodLister
-	podInf   cache.SharedIndexInformer
-	exp      *podcontrol.Expectations
-	// podEvents turns pod events into ReplicaSet keys.
+	kind   kind
+	pods   corelisters.PodLister
+	podInf cache.SharedIndexInformer
+	exp    *podcontrol.Expectations
+	// podEvents turns pod events into owner keys.
 	podEvents podcontrol.OwnedEvents[*corev1.Pod]
 	recorder  record.EventRecorder
 	burst     int
 }
 
-// New registers the controller's handlers on the ReplicaSet and Pod informers.
-func New(c *controllerctx.Context) (*Controller, error) {
-	rsInf := c.Informers.Apps().V1().ReplicaSets()
+// New registers the ReplicaSet controller's handlers on the ReplicaSet and
+// Pod informers.
+func New(c *controllerctx.Context) (*Controller, error) { return newController(c, replicaSetKind(c)) }
+
+func newController(c *controllerctx.Context, k kind) (*Controller, error) {
 	podInf := c.Informers.Core().V1().Pods()
 	rc := &Controller{
-		rsLister: rsInf.Lister(),
+		kind:     k,
 		pods:     podInf.Lister(),
 		podInf:   podInf.Informer(),
 		exp:      podcontrol.NewExpectations(c.Clock),
-		recorder: podcontrol.Recorder(c, "replicaset-controller"),
+		recorder: podcontrol.Recorder(c, k.component),
 		burst:    BurstReplicas,
 	}
-	rc.Base = reconcile.NewBase(c, Name, rc.sync, reconcile.Options[string]{})
-	rc.Synced = []cache.InformerSynced{rsInf.Informer().HasSynced, podInf.Informer().HasSynced}
+	rc.Base = reconcile.NewBase(c, k.name, rc.sync, reconcile.Options[string]{})
+	rc.Synced = []cache.InformerSynced{k.informer.HasSynced, podInf.Informer().HasSynced}
 	if err := podcontrol.AddControllerUIDIndexer(rc.podInf); err != nil {
 		return nil, err
 	}
 	rc.podEvents = podcontrol.OwnedEvents[*corev1.Pod]{Resolve: rc.resolveKey, Queue: rc.Queue, Exp: rc.exp, Orphan: rc.adopters, Updated: rc.podUpdated}
 	return rc, reconcile.AddHandlers(
-		reconcile.Handler{Informer: rsInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
+		reconcile.Handler{Informer: k.informer, Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    rc.Enqueue,
 			UpdateFunc: func(_, cur any) { rc.Enqueue(cur) },
-			DeleteFunc: rc.deleteRS,
+			DeleteFunc: rc.deleteOwner,
 		}},
 		reconcile.Handler{Informer: podInf.Informer(), Handler: rc.podEvents.Handler()})
 }
 
-func (rc *Controller) deleteRS(obj any) {
+func (rc *Controller) deleteOwner(obj any) {
 	key, ok := reconcile.Key(obj)
 	if !ok {
 		return
@@ -75,16 +74,16 @@ func (rc *Controller) deleteRS(obj any) {
 	rc.Queue.Add(key)
 }
 
-// resolveKey returns the key of the ReplicaSet ref names, if it is one
-// we know with the same UID.
+// resolveKey returns the key of the owner ref names, if it is one we know
+// with the same UID.
 func (rc *Controller) resolveKey(namespace string, ref *metav1.OwnerReference) string {
-	return podcontrol.ResolveKey(ref, controllerKind.Kind, rc.rsLister.ReplicaSets(namespace).Get)
+	return podcontrol.ResolveKey(ref, rc.kind.gvk.Kind, func(name string) (*appsv1.ReplicaSet, error) { return rc.kind.get(namespace, name) })
 }
 
-// adopters queues the ReplicaSets whose selector matches the orphan pod,
-// which may want to adopt it.
+// adopters queues the owners whose selector matches the orphan pod, which
+// may want to adopt it.
 func (rc *Controller) adopters(pod *corev1.Pod) {
-	all, err := rc.rsLister.ReplicaSets(pod.Namespace).List(labels.Everything())
+	all, err := rc.kind.list(pod.Namespace)
 	if err != nil {
 		return
 	}
@@ -100,7 +99,7 @@ func (rc *Controller) podUpdated(key string, old, cur *corev1.Pod) {
 		return
 	}
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
-	if rs, err := rc.rsLister.ReplicaSets(ns).Get(name); err == nil && rs.Spec.MinReadySeconds > 0 {
+	if rs, err := rc.kind.get(ns, name); err == nil && rs.Spec.MinReadySeconds > 0 {
 		rc.Queue.AddAfter(key, time.Duration(rs.Spec.MinReadySeconds)*time.Second+time.Second)
 	}
 }

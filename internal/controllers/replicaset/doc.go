@@ -6,6 +6,14 @@
 // status (replicas, fullyLabeled, ready, available with minReadySeconds,
 // observedGeneration, the ReplicaFailure condition).
 //
+// The same sync is the ReplicationController controller
+// ("replicationcontroller"): a kind (kind.go) says how to read and write
+// the controlled objects, and ReplicationControllers are converted to
+// ReplicaSets in memory (their map selector as matchLabels) with status
+// written back to the ReplicationController, as upstream's replication
+// manager wraps its ReplicaSet controller. Pods name the
+// ReplicationController as their controller.
+//
 // Expectations make it safe on a lagging cache: after issuing creations or
 // deletions it does not compute a new diff until the informer has shown
 // them (or ExpectationsTTL passed).

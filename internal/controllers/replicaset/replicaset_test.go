@@ -49,6 +49,8 @@ func newRS(name string, n int32) *appsv1.ReplicaSet {
 	}
 }
 
+var controllerKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+
 func ownedPod(rs *appsv1.ReplicaSet, name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: name, Namespace: rs.Namespace, UID: types.UID("pod-" + name), Labels: map[string]string{"app": rs.Name},

@@ -22,7 +22,7 @@ func (rc *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	rs, err := rc.rsLister.ReplicaSets(ns).Get(name)
+	rs, err := rc.kind.get(ns, name)
 	if apierrors.IsNotFound(err) {
 		rc.exp.Delete(key)
 		return nil
@@ -33,7 +33,7 @@ func (rc *Controller) sync(ctx context.Context, key string) error {
 	needsSync := rc.exp.Satisfied(key) && rs.DeletionTimestamp == nil
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
-		rc.Log.Warn("invalid selector", "replicaset", key, "err", err)
+		rc.Log.Warn("invalid selector", "object", key, "err", err)
 		return nil // nothing to do until the spec changes
 	}
 	all, err := podcontrol.PodsForOwner(rc.podInf, ns, rs.UID)
@@ -75,8 +75,10 @@ func replicas(rs *appsv1.ReplicaSet) int32 {
 }
 
 func (rc *Controller) refManager(rs *appsv1.ReplicaSet, selector labels.Selector) *podcontrol.RefManager {
-	return podcontrol.NewRefManager(rs, controllerKind, selector,
-		rc.Client.AppsV1().ReplicaSets(rs.Namespace).Get, rc.Client.CoreV1().Pods(rs.Namespace).Patch)
+	getLive := func(ctx context.Context, name string, _ metav1.GetOptions) (*appsv1.ReplicaSet, error) {
+		return rc.kind.getLive(ctx, rs.Namespace, name)
+	}
+	return podcontrol.NewRefManager(rs, rc.kind.gvk, selector, getLive, rc.Client.CoreV1().Pods(rs.Namespace).Patch)
 }
 
 // manage creates or deletes pods so len(pods) approaches spec.replicas,
@@ -89,9 +91,10 @@ func (rc *Controller) manage(ctx context.Context, pods []*corev1.Pod, rs *appsv1
 		// Expect before creating: the watch event of a created pod may
 		// arrive before Create returns.
 		rc.exp.Expect(key, n, nil)
-		ref := podcontrol.ControllerRef(rs, controllerKind)
+		ref := podcontrol.ControllerRef(rs, rc.kind.gvk)
+		owner := rc.kind.eventObject(rs)
 		ok, err := podcontrol.SlowStartBatch(n, podcontrol.SlowStartInitialBatch, func() error {
-			_, err := podcontrol.CreatePod(ctx, rc.Client, rc.recorder, rs, podcontrol.PodFromTemplate(&rs.Spec.Template, rs, ref))
+			_, err := podcontrol.CreatePod(ctx, rc.Client, rc.recorder, owner, podcontrol.PodFromTemplate(&rs.Spec.Template, rs, ref))
 			if err != nil && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				return nil
 			}
@@ -112,7 +115,7 @@ func (rc *Controller) manage(ctx context.Context, pods []*corev1.Pod, rs *appsv1
 			keys[i], _ = reconcile.Key(p)
 		}
 		rc.exp.Expect(key, 0, keys)
-		return podcontrol.DeletePods(ctx, rc.Client, rc.recorder, rs, victims, rc.exp, key)
+		return podcontrol.DeletePods(ctx, rc.Client, rc.recorder, rc.kind.eventObject(rs), victims, rc.exp, key)
 	}
 	return nil
 }
@@ -182,16 +185,16 @@ func (rc *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, s
 	for attempt := 0; ; attempt++ {
 		cur.Status = st
 		cur.Status.ObservedGeneration = cur.Generation
-		updated, err := rc.Client.AppsV1().ReplicaSets(cur.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		updated, err := rc.kind.updateStatus(ctx, cur)
 		if err == nil {
 			return updated, nil
 		}
 		if !apierrors.IsConflict(err) || attempt > 0 {
-			return nil, fmt.Errorf("updating status of replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+			return nil, fmt.Errorf("updating status of %s %s/%s: %w", rc.kind.gvk.Kind, rs.Namespace, rs.Name, err)
 		}
-		cur, err = rc.Client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		cur, err = rc.kind.getLive(ctx, rs.Namespace, rs.Name)
 		if err != nil {
-			return nil, fmt.Errorf("re-reading replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+			return nil, fmt.Errorf("re-reading %s %s/%s: %w", rc.kind.gvk.Kind, rs.Namespace, rs.Name, err)
 		}
 	}
 }
