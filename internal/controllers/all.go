@@ -13,6 +13,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
 	"github.com/myriad-k8s/myriad/internal/controllers/podgc"
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
+	"github.com/myriad-k8s/myriad/internal/controllers/resourcequota"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
 	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
@@ -35,5 +36,6 @@ func All() []controllerctx.Descriptor {
 		job.Descriptor(),
 		cronjob.Descriptor(),
 		statefulset.Descriptor(),
+		resourcequota.Descriptor(),
 	}
 }

@@ -24,6 +24,7 @@ var controllerQueues = map[string][]string{
 	"job":                    {"job"},
 	"cronjob":                {"cronjob"},
 	"statefulset":            {"statefulset"},
+	"resourcequota":          {"resourcequota"},
 }
 
 // TestControllerMetrics reads /metrics of the shared `myriad up` with the
