@@ -31,13 +31,13 @@ var legacyCounts = map[schema.GroupResource]corev1.ResourceName{
 // ignored are resources quota never charges: not stored (reviews,
 // bindings) or not worth quota (events), as upstream's ignoredResources.
 var ignored = map[schema.GroupResource]bool{
-	{Resource: "bindings"}:                                                true,
-	{Resource: "componentstatuses"}:                                       true,
-	{Resource: "events"}:                                                  true,
-	{Group: "authentication.k8s.io", Resource: "tokenreviews"}:            true,
-	{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}:      true,
-	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}:     true,
-	{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}: true,
+	{Resource: "bindings"}:                                                 true,
+	{Resource: "componentstatuses"}:                                        true,
+	{Resource: "events"}:                                                   true,
+	{Group: "authentication.k8s.io", Resource: "tokenreviews"}:             true,
+	{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}:       true,
+	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}:      true,
+	{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}:  true,
 	{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"}: true,
 	{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"}:   true,
 }
