@@ -42,6 +42,23 @@ var ignored = map[schema.GroupResource]bool{
 	{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"}:   true,
 }
 
+// CountedResource returns the resource whose objects the quota resource
+// n counts: count/<resource>[.<group>], or one of the legacy names
+// (secrets, configmaps, replicationcontrollers, resourcequotas).
+func CountedResource(n corev1.ResourceName) (schema.GroupResource, bool) {
+	for gr, legacy := range legacyCounts {
+		if n == legacy {
+			return gr, true
+		}
+	}
+	s, ok := strings.CutPrefix(string(n), "count/")
+	if !ok || s == "" {
+		return schema.GroupResource{}, false
+	}
+	res, group, _ := strings.Cut(s, ".")
+	return schema.GroupResource{Group: group, Resource: res}, true
+}
+
 // Ignored reports whether quota never charges gr.
 func Ignored(gr schema.GroupResource) bool { return ignored[gr] }
 

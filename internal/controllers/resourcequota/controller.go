@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -77,7 +76,7 @@ func New(c *controllerctx.Context) (*Controller, error) {
 	core := c.Informers.Core().V1()
 	rqInf := core.ResourceQuotas()
 	podInf, svcInf, pvcInf := core.Pods(), core.Services(), core.PersistentVolumeClaims()
-	cmInf, secretInf, rcInf := core.ConfigMaps(), core.Secrets(), core.ReplicationControllers()
+	cmInf, secretInf := core.ConfigMaps(), core.Secrets()
 	ctrl := &Controller{
 		quotas:   rqInf.Lister(),
 		metadata: c.MetadataInformers,
@@ -95,13 +94,12 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		{quota.For(quota.PersistentVolumeClaims), listed(pvcInf.Lister().PersistentVolumeClaims)},
 		{quota.For(schema.GroupResource{Resource: "configmaps"}), listed(cmInf.Lister().ConfigMaps)},
 		{quota.For(schema.GroupResource{Resource: "secrets"}), listed(secretInf.Lister().Secrets)},
-		{quota.For(schema.GroupResource{Resource: "replicationcontrollers"}), listed(rcInf.Lister().ReplicationControllers)},
 		{quota.For(schema.GroupResource{Resource: "resourcequotas"}), listed(rqInf.Lister().ResourceQuotas)},
 	}
 	ctrl.Base = reconcile.NewBase(c, Name, ctrl.sync, reconcile.Options[string]{})
 	ctrl.Synced = []cache.InformerSynced{
 		rqInf.Informer().HasSynced, podInf.Informer().HasSynced, svcInf.Informer().HasSynced, pvcInf.Informer().HasSynced,
-		cmInf.Informer().HasSynced, secretInf.Informer().HasSynced, rcInf.Informer().HasSynced,
+		cmInf.Informer().HasSynced, secretInf.Informer().HasSynced,
 	}
 	// Objects that use less or are gone give their share back; see doc.go
 	// for why creations do not recount.
@@ -127,7 +125,6 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		reconcile.Handler{Informer: pvcInf.Informer(), Handler: usageDropped(quota.For(quota.PersistentVolumeClaims))},
 		reconcile.Handler{Informer: cmInf.Informer(), Handler: deleted},
 		reconcile.Handler{Informer: secretInf.Informer(), Handler: deleted},
-		reconcile.Handler{Informer: rcInf.Informer(), Handler: deleted},
 	)
 }
 
@@ -295,12 +292,15 @@ func (c *Controller) Usage(ctx context.Context, q *corev1.ResourceQuota) (corev1
 	}
 	var errs []error
 	for _, n := range names {
-		gr, ok := countedResource(n)
+		gr, ok := quota.CountedResource(n)
 		if !ok || done[gr] {
 			continue
 		}
 		done[gr] = true
 		objs, err := c.metadataObjects(ctx, gr, q.Namespace)
+		if errors.Is(err, errNotServed) {
+			continue
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -341,14 +341,4 @@ func sumUsage(e quota.Evaluator, q *corev1.ResourceQuota, matched []corev1.Resou
 		sum = quota.Add(sum, quota.Mask(u, matched))
 	}
 	return sum, nil
-}
-
-// countedResource parses count/<resource>[.<group>].
-func countedResource(n corev1.ResourceName) (schema.GroupResource, bool) {
-	s, ok := strings.CutPrefix(string(n), "count/")
-	if !ok || s == "" {
-		return schema.GroupResource{}, false
-	}
-	res, group, _ := strings.Cut(s, ".")
-	return schema.GroupResource{Group: group, Resource: res}, true
 }
