@@ -60,7 +60,12 @@ func (q quotaStore) UpdateStatus(ctx context.Context, rq *corev1.ResourceQuota) 
 
 // cachedList lists h's objects in ns from its watch cache as it stands.
 // The objects may be shared with the cache: callers must not change them.
+// A namespace without any costs a btree seek, not a list: admission asks
+// this on every write.
 func cachedList[T runtime.Object](ctx context.Context, h *resourceHandler, ns string) ([]T, error) {
+	if has, ok := h.cache.HasNamespace(ns); ok && !has {
+		return nil, nil
+	}
 	var out []T
 	_, err := h.cache.List(ctx, cache.ListOptions{Namespace: ns, ResourceVersion: "0"}, func(obj runtime.Object) error {
 		out = append(out, obj.(T))

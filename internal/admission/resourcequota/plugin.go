@@ -84,13 +84,13 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	if quota.Ignored(gr) {
 		return nil
 	}
-	e := quota.For(gr)
-	if a.Operation == admission.Update && !e.ChargesUpdates() {
-		return nil
-	}
 	cached, err := p.quotas.Cached(ctx, a.Namespace)
 	if err != nil || len(cached) == 0 {
 		return err
+	}
+	e := quota.For(gr)
+	if a.Operation == admission.Update && !e.ChargesUpdates() {
+		return nil
 	}
 	// Only requests some quota tracks wait for a batch; the batch checks
 	// against the stored quotas, so the cache's lag only matters for a

@@ -1,0 +1,113 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/myriad-k8s/myriad/internal/admission"
+	"github.com/myriad-k8s/myriad/internal/admission/limitranger"
+	"github.com/myriad-k8s/myriad/internal/admission/resourcequota"
+)
+
+// TestQuotaAdmissionConcurrent: pods created at once through the API
+// against a quota are admitted exactly up to it, and status.used says so.
+func TestQuotaAdmissionConcurrent(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	quotas := e.cs.CoreV1().ResourceQuotas("default")
+	q, err := quotas.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("5")}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the controller writes first.
+	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}
+	if _, err := quotas.UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The plugin sees quotas through the watch cache: wait for it.
+	waitFor(t, 10*time.Second, "quota in cache", func() bool {
+		qs, err := quotaStore{e.api.handlers[resourceQuotasGVR]}.Cached(ctx, "default")
+		return err == nil && len(qs) == 1 && qs[0].Status.Used != nil
+	})
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			_, err := e.cs.CoreV1().Pods("default").Create(ctx, testPod(fmt.Sprintf("p%d", i), ""), metav1.CreateOptions{})
+			switch {
+			case err == nil:
+				admitted.Add(1)
+			case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota: q, requested: pods=1, used: pods=5, limited: pods=5"):
+			default:
+				t.Errorf("create p%d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := admitted.Load(); n != 5 {
+		t.Fatalf("admitted %d pods, want 5", n)
+	}
+	got, err := quotas.Get(ctx, "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := got.Status.Used[corev1.ResourcePods]; used.Value() != 5 {
+		t.Fatalf("used pods = %s, want 5", used.String())
+	}
+}
+
+// BenchmarkQuotaPluginsNoQuota is what ResourceQuota and LimitRanger cost
+// a pod create in a namespace with neither, their lookups answered by
+// the server's real watch caches (30,000 pods of the density benchmark
+// pay this each).
+func BenchmarkQuotaPluginsNoQuota(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	// Other namespaces hold both, so the lookups are not of empty caches.
+	for i := range 50 {
+		ns := fmt.Sprintf("ns-%d", i)
+		e.createNamespace(ns)
+		if _, err := e.cs.CoreV1().ResourceQuotas(ns).Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("5")}}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.cs.CoreV1().LimitRanges(ns).Create(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "l"},
+			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+				Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lrs := e.api.handlers[limitRangesGVR]
+	lr := limitranger.New(func(ctx context.Context, ns string) ([]*corev1.LimitRange, error) {
+		return cachedList[*corev1.LimitRange](ctx, lrs, ns)
+	})
+	rq := resourcequota.New(quotaStore{e.api.handlers[resourceQuotasGVR]}, e.api.clock)
+	chain, err := admission.NewChain(lr, rq)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pod := testPod("p", "")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		a := &admission.Attributes{Operation: admission.Create, Resource: corev1.SchemeGroupVersion.WithResource("pods"),
+			Kind: corev1.SchemeGroupVersion.WithKind("Pod"), Namespace: "default", Name: "p", Object: pod}
+		if err := chain.Admit(ctx, a); err != nil {
+			b.Fatal(err)
+		}
+		if err := chain.Validate(ctx, a); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
