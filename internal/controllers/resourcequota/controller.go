@@ -105,11 +105,7 @@ func New(c *controllerctx.Context) (*Controller, error) {
 	// for why creations do not recount.
 	usageDropped := func(e quota.Evaluator) cache.ResourceEventHandler {
 		return cache.ResourceEventHandlerFuncs{
-			UpdateFunc: func(old, cur any) {
-				if ctrl.usageChanged(e, old, cur) {
-					ctrl.replenish(cur)
-				}
-			},
+			UpdateFunc: func(old, cur any) { ctrl.updated(e, old, cur) },
 			DeleteFunc: ctrl.replenish,
 		}
 	}
@@ -196,6 +192,13 @@ func needsCount(q *corev1.ResourceQuota) bool {
 		}
 	}
 	return false
+}
+
+// updated recounts cur's namespace when the update changed its usage.
+func (c *Controller) updated(e quota.Evaluator, old, cur any) {
+	if c.usageChanged(e, old, cur) {
+		c.replenish(cur)
+	}
 }
 
 // usageChanged reports whether an update changed what the object uses:
