@@ -111,3 +111,36 @@ func BenchmarkQuotaPluginsNoQuota(b *testing.B) {
 		}
 	}
 }
+
+// TestQuotaRefundOnFailedCreate: creating a pod that exists is refused
+// after quota admission charged it; the charge is given back.
+func TestQuotaRefundOnFailedCreate(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	quotas := e.cs.CoreV1().ResourceQuotas("default")
+	q, err := quotas.Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("3")}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}
+	if _, err := quotas.UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "quota in cache", func() bool {
+		qs, err := quotaStore{e.api.handlers[resourceQuotasGVR]}.Cached(ctx, "default")
+		return err == nil && len(qs) == 1 && qs[0].Status.Used != nil
+	})
+	for i, want := range []func(error) bool{func(err error) bool { return err == nil }, apierrors.IsAlreadyExists, apierrors.IsAlreadyExists} {
+		if _, err := e.cs.CoreV1().Pods("default").Create(ctx, testPod("p", ""), metav1.CreateOptions{}); !want(err) {
+			t.Fatalf("create %d: %v", i, err)
+		}
+	}
+	got, err := quotas.Get(ctx, "q", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := got.Status.Used[corev1.ResourcePods]; used.Value() != 1 {
+		t.Fatalf("used pods = %s after one pod and two failed creates, want 1", used.String())
+	}
+}

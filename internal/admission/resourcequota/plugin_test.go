@@ -310,3 +310,40 @@ func TestConcurrentCreates(t *testing.T) {
 		})
 	}
 }
+
+// TestFinishRefunds: a charged write that is not stored gives its charge
+// back; a stored one keeps it; a dry run was never charged.
+func TestFinishRefunds(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		written bool
+		dryRun  bool
+		want    string
+	}{
+		{"stored: kept", true, false, "pods=2,requests.cpu=300m"},
+		{"not stored: refunded", false, false, "pods=1,requests.cpu=100m"},
+		{"dry run", false, true, "pods=1,requests.cpu=100m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(rq("q", rl("pods", "2", "requests.cpu", "1"), rl("pods", "1", "requests.cpu", "100m")))
+			p := New(s, clocktesting.NewFakeClock(time.Now()))
+			ctx := context.Background()
+			a := attrs(admission.Create, podsGVR, cpuPod("p", "200m"), nil)
+			a.DryRun = tc.dryRun
+			finish, err := p.Allocate(ctx, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Validate(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			finish(tc.written)
+			if got := prettyUsed(s.used("ns", "q")); got != tc.want {
+				t.Errorf("used = %s, want %s", got, tc.want)
+			}
+			if n := len(p.mu.charges); n != 0 {
+				t.Errorf("%d charges kept after Finish", n)
+			}
+		})
+	}
+}
