@@ -210,6 +210,9 @@ func (c *Controller) usageChanged(e quota.Evaluator, old, cur any) bool {
 	if !ok1 || !ok2 {
 		return false
 	}
+	if m, ok := cur.(metav1.Object); !ok || !c.hasQuotas(m.GetNamespace()) {
+		return false
+	}
 	if p, ok := cur.(*corev1.Pod); ok {
 		op, _ := old.(*corev1.Pod)
 		now := c.clock.Now()
@@ -218,6 +221,12 @@ func (c *Controller) usageChanged(e quota.Evaluator, old, cur any) bool {
 	ou, err1 := e.Usage(o, c.clock.Now())
 	nu, err2 := e.Usage(n, c.clock.Now())
 	return err1 == nil && err2 == nil && !quota.Equals(ou, nu)
+}
+
+// hasQuotas reports whether ns has a quota, from the informer's index.
+func (c *Controller) hasQuotas(ns string) bool {
+	qs, err := c.quotas.ResourceQuotas(ns).List(labels.Everything())
+	return err == nil && len(qs) > 0
 }
 
 // replenish recounts, shortly, every quota of obj's namespace.
