@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
@@ -187,8 +188,9 @@ func isExtendedResourceName(s string) bool {
 }
 
 // Matches reports whether q counts obj: q tracks at least one resource e
-// tracks, and obj is in each of q's scopes. Only pods have scopes; a
-// scoped quota counts no other object.
+// tracks, and obj is in each of q's scopes. Only pods and claims
+// (VolumeAttributesClass) have scopes; a scoped quota counts no other
+// object.
 func (e Evaluator) Matches(q *corev1.ResourceQuota, obj runtime.Object) (bool, error) {
 	if len(e.MatchingResources(Names(q.Status.Hard))) == 0 {
 		return false, nil
@@ -200,19 +202,61 @@ func (e Evaluator) Matches(q *corev1.ResourceQuota, obj runtime.Object) (bool, e
 // spec.scopeSelector).
 func (e Evaluator) InScopes(q *corev1.ResourceQuota, obj runtime.Object) (bool, error) {
 	for _, sel := range ScopeSelectors(q) {
-		if e.kind != podKind {
-			return false, nil
+		var in bool
+		var err error
+		switch e.kind {
+		case podKind:
+			pod, ok := obj.(*corev1.Pod)
+			if !ok {
+				return false, fmt.Errorf("quota: %T is not a pod", obj)
+			}
+			in, err = podInScope(sel, pod)
+		case pvcKind:
+			pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+			if !ok {
+				return false, fmt.Errorf("quota: %T is not a persistentvolumeclaim", obj)
+			}
+			in, err = pvcInScope(sel, pvc)
 		}
-		pod, ok := obj.(*corev1.Pod)
-		if !ok {
-			return false, fmt.Errorf("quota: %T is not a pod", obj)
-		}
-		in, err := podInScope(sel, pod)
 		if err != nil || !in {
 			return false, err
 		}
 	}
 	return true, nil
+}
+
+// pvcInScope: claims have one scope, VolumeAttributesClass, selecting on
+// any of the classes a claim names (asked for, current, or being
+// modified to).
+func pvcInScope(sel corev1.ScopedResourceSelectorRequirement, pvc *corev1.PersistentVolumeClaim) (bool, error) {
+	if sel.ScopeName != corev1.ResourceQuotaScopeVolumeAttributesClass {
+		return false, nil
+	}
+	var classes []string
+	for _, c := range []*string{pvc.Spec.VolumeAttributesClassName, pvc.Status.CurrentVolumeAttributesClassName} {
+		if c != nil && *c != "" {
+			classes = append(classes, *c)
+		}
+	}
+	if m := pvc.Status.ModifyVolumeStatus; m != nil && m.TargetVolumeAttributesClassName != "" {
+		classes = append(classes, m.TargetVolumeAttributesClassName)
+	}
+	if sel.Operator == corev1.ScopeSelectorOpExists {
+		return len(classes) > 0, nil
+	}
+	s, err := scopeSelector(sel)
+	if err != nil {
+		return false, err
+	}
+	if len(classes) == 0 {
+		return s.Matches(labels.Set{}), nil
+	}
+	for _, c := range classes {
+		if s.Matches(labels.Set{string(corev1.ResourceQuotaScopeVolumeAttributesClass): c}) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // ScopeSelectors returns q's scopes as selector requirements: each of

@@ -276,3 +276,40 @@ func TestArithmetic(t *testing.T) {
 		t.Error("IsNegative")
 	}
 }
+
+func TestClaimScopes(t *testing.T) {
+	gold, silver := "gold", "silver"
+	claim := func(spec, current *string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{Spec: corev1.PersistentVolumeClaimSpec{VolumeAttributesClassName: spec},
+			Status: corev1.PersistentVolumeClaimStatus{CurrentVolumeAttributesClassName: current}}
+	}
+	q := func(op corev1.ScopeSelectorOperator, values ...string) *corev1.ResourceQuota {
+		return &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
+			{ScopeName: corev1.ResourceQuotaScopeVolumeAttributesClass, Operator: op, Values: values}}}},
+			Status: corev1.ResourceQuotaStatus{Hard: rl("requests.storage", "10Gi")}}
+	}
+	tests := []struct {
+		name  string
+		q     *corev1.ResourceQuota
+		claim *corev1.PersistentVolumeClaim
+		want  bool
+	}{
+		{"In: asked for", q(corev1.ScopeSelectorOpIn, "gold"), claim(&gold, nil), true},
+		{"In: current", q(corev1.ScopeSelectorOpIn, "gold"), claim(&silver, &gold), true},
+		{"In: other", q(corev1.ScopeSelectorOpIn, "gold"), claim(&silver, nil), false},
+		{"Exists", q(corev1.ScopeSelectorOpExists), claim(&silver, nil), true},
+		{"Exists: none", q(corev1.ScopeSelectorOpExists), claim(nil, nil), false},
+		{"DoesNotExist: none", q(corev1.ScopeSelectorOpDoesNotExist), claim(nil, nil), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := For(PersistentVolumeClaims).Matches(tc.q, tc.claim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("Matches = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
