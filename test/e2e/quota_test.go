@@ -62,6 +62,9 @@ func TestResourceQuota(t *testing.T) {
 	waitJSONPath(t, "0", "-n", ns, "get", "quota", "q", "-o", "jsonpath={.status.used.pods}")
 
 	shared.mustKubectl(t, quotaPod(ns, "p1", "100m"), "create", "-f", "-")
+	// Creating a pod that exists is refused after quota admission charged
+	// it; the charge is given back (or p3's message below would say 3).
+	mustFail(t, quotaPod(ns, "p1", "100m"), `pods "p1" already exists`, "create", "-f", "-")
 	shared.mustKubectl(t, quotaPod(ns, "p2", "300m"), "create", "-f", "-")
 	out := shared.mustKubectl(t, "", "-n", ns, "describe", "quota", "q")
 	for _, row := range [][]string{{"Resource", "Used", "Hard"}, {"pods", "2", "2"}, {"requests.cpu", "400m", "1"}} {
