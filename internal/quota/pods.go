@@ -37,9 +37,11 @@ func PodCounts(pod *corev1.Pod, now time.Time) bool {
 // v1.34.
 var podResourcesOptions = resourcehelper.PodResourcesOptions{UseStatusResources: true}
 
+// podUsage: count/pods counts every stored pod; pods and the compute
+// resources only those not at the end of their life.
 func podUsage(pod *corev1.Pod, now time.Time) corev1.ResourceList {
 	if !PodCounts(pod, now) {
-		return corev1.ResourceList{}
+		return corev1.ResourceList{"count/pods": one()}
 	}
 	out := computeUsage(resourcehelper.PodRequests(pod, podResourcesOptions), resourcehelper.PodLimits(pod, podResourcesOptions))
 	out["count/pods"] = one()

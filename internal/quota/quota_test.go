@@ -56,10 +56,10 @@ func TestPodUsage(t *testing.T) {
 			rl("pods", "1", "count/pods", "1", "ephemeral-storage", "1Gi", "requests.ephemeral-storage", "1Gi", "limits.ephemeral-storage", "2Gi")},
 		{"hugepages and extended", pod(container("a", rl("hugepages-2Mi", "4Mi", "example.com/gpu", "2"), rl("hugepages-2Mi", "4Mi", "example.com/gpu", "2"))),
 			rl("pods", "1", "count/pods", "1", "hugepages-2Mi", "4Mi", "requests.hugepages-2Mi", "4Mi", "requests.example.com/gpu", "2")},
-		{"succeeded uses nothing", phase(pod(container("a", rl("cpu", "1"), nil)), corev1.PodSucceeded), rl()},
-		{"failed uses nothing", phase(pod(container("a", rl("cpu", "1"), nil)), corev1.PodFailed), rl()},
+		{"succeeded: only stored", phase(pod(container("a", rl("cpu", "1"), nil)), corev1.PodSucceeded), rl("count/pods", "1")},
+		{"failed: only stored", phase(pod(container("a", rl("cpu", "1"), nil)), corev1.PodFailed), rl("count/pods", "1")},
 		{"terminating within grace counts", deleting(pod(container("a", nil, nil)), t0.Add(-10*time.Second)), rl("pods", "1", "count/pods", "1")},
-		{"past its grace uses nothing", deleting(pod(container("a", nil, nil)), t0.Add(-31*time.Second)), rl()},
+		{"past its grace: only stored", deleting(pod(container("a", nil, nil)), t0.Add(-31*time.Second)), rl("count/pods", "1")},
 	}
 	e := For(Pods)
 	for _, tc := range tests {

@@ -160,7 +160,7 @@ func TestSync(t *testing.T) {
 		{"Terminating", newQuota("q", rl("pods", "10", "cpu", "10"), corev1.ResourceQuotaScopeTerminating), "cpu=1,pods=1"},
 		{"NotTerminating", newQuota("q", rl("pods", "10"), corev1.ResourceQuotaScopeNotTerminating), "pods=3"},
 		{"BestEffort", newQuota("q", rl("pods", "10"), corev1.ResourceQuotaScopeBestEffort), "pods=1"},
-		{"NotBestEffort", newQuota("q", rl("pods", "10", "count/pods", "10"), corev1.ResourceQuotaScopeNotBestEffort), "count/pods=3,pods=3"},
+		{"NotBestEffort", newQuota("q", rl("pods", "10", "count/pods", "10"), corev1.ResourceQuotaScopeNotBestEffort), "count/pods=5,pods=3"},
 		{"objects", newQuota("q", rl("secrets", "5", "configmaps", "5", "services", "5", "services.nodeports", "5", "resourcequotas", "2", "persistentvolumeclaims", "1")),
 			"configmaps=1,persistentvolumeclaims=0,resourcequotas=1,secrets=1,services.nodeports=2,services=1"},
 		{"scoped quota counts no services", newQuota("q", rl("services", "5"), corev1.ResourceQuotaScopeBestEffort), "services=0"},
@@ -216,7 +216,11 @@ func TestReplenishment(t *testing.T) {
 		}
 		return n
 	}
-	drain() // the quotas' own adds
+	// The quotas' own adds, delivered asynchronously after the sync.
+	for deadline := time.Now().Add(5 * time.Second); e.c.Queue.Len() < 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	drain()
 	for _, tc := range []struct {
 		name      string
 		event     func()
