@@ -118,9 +118,14 @@ func BenchmarkQuotaPluginsNoQuota(b *testing.B) {
 		if err := chain.Admit(ctx, a); err != nil {
 			b.Fatal(err)
 		}
+		finish, err := chain.Allocate(ctx, a)
+		if err != nil {
+			b.Fatal(err)
+		}
 		if err := chain.Validate(ctx, a); err != nil {
 			b.Fatal(err)
 		}
+		finish(true)
 	}
 }
 
