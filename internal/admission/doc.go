@@ -66,9 +66,11 @@
 // handlers call one thing at one place (see its comment and package
 // serviceip).
 //
-// The plugins live in subpackages, one each: namespacelifecycle, priority,
-// defaultclass (DefaultStorageClass and DefaultIngressClass, one plugin
-// built twice), runtimeclass, serviceip. The API server builds the chain
+// The plugins live in subpackages, one each: namespacelifecycle,
+// limitranger, priority, defaultclass (DefaultStorageClass and
+// DefaultIngressClass, one plugin built twice), runtimeclass, serviceip,
+// resourcequota (which also allocates: its Finish gives back the quota
+// charged for a write that was not stored). The API server builds the chain
 // (internal/apiserver, admission.go) because the plugins read through its
 // stores and caches.
 package admission

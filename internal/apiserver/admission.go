@@ -16,8 +16,10 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/admission"
 	"github.com/myriad-k8s/myriad/internal/admission/defaultclass"
+	"github.com/myriad-k8s/myriad/internal/admission/limitranger"
 	"github.com/myriad-k8s/myriad/internal/admission/namespacelifecycle"
 	"github.com/myriad-k8s/myriad/internal/admission/priority"
+	"github.com/myriad-k8s/myriad/internal/admission/resourcequota"
 	"github.com/myriad-k8s/myriad/internal/admission/runtimeclass"
 	"github.com/myriad-k8s/myriad/internal/admission/serviceip"
 	"github.com/myriad-k8s/myriad/internal/admission/storageprotection"
@@ -34,10 +36,11 @@ var (
 )
 
 // newAdmission builds the admission chain over the server's handlers, in
-// upstream's plugin order: NamespaceLifecycle, Priority,
+// upstream's plugin order: NamespaceLifecycle, LimitRanger, Priority,
 // DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
 // DefaultIngressClass, then the ClusterIP and node port allocation, then
-// Config.AdmissionPlugins. A plugin is added here or there; the REST
+// Config.AdmissionPlugins, then ResourceQuota (last, as upstream's, so it
+// charges what is stored). A plugin is added here or there; the REST
 // handlers call the chain and need no change.
 func (s *Server) newAdmission() (*admission.Chain, error) {
 	var err error
@@ -45,6 +48,11 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 		return nil, err
 	}
 	plugins := []admission.Interface{namespacelifecycle.New(s.namespaceForAdmission)}
+	if h, ok := s.handlers[limitRangesGVR]; ok {
+		plugins = append(plugins, limitranger.New(func(ctx context.Context, ns string) ([]*corev1.LimitRange, error) {
+			return cachedList[*corev1.LimitRange](ctx, h, ns)
+		}))
+	}
 	if pcs, ok := s.handlers[priorityClassesGVR]; ok {
 		plugins = append(plugins, priority.New(func(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
 			obj, _, err := pcs.objects.get(ctx, "", name)
@@ -72,6 +80,9 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 	}
 	plugins = append(plugins, s.services)
 	plugins = append(plugins, s.cfg.AdmissionPlugins...)
+	if h, ok := s.handlers[resourceQuotasGVR]; ok {
+		plugins = append(plugins, resourcequota.New(quotaStore{h}, s.clock))
+	}
 	return admission.NewChain(plugins...)
 }
 

@@ -3,6 +3,8 @@ package cache
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -104,6 +106,32 @@ func (c *Cache) GetStored(key string) (kv storage.KeyValue, ok bool) {
 	kv, err := c.keyValue(e)
 	return kv, err == nil
 }
+
+// HasNamespace reports whether the cache holds an object in namespace ns
+// now, without waiting and in O(log n): the check an admission plugin
+// makes on every write to skip namespaces without its policy objects
+// (ResourceQuotas, LimitRanges). ok is false when the cache is not ready;
+// the caller then lists, which waits for it.
+func (c *Cache) HasNamespace(ns string) (has, ok bool) {
+	if !c.Ready() {
+		return false, false
+	}
+	pivot := pivots.Get().(*entry)
+	pivot.key = c.cfg.Prefix + ns + "/"
+	c.mu.RLock()
+	c.mu.st.all.AscendGreaterOrEqual(pivot, func(e *entry) bool {
+		has = strings.HasPrefix(e.key, pivot.key)
+		return false
+	})
+	c.mu.RUnlock()
+	pivot.key = ""
+	pivots.Put(pivot)
+	return has, true
+}
+
+// pivots are the search keys of HasNamespace: an entry is large enough
+// that allocating one per call was most of its cost.
+var pivots = sync.Pool{New: func() any { return new(entry) }}
 
 // ListStored is List without decoding: emit gets each selected object as
 // the cache keeps it (Stored: its stored bytes, maybe compressed, with its

@@ -361,3 +361,32 @@ func TestClusterScopedNameList(t *testing.T) {
 		}
 	}
 }
+
+// HasNamespace finds a namespace's objects without a list, and not those
+// of a namespace whose name extends it.
+func TestHasNamespace(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create(newPod("ab", "p", "", nil))
+	rev := e.create(newPod("c", "p", "", nil))
+	e.waitRev(rev)
+	for ns, want := range map[string]bool{"ab": true, "c": true, "a": false, "b": false, "abc": false, "": false, "d": false} {
+		has, ok := e.c.HasNamespace(ns)
+		if !ok || has != want {
+			t.Errorf("HasNamespace(%q) = %v, %v; want %v, true", ns, has, ok, want)
+		}
+	}
+	rev = e.delete("c", "p")
+	e.waitRev(rev)
+	if has, _ := e.c.HasNamespace("c"); has {
+		t.Error("HasNamespace after the last object's deletion")
+	}
+	store := openStore(t)
+	c, err := New(Config{Store: store, Prefix: podPrefix, NewFunc: func() runtime.Object { return &corev1.Pod{} }, Decode: newPodCodec(t).decode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if _, ok := c.HasNamespace("ab"); ok {
+		t.Error("a cache not ready answered")
+	}
+}

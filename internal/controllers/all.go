@@ -14,6 +14,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/podgc"
 	"github.com/myriad-k8s/myriad/internal/controllers/pvbinder"
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
+	"github.com/myriad-k8s/myriad/internal/controllers/resourcequota"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
 	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
@@ -41,5 +42,6 @@ func All() []controllerctx.Descriptor {
 		pvbinder.Descriptor(),
 		volumeprotection.PVCDescriptor(),
 		volumeprotection.PVDescriptor(),
+		resourcequota.Descriptor(),
 	}
 }

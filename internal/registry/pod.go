@@ -105,6 +105,11 @@ func preparePodCreate(p *corev1.Pod) {
 	}
 }
 
+// PodQOS is the QoS class of a pod with spec s, for admission plugins
+// that change its resources after the strategy set status.qosClass
+// (LimitRanger) and for quota's BestEffort scope.
+func PodQOS(s *corev1.PodSpec) corev1.PodQOSClass { return podQOS(s) }
+
 // podQOS is upstream's GetPodQOS over cpu and memory of all containers.
 func podQOS(s *corev1.PodSpec) corev1.PodQOSClass {
 	requests, limits := corev1.ResourceList{}, corev1.ResourceList{}

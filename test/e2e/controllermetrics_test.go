@@ -28,6 +28,7 @@ var controllerQueues = map[string][]string{
 	"persistentvolume-binder": {"persistentvolume-binder"},
 	"pvc-protection":          {"pvc-protection"},
 	"pv-protection":           {"pv-protection"},
+	"resourcequota":           {"resourcequota"},
 }
 
 // TestControllerMetrics reads /metrics of the shared `myriad up` with the
