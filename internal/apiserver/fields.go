@@ -35,8 +35,12 @@ func newFieldTracker(scheme *runtime.Scheme, reg *registry.Registry, tc managedf
 			}
 			// The main resource does not own status, and a status writer
 			// owns nothing but status, as upstream's GetResetFields.
-			if subresource == "status" {
+			switch subresource {
+			case "status":
 				return fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata"))
+			case "approval":
+				// A CSR's approval writer owns only the conditions.
+				return fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata"), fieldpath.MakePathOrDie("status", "certificate"))
 			}
 			return fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
 		},
