@@ -224,13 +224,13 @@ var excluded = map[string]exclusion{
 	"flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/status": {issueFlowControl, "API priority and fairness"},
 
 	// Owed by issue 28.
-	"autoscaling/v1/horizontalpodautoscalers":                    {issueWholeAPI, "with the HPA controller and v1↔v2 conversion"},
-	"autoscaling/v2/horizontalpodautoscalers":                    {issueWholeAPI, "with the HPA controller and v1↔v2 conversion"},
-	"autoscaling/v1/horizontalpodautoscalers/status":             {issueWholeAPI, "with horizontalpodautoscalers"},
-	"autoscaling/v2/horizontalpodautoscalers/status":             {issueWholeAPI, "with horizontalpodautoscalers"},
-	"networking.k8s.io/v1/ipaddresses":                           {issueWholeAPI, "if the service-IP allocator moves to them cleanly"},
-	"networking.k8s.io/v1/servicecidrs":                          {issueWholeAPI, "if the service-IP allocator moves to them cleanly"},
-	"networking.k8s.io/v1/servicecidrs/status":                   {issueWholeAPI, "with servicecidrs"},
+	"autoscaling/v1/horizontalpodautoscalers":        {issueWholeAPI, "with the HPA controller and v1↔v2 conversion"},
+	"autoscaling/v2/horizontalpodautoscalers":        {issueWholeAPI, "with the HPA controller and v1↔v2 conversion"},
+	"autoscaling/v1/horizontalpodautoscalers/status": {issueWholeAPI, "with horizontalpodautoscalers"},
+	"autoscaling/v2/horizontalpodautoscalers/status": {issueWholeAPI, "with horizontalpodautoscalers"},
+	"networking.k8s.io/v1/ipaddresses":               {issueWholeAPI, "if the service-IP allocator moves to them cleanly"},
+	"networking.k8s.io/v1/servicecidrs":              {issueWholeAPI, "if the service-IP allocator moves to them cleanly"},
+	"networking.k8s.io/v1/servicecidrs/status":       {issueWholeAPI, "with servicecidrs"},
 
 	// Dynamic resource allocation (GA in v1.34).
 	"resource.k8s.io/v1/deviceclasses":          {noIssue, "dynamic resource allocation needs DRA drivers on nodes and the scheduler's DRA plugin"},
