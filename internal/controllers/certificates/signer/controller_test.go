@@ -90,11 +90,11 @@ func TestSync(t *testing.T) {
 		validity time.Duration // of the issued certificate; 0: none issued
 		failed   string        // the Failed condition's message, if any
 	}{
-		{"client", request{signer: certificatesv1.KubeAPIServerClientSignerName, cn: "alice", orgs: []string{"dev"}, usages: client, conds: approved}, 30*24*time.Hour, ""},
+		{"client", request{signer: certificatesv1.KubeAPIServerClientSignerName, cn: "alice", orgs: []string{"dev"}, usages: client, conds: approved}, 30 * 24 * time.Hour, ""},
 		{"client one hour", request{signer: certificatesv1.KubeAPIServerClientSignerName, cn: "alice", usages: client, expiration: ptr[int32](3600), conds: approved}, time.Hour + backdate, ""},
-		{"client capped", request{signer: certificatesv1.KubeAPIServerClientSignerName, cn: "alice", usages: client, expiration: ptr[int32](1 << 30), conds: approved}, 30*24*time.Hour, ""},
-		{"kubelet client", request{signer: certificatesv1.KubeAPIServerClientKubeletSignerName, cn: "system:node:n1", orgs: []string{"system:nodes"}, usages: nodeUsages, conds: approved}, 30*24*time.Hour, ""},
-		{"kubelet serving", request{signer: certificatesv1.KubeletServingSignerName, cn: "system:node:n1", orgs: []string{"system:nodes"}, dns: []string{"n1"}, ips: []net.IP{net.IPv4(10, 0, 0, 1)}, usages: serveUsages, conds: approved}, 30*24*time.Hour, ""},
+		{"client capped", request{signer: certificatesv1.KubeAPIServerClientSignerName, cn: "alice", usages: client, expiration: ptr[int32](1 << 30), conds: approved}, 30 * 24 * time.Hour, ""},
+		{"kubelet client", request{signer: certificatesv1.KubeAPIServerClientKubeletSignerName, cn: "system:node:n1", orgs: []string{"system:nodes"}, usages: nodeUsages, conds: approved}, 30 * 24 * time.Hour, ""},
+		{"kubelet serving", request{signer: certificatesv1.KubeletServingSignerName, cn: "system:node:n1", orgs: []string{"system:nodes"}, dns: []string{"n1"}, ips: []net.IP{net.IPv4(10, 0, 0, 1)}, usages: serveUsages, conds: approved}, 30 * 24 * time.Hour, ""},
 		{"pending", request{signer: certificatesv1.KubeAPIServerClientSignerName, cn: "alice", usages: client}, 0, ""},
 		{"denied", request{signer: certificatesv1.KubeAPIServerClientSignerName, cn: "alice", usages: client, conds: []certificatesv1.RequestConditionType{certificatesv1.CertificateDenied}}, 0, ""},
 		{"approved and failed", request{signer: certificatesv1.KubeAPIServerClientSignerName, cn: "alice", usages: client, conds: []certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, certificatesv1.CertificateFailed}}, 0, ""},
