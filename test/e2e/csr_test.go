@@ -187,6 +187,17 @@ func TestCertificateSigningRequests(t *testing.T) {
 		}
 	})
 
+	t.Run("system:masters refused", func(t *testing.T) {
+		out, err := shared.kubectl(t, csrManifest(name("root"), certificatesv1.KubeAPIServerClientSignerName, newCSRKey(t).request(t, "root", "system:masters"), "", "client auth"), "create", "-f", "-")
+		if err == nil {
+			created = append(created, name("root"))
+			t.Fatalf("a system:masters client CSR was created: %s", out)
+		}
+		if !strings.Contains(out, "is forbidden: use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed") {
+			t.Errorf("error: %s", out)
+		}
+	})
+
 	// A client certificate for alice, approved by hand.
 	alice := newCSRKey(t)
 	aliceCSR := name("alice")
