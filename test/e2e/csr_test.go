@@ -83,7 +83,9 @@ func waitCSR(t *testing.T, c kubernetes.Interface, name, what string, done func(
 	}
 }
 
-func issued(csr *certificatesv1.CertificateSigningRequest) bool { return len(csr.Status.Certificate) > 0 }
+func issued(csr *certificatesv1.CertificateSigningRequest) bool {
+	return len(csr.Status.Certificate) > 0
+}
 
 // verifyIssued parses the issued certificate and verifies it against the
 // cluster CA for client auth.
