@@ -5,6 +5,7 @@ import (
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,7 +22,8 @@ import (
 func certificateSigningRequestResource(c clock) *Resource {
 	gv := v1(certificatesGroup)
 	s := strategy[*certificatesv1.CertificateSigningRequest]{behavior[*certificatesv1.CertificateSigningRequest]{
-		name:           func(string, bool) []string { return nil }, // upstream accepts any name
+		// Upstream accepts any name a URL path segment can carry.
+		name:           path.ValidatePathSegmentName,
 		creator:        setCSRRequestor,
 		resetStatus:    resetCSRStatus,
 		keepStatus:     keepCSRSpecAndStatus,

@@ -93,6 +93,7 @@ func TestCSRValidation(t *testing.T) {
 				csr.Spec.Usages = append(csr.Spec.Usages, certificatesv1.KeyUsage(u))
 			}
 		}, nil},
+		{"name not a path segment", func(csr *certificatesv1.CertificateSigningRequest) { csr.Name = "a/b" }, []string{"Invalid value: metadata.name"}},
 		{"custom signer", func(csr *certificatesv1.CertificateSigningRequest) { csr.Spec.SignerName = "example.com/my-signer.v1" }, nil},
 		{"ten minutes", func(csr *certificatesv1.CertificateSigningRequest) { csr.Spec.ExpirationSeconds = ptrTo[int32](600) }, nil},
 		{"no request", func(csr *certificatesv1.CertificateSigningRequest) { csr.Spec.Request = nil }, []string{"Invalid value: spec.request"}},
