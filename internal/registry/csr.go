@@ -133,51 +133,46 @@ func keepCSRSpecAndStatus(csr, old *certificatesv1.CertificateSigningRequest) {
 
 // prepareCSRStatusUpdate keeps spec and the Approved and Denied conditions,
 // which only the approval subresource changes. When the writer added or
-// removed one, nothing is preserved and validation reports it.
+// removed one, it is not preserved and validation reports it.
 func prepareCSRStatusUpdate(csr, old *certificatesv1.CertificateSigningRequest, now time.Time) {
 	csr.Spec = old.Spec
-	preserveConditions(csr, old, isApprovalCondition)
+	preserveConditions(csr, old, certificatesv1.CertificateApproved)
+	preserveConditions(csr, old, certificatesv1.CertificateDenied)
 	stampConditions(csr, old, now)
 }
 
-// prepareCSRApprovalUpdate keeps spec, the certificate and every condition
-// but Approved and Denied.
+// prepareCSRApprovalUpdate keeps spec and all of status but the
+// conditions, which validation then holds to the approval rules (a Failed
+// condition may not go, for one).
 func prepareCSRApprovalUpdate(csr, old *certificatesv1.CertificateSigningRequest, now time.Time) {
-	csr.Spec = old.Spec
-	csr.Status.Certificate = old.Status.Certificate
-	preserveConditions(csr, old, func(t certificatesv1.RequestConditionType) bool { return !isApprovalCondition(t) })
 	stampConditions(csr, old, now)
+	conds := csr.Status.Conditions
+	csr.Spec = old.Spec
+	csr.Status = *old.Status.DeepCopy()
+	csr.Status.Conditions = conds
 }
 
-func isApprovalCondition(t certificatesv1.RequestConditionType) bool {
-	return t == certificatesv1.CertificateApproved || t == certificatesv1.CertificateDenied
-}
-
-// preserveConditions puts old's conditions of the selected types back in
-// csr, in their old places relative to each other, when csr has as many of
-// them as old; otherwise it leaves csr alone for validation to refuse.
-func preserveConditions(csr, old *certificatesv1.CertificateSigningRequest, selected func(certificatesv1.RequestConditionType) bool) {
-	var oldSel []certificatesv1.CertificateSigningRequestCondition
+// preserveConditions puts old's conditions of type t back in csr, in
+// order, when csr has as many of them as old; otherwise it leaves csr
+// alone for validation to refuse.
+func preserveConditions(csr, old *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType) {
+	var oldC []certificatesv1.CertificateSigningRequestCondition
 	for _, c := range old.Status.Conditions {
-		if selected(c.Type) {
-			oldSel = append(oldSel, c)
+		if c.Type == t {
+			oldC = append(oldC, c)
 		}
 	}
-	n := 0
-	for _, c := range csr.Status.Conditions {
-		if selected(c.Type) {
-			n++
+	var idx []int
+	for i, c := range csr.Status.Conditions {
+		if c.Type == t {
+			idx = append(idx, i)
 		}
 	}
-	if n != len(oldSel) {
+	if len(idx) != len(oldC) {
 		return
 	}
-	i := 0
-	for j, c := range csr.Status.Conditions {
-		if selected(c.Type) {
-			csr.Status.Conditions[j] = oldSel[i]
-			i++
-		}
+	for i, j := range idx {
+		csr.Status.Conditions[j] = oldC[i]
 	}
 }
 

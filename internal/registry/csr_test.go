@@ -220,12 +220,9 @@ func TestCSRApproval(t *testing.T) {
 			c.Status = ""
 			return c
 		}()), []string{"Required value: status.conditions[0].status"}, nil},
-		// An added condition of another type cannot be matched with old's,
-		// so it stays, as upstream's preserveConditionInstances.
 		{"custom condition false", nil, conds(approved, certificatesv1.CertificateSigningRequestCondition{Type: "Checked", Status: corev1.ConditionFalse}), nil,
 			[]certificatesv1.RequestConditionType{certificatesv1.CertificateApproved, "Checked"}},
-		// A Failed condition the approval writer changes is put back;
-		// one it drops is refused.
+		// Approval writes all conditions, but may not drop a Failed one.
 		{"failed kept", conds(failed), conds(func() certificatesv1.CertificateSigningRequestCondition {
 			c := failed
 			c.Message = "changed"
