@@ -68,7 +68,8 @@
 //
 // The plugins live in subpackages, one each: namespacelifecycle, priority,
 // defaultclass (DefaultStorageClass and DefaultIngressClass, one plugin
-// built twice), runtimeclass, serviceip. The API server builds the chain
+// built twice), runtimeclass, certsubject (CertificateSubjectRestriction),
+// serviceip. The API server builds the chain
 // (internal/apiserver, admission.go) because the plugins read through its
 // stores and caches.
 package admission

@@ -2,7 +2,8 @@
 // watch caches: routing, content negotiation (JSON, YAML, protobuf, Table,
 // PartialObjectMetadata), the verbs and their resourceVersion semantics,
 // watch streaming, discovery, and the subresources that need more than a
-// strategy (binding, eviction, scale, status).
+// strategy (binding, eviction, scale, and status and approval, which write a
+// part of the object through the registry's PartStrategy).
 //
 // Request flow: filters (authn, authz, limits, metrics; see package
 // filters) → Server.ServeHTTP → resourceHandler.serve → reads from the
