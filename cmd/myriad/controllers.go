@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/myriad-k8s/myriad/internal/controllers"
+	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
 )
 
 // runControllers is `myriad controllers`: the controller manager against
@@ -40,6 +41,9 @@ func runControllers(ctx context.Context, args []string, _ io.Writer) error {
 	fs.Float64Var(&cfg.NodeLifecycle.SecondaryEvictionRate, "secondary-node-eviction-rate", 0.01, "nodes per second tainted NoExecute in a partially disrupted zone")
 	fs.Float64Var(&cfg.NodeLifecycle.UnhealthyZoneThreshold, "unhealthy-zone-threshold", 0.55, "fraction of a zone's nodes not Ready beyond which the zone is partially disrupted")
 	fs.IntVar(&cfg.NodeLifecycle.LargeClusterSizeThreshold, "large-cluster-size-threshold", 50, "zones up to this size stop evicting when partially disrupted")
+	fs.StringVar(&cfg.ClusterSigning.CertFile, "cluster-signing-cert-file", "", "PEM CA certificate the csrsigning controller issues certificates from (with --cluster-signing-key-file; none: no signing)")
+	fs.StringVar(&cfg.ClusterSigning.KeyFile, "cluster-signing-key-file", "", "PEM PKCS#8 key of --cluster-signing-cert-file")
+	fs.DurationVar(&cfg.ClusterSigning.Duration, "cluster-signing-duration", signer.DefaultDuration, "longest validity of an issued certificate")
 	qps := fs.Float64("kube-api-qps", 500, "client QPS to the API server")
 	burst := fs.Int("kube-api-burst", 1000, "client burst to the API server")
 	metricsAddr := fs.String("metrics-address", "", "address to serve /metrics and /debug/pprof on (empty: none)")

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/myriad-k8s/myriad/internal/controllers"
+	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
 	"github.com/myriad-k8s/myriad/internal/controlplane"
+	"github.com/myriad-k8s/myriad/internal/pki"
 	"github.com/myriad-k8s/myriad/internal/scheduler"
 )
 
@@ -57,10 +60,14 @@ func runUp(ctx context.Context, args []string, _ io.Writer) error {
 // upComponents are the clients `myriad up` runs in-process: the scheduler
 // and the controller manager, each electing a leader on its upstream Lease
 // so more replicas (or upstream's own) can stand by beside it.
-func upComponents(fs *flag.FlagSet) func(log *slog.Logger) []controlplane.Component {
+//
+// The controllers sign certificate signing requests with the cluster CA
+// that `myriad up` keeps in dataDir (ca.crt, ca.key).
+func upComponents(fs *flag.FlagSet) func(log *slog.Logger, dataDir string) []controlplane.Component {
 	runScheduler := fs.Bool("scheduler", true, "run the scheduler in-process")
 	enabled := fs.String("controllers", "*", "controllers to run in-process: * for all, -name to disable one, empty for none")
-	return func(log *slog.Logger) []controlplane.Component {
+	signingDuration := fs.Duration("cluster-signing-duration", signer.DefaultDuration, "longest validity of a certificate the csrsigning controller issues")
+	return func(log *slog.Logger, dataDir string) []controlplane.Component {
 		var out []controlplane.Component
 		if *runScheduler {
 			out = append(out, controlplane.Component{Name: "scheduler", Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
@@ -69,7 +76,12 @@ func upComponents(fs *flag.FlagSet) func(log *slog.Logger) []controlplane.Compon
 		}
 		if names := splitList(*enabled); len(names) > 0 {
 			out = append(out, controlplane.Component{Name: "controllers", Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
-				return controllers.Run(ctx, controllers.Config{RESTConfig: rc, Controllers: names, LeaderElect: true, Logger: log, Metrics: m})
+				return controllers.Run(ctx, controllers.Config{RESTConfig: rc, Controllers: names, LeaderElect: true, Logger: log, Metrics: m,
+					ClusterSigning: signer.Options{
+						CertFile: filepath.Join(dataDir, pki.CACertFile),
+						KeyFile:  filepath.Join(dataDir, pki.CAKeyFile),
+						Duration: *signingDuration,
+					}})
 			}})
 		}
 		return out
@@ -84,7 +96,7 @@ func runControlPlane(ctx context.Context, name string, args []string) error {
 	fs := flag.NewFlagSet("myriad "+name, flag.ContinueOnError)
 	cfg, level := controlPlaneFlags(fs)
 	applyMemoryLimit := memoryLimitFlag(fs)
-	var components func(*slog.Logger) []controlplane.Component
+	var components func(*slog.Logger, string) []controlplane.Component
 	if name == "up" {
 		components = upComponents(fs)
 	}
@@ -107,7 +119,7 @@ func runControlPlane(ctx context.Context, name string, args []string) error {
 	}
 	cfg.Logger = log
 	if components != nil {
-		cfg.Components = components(log)
+		cfg.Components = components(log, cfg.DataDir)
 	}
 	return controlplane.Run(ctx, *cfg, nil)
 }

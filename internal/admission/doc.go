@@ -68,7 +68,8 @@
 //
 // The plugins live in subpackages, one each: namespacelifecycle,
 // limitranger, priority, defaultclass (DefaultStorageClass and
-// DefaultIngressClass, one plugin built twice), runtimeclass, serviceip,
+// DefaultIngressClass, one plugin built twice), storageprotection,
+// runtimeclass, certsubject (CertificateSubjectRestriction), serviceip,
 // resourcequota (which also allocates: its Finish gives back the quota
 // charged for a write that was not stored). The API server builds the chain
 // (internal/apiserver, admission.go) because the plugins read through its

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/myriad-k8s/myriad/internal/admission"
+	"github.com/myriad-k8s/myriad/internal/admission/certsubject"
 	"github.com/myriad-k8s/myriad/internal/admission/defaultclass"
 	"github.com/myriad-k8s/myriad/internal/admission/limitranger"
 	"github.com/myriad-k8s/myriad/internal/admission/namespacelifecycle"
@@ -38,9 +39,10 @@ var (
 // newAdmission builds the admission chain over the server's handlers, in
 // upstream's plugin order: NamespaceLifecycle, LimitRanger, Priority,
 // DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
-// DefaultIngressClass, then the ClusterIP and node port allocation, then
-// Config.AdmissionPlugins, then ResourceQuota (last, as upstream's, so it
-// charges what is stored). A plugin is added here or there; the REST
+// CertificateSubjectRestriction, DefaultIngressClass, then the ClusterIP
+// and node port allocation, then Config.AdmissionPlugins, then
+// ResourceQuota (last, as upstream's, so it charges what is stored). A
+// plugin is added here or there; the REST
 // handlers call the chain and need no change.
 func (s *Server) newAdmission() (*admission.Chain, error) {
 	var err error
@@ -75,6 +77,7 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 			return obj.(*nodev1.RuntimeClass), nil
 		}))
 	}
+	plugins = append(plugins, certsubject.New())
 	if h, ok := s.handlers[ingressClassesGVR]; ok {
 		plugins = append(plugins, defaultclass.NewIngressClass(h.listClasses))
 	}

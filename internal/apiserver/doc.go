@@ -2,9 +2,10 @@
 // watch caches: routing, content negotiation (JSON, YAML, protobuf, Table,
 // PartialObjectMetadata), the verbs and their resourceVersion semantics,
 // watch streaming, discovery, the subresources that need more than a
-// strategy (binding, eviction, scale, status), and the resources with no
-// stored objects (componentstatuses, computed when read; the legacy
-// bindings).
+// strategy (binding, eviction, scale, and status and approval, which write
+// a part of the object through the registry's PartStrategy), and the
+// resources with no stored objects (componentstatuses, computed when read;
+// the legacy bindings).
 //
 // Request flow: filters (authn, authz, limits, metrics; see package
 // filters) → Server.ServeHTTP → resourceHandler.serve → reads from the

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -11,6 +12,9 @@ import (
 	"github.com/myriad-k8s/myriad/internal/patch"
 	"github.com/myriad-k8s/myriad/internal/registry"
 )
+
+// csrGVK is the one Kind whose status subresource resets more than spec.
+var csrGVK = certificatesv1.SchemeGroupVersion.WithKind("CertificateSigningRequest")
 
 // fieldTracker keeps managedFields current on every write and runs
 // server-side apply, through upstream's field managers.
@@ -35,8 +39,15 @@ func newFieldTracker(scheme *runtime.Scheme, reg *registry.Registry, tc managedf
 			}
 			// The main resource does not own status, and a status writer
 			// owns nothing but status, as upstream's GetResetFields.
-			if subresource == "status" {
+			switch {
+			case subresource == "status" && gvk == csrGVK:
+				// Upstream's csrStatusStrategy: conditions too.
+				return fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata"), fieldpath.MakePathOrDie("status", "conditions"))
+			case subresource == "status":
 				return fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata"))
+			case subresource == "approval":
+				// A CSR's approval writer owns only the conditions.
+				return fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata"), fieldpath.MakePathOrDie("status", "certificate"))
 			}
 			return fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
 		},

@@ -38,7 +38,8 @@ type resourceHooks struct {
 	keepOnDelete func(obj runtime.Object) bool
 	// markedForDeletion adjusts an object being marked (namespace phase).
 	markedForDeletion func(obj runtime.Object)
-	// subresources beyond status (binding, eviction, scale, finalize).
+	// subresources beyond status and approval (binding, eviction, scale,
+	// finalize).
 	subresources map[string]subresourceHandler
 	// serve, when set, answers every request to the resource itself: its
 	// objects are computed when read, not stored (componentstatuses).
@@ -58,19 +59,21 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *re
 			sub(h.s, w, r, h, info)
 			return
 		}
-		if info.Subresource != "status" || h.res.Status == nil {
+		if _, ok := h.res.PartStrategy(info.Subresource); !ok {
 			// Not "pods \"x\" not found": the object may well exist; it is
 			// the path that has no handler, as upstream's mux answers.
 			h.s.writeError(w, r, errNoRoute())
 			return
 		}
+		// status and approval: the object, written through the
+		// subresource's strategy.
 		switch info.Verb {
 		case "get":
 			h.get(w, r, ns, info.Name)
 		case "update":
-			h.update(w, r, ns, info.Name, "status")
+			h.update(w, r, ns, info.Name, info.Subresource)
 		case "patch":
-			h.patch(w, r, ns, info.Name, "status")
+			h.patch(w, r, ns, info.Name, info.Subresource)
 		default:
 			h.s.writeError(w, r, methodNotSupported(h, info.Verb))
 		}

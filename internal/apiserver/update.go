@@ -197,14 +197,12 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Ob
 	m.SetDeletionGracePeriodSeconds(oldMeta.GetDeletionGracePeriodSeconds())
 	m.SetResourceVersion(oldMeta.GetResourceVersion())
 	m.SetSelfLink("")
-	switch subresource {
-	case "":
+	part, isPart := h.res.PartStrategy(subresource)
+	switch {
+	case subresource == "":
 		h.res.Strategy.PrepareForUpdate(ctx, obj, old)
-	case "status":
-		if h.res.Status == nil {
-			return nil, nil, apierrors.NewNotFound(h.objects.gr, m.GetName())
-		}
-		h.res.Status.PrepareForStatusUpdate(ctx, obj, old)
+	case isPart:
+		part.PrepareForStatusUpdate(ctx, obj, old)
 	default:
 		return nil, nil, apierrors.NewNotFound(h.objects.gr, m.GetName())
 	}
@@ -218,7 +216,7 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Ob
 	if subresource == "" {
 		errs = h.res.Strategy.ValidateUpdate(ctx, obj, old)
 	} else {
-		errs = h.res.Status.ValidateStatusUpdate(ctx, obj, old)
+		errs = part.ValidateStatusUpdate(ctx, obj, old)
 	}
 	if len(errs) > 0 {
 		return nil, nil, invalidError(h.res.GroupVersionKind().GroupKind(), m.GetName(), errs)

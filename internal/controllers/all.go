@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"github.com/myriad-k8s/myriad/internal/controllers/certificates/approver"
+	"github.com/myriad-k8s/myriad/internal/controllers/certificates/cleaner"
+	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/cronjob"
 	"github.com/myriad-k8s/myriad/internal/controllers/daemonset"
@@ -43,5 +46,8 @@ func All() []controllerctx.Descriptor {
 		volumeprotection.PVCDescriptor(),
 		volumeprotection.PVDescriptor(),
 		resourcequota.Descriptor(),
+		approver.Descriptor(),
+		signer.Descriptor(),
+		cleaner.Descriptor(),
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
 	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
 )
 
@@ -42,6 +43,11 @@ type Config struct {
 	// RootCA is the PEM bundle published as kube-root-ca.crt in every
 	// namespace (default: RESTConfig.CAData, else the file RESTConfig.CAFile).
 	RootCA []byte
+
+	// ClusterSigning is the CA the csrsigning controller issues
+	// certificates from, and the longest validity it issues (default one
+	// year). Without CertFile and KeyFile that controller does not run.
+	ClusterSigning signer.Options
 
 	// NodeLifecycle holds the node lifecycle controller's knobs (grace
 	// period 40 s, eviction rates 0.1 and 0.01 nodes/s, ...).

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
@@ -164,6 +165,10 @@ func build(cc *controllerctx.Context, cfg Config) ([]built, error) {
 			cfg.Logger.Warn("no CA in the client configuration; not publishing kube-root-ca.crt")
 			continue
 		}
+		if d.Name == signer.Name && (cfg.ClusterSigning.CertFile == "" || cfg.ClusterSigning.KeyFile == "") {
+			cfg.Logger.Warn("no cluster signing CA configured; not signing certificate signing requests")
+			continue
+		}
 		c, err := d.New(cc)
 		if err != nil {
 			return nil, fmt.Errorf("controllers: building %s: %w", d.Name, err)
@@ -189,6 +194,9 @@ func descriptors(cfg Config) []controllerctx.Descriptor {
 		case rootcacert.Name:
 			ca := cfg.RootCA
 			ds[i].New = func(c *controllerctx.Context) (controllerctx.Controller, error) { return rootcacert.New(c, ca) }
+		case signer.Name:
+			opts := cfg.ClusterSigning
+			ds[i].New = func(c *controllerctx.Context) (controllerctx.Controller, error) { return signer.New(c, opts) }
 		}
 	}
 	return ds

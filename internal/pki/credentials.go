@@ -2,6 +2,7 @@ package pki
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -206,4 +207,27 @@ func (c *Credentials) IssueClientCertificate(user string, groups []string, valid
 		return nil, nil, err
 	}
 	return kp.certPEM, kp.keyPEM, nil
+}
+
+// LoadCA reads a CA certificate and its PKCS#8 key from PEM files (the
+// ca.crt and ca.key EnsureCredentials writes), for a signer that issues
+// from the cluster CA (the csrsigning controller). It checks that the two
+// belong together and that the certificate is a CA.
+func LoadCA(certFile, keyFile string) (*x509.Certificate, crypto.Signer, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pki: %w", err)
+	}
+	kp, err := parseKeyPair(certPEM, keyPEM, certFile, keyFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !kp.cert.IsCA {
+		return nil, nil, fmt.Errorf("pki: %s is not a CA certificate", certFile)
+	}
+	return kp.cert, kp.key, nil
 }

@@ -231,3 +231,32 @@ func TestServerURL(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadCA(t *testing.T) {
+	dir := t.TempDir()
+	creds, err := EnsureCredentials(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(dir, CACertFile)
+	cases := []struct {
+		name, cert, key string
+		ok              bool
+	}{
+		{"the CA", ca, filepath.Join(dir, CAKeyFile), true},
+		{"missing key", ca, filepath.Join(dir, "nope"), false},
+		{"serving key", ca, filepath.Join(dir, ServingKeyFile), false},
+		{"not a CA", filepath.Join(dir, ServingCertFile), filepath.Join(dir, ServingKeyFile), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cert, key, err := LoadCA(tc.cert, tc.key)
+			if (err == nil) != tc.ok {
+				t.Fatalf("LoadCA: %v, want ok=%v", err, tc.ok)
+			}
+			if tc.ok && (!cert.Equal(creds.CACert) || key == nil) {
+				t.Fatal("LoadCA returned another CA")
+			}
+		})
+	}
+}

@@ -220,12 +220,9 @@ var excluded = map[string]exclusion{
 	"flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/status": {issueFlowControl, "API priority and fairness"},
 
 	// Owed by issue 28.
-	"certificates.k8s.io/v1/certificatesigningrequests":          {issueWholeAPI, "with approval and the built-in signers"},
-	"certificates.k8s.io/v1/certificatesigningrequests/approval": {issueWholeAPI, "with certificatesigningrequests"},
-	"certificates.k8s.io/v1/certificatesigningrequests/status":   {issueWholeAPI, "with certificatesigningrequests"},
-	"networking.k8s.io/v1/ipaddresses":                           {issueSeveralServers, "the service-IP allocator's state moves into the store as IPAddress objects when several API servers share it"},
-	"networking.k8s.io/v1/servicecidrs":                          {issueSeveralServers, "with ipaddresses"},
-	"networking.k8s.io/v1/servicecidrs/status":                   {issueSeveralServers, "with ipaddresses"},
+	"networking.k8s.io/v1/ipaddresses":         {issueSeveralServers, "the service-IP allocator's state moves into the store as IPAddress objects when several API servers share it"},
+	"networking.k8s.io/v1/servicecidrs":        {issueSeveralServers, "with ipaddresses"},
+	"networking.k8s.io/v1/servicecidrs/status": {issueSeveralServers, "with ipaddresses"},
 
 	// Dynamic resource allocation (GA in v1.34).
 	"resource.k8s.io/v1/deviceclasses":          {noIssue, "dynamic resource allocation needs DRA drivers on nodes and the scheduler's DRA plugin"},

@@ -33,7 +33,7 @@ func NewWithOptions(opts Options) (*Registry, error) {
 	}
 	c := clock(opts.Now)
 	// Discovery order mirrors upstream: groups in the API server's group
-	// priority order (core, apps, events, batch, networking, policy, rbac,
+	// priority order (core, apps, events, batch, certificates, networking, policy, rbac,
 	// storage, scheduling, coordination, node, discovery), resources
 	// alphabetical within a group.
 	rs := []*Resource{
@@ -68,6 +68,8 @@ func NewWithOptions(opts Options) (*Registry, error) {
 
 		cronJobResource(c),
 		jobResource(c),
+
+		certificateSigningRequestResource(c),
 
 		ingressClassResource(c),
 		ingressResource(c),
@@ -133,6 +135,8 @@ func checkResource(r *Resource) error {
 		return fmt.Errorf("registry: %v: NewList is required to serve list", r.GroupVersionResource())
 	case r.HasSubresource("status") != (r.Status != nil):
 		return fmt.Errorf("registry: %v: status subresource and Status strategy disagree", r.GroupVersionResource())
+	case r.HasSubresource("approval") != (r.Approval != nil):
+		return fmt.Errorf("registry: %v: approval subresource and Approval strategy disagree", r.GroupVersionResource())
 	case r.HasSubresource("scale") != (r.Scale != nil):
 		return fmt.Errorf("registry: %v: scale subresource and Scale accessor disagree", r.GroupVersionResource())
 	case len(r.Table.Columns()) == 0:

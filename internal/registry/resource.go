@@ -60,6 +60,11 @@ type Resource struct {
 	// like upstream's printers. Cells must line up with Columns.
 	Table TableConvertor
 
+	// Approval is set exactly when Subresources has "approval"
+	// (certificate signing requests): the strategy of an update through
+	// it, which may change only the Approved and Denied conditions.
+	Approval StatusStrategy
+
 	// Scale is set exactly when Subresources has "scale"; the server uses it
 	// to serve autoscaling/v1 Scale without knowing the Kind.
 	Scale *ScaleAccessor
@@ -99,6 +104,20 @@ func (r *Resource) HasSubresource(name string) bool {
 		}
 	}
 	return false
+}
+
+// PartStrategy returns the strategy of sub when sub is a subresource that
+// updates a part of the object itself ("status", "approval"), served by
+// the generic GET/PUT/PATCH; false for any other subresource.
+func (r *Resource) PartStrategy(sub string) (StatusStrategy, bool) {
+	var s StatusStrategy
+	switch sub {
+	case "status":
+		s = r.Status
+	case "approval":
+		s = r.Approval
+	}
+	return s, s != nil && r.HasSubresource(sub)
 }
 
 // ScaleAccessor reads and writes the scale of an object of the resource's

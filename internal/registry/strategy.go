@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 )
 
 // object is what every served Kind is: a runtime.Object with ObjectMeta.
@@ -30,6 +32,11 @@ type behavior[T object] struct {
 	// specChanged, when set, makes the Kind track metadata.generation: 1 on
 	// create, +1 on an update for which it reports true.
 	specChanged func(obj, old T) bool
+
+	// creator records the requesting user in the object on create (a
+	// CSR's spec.username); u is nil when the request carries no user
+	// (the server's own writes).
+	creator func(obj T, u *request.User)
 
 	// resetStatus clears status on create (Kinds with a status
 	// subresource); keepStatus copies old's status into obj on a
@@ -64,8 +71,12 @@ var (
 	_ StatusStrategy = strategy[object]{}
 )
 
-func (s strategy[T]) PrepareForCreate(_ context.Context, o runtime.Object) {
+func (s strategy[T]) PrepareForCreate(ctx context.Context, o runtime.Object) {
 	obj := o.(T)
+	if s.b.creator != nil {
+		u, _ := request.UserFrom(ctx)
+		s.b.creator(obj, u)
+	}
 	if s.b.resetStatus != nil {
 		s.b.resetStatus(obj)
 	}
