@@ -113,6 +113,20 @@ func (e *Expirer) fill(ctx context.Context) (storage.Watcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	var w storage.Watcher
+	if rev == 0 {
+		// Nothing was ever written, and a watch from revision 0 starts
+		// "now": a write between the list and the watch would be lost.
+		// Watch first, then list again; a key both report is queued
+		// twice, which costs only a failed delete.
+		if w, err = e.cfg.Store.Watch(ctx, e.cfg.Prefix, 0); err != nil {
+			return nil, err
+		}
+		if kvs, _, err = e.cfg.Store.List(ctx, e.cfg.Prefix); err != nil {
+			w.Stop()
+			return nil, err
+		}
+	}
 	now := e.cfg.Clock.Now()
 	q := make([]entry, 0, len(kvs))
 	for _, kv := range kvs {
@@ -130,6 +144,9 @@ func (e *Expirer) fill(ctx context.Context) (storage.Watcher, error) {
 	sort.SliceStable(q, func(i, j int) bool { return q[i].due.Before(q[j].due) })
 	e.queue, e.head = q, 0
 	e.pending.Set(float64(len(q)))
+	if w != nil {
+		return w, nil
+	}
 	return e.cfg.Store.Watch(ctx, e.cfg.Prefix, rev)
 }
 
