@@ -93,4 +93,5 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
+	k8s.io/metrics v0.37.2 // indirect
 )

@@ -11,6 +11,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/job"
 	"github.com/myriad-k8s/myriad/internal/controllers/namespace"
 	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
+	"github.com/myriad-k8s/myriad/internal/controllers/podautoscaler"
 	"github.com/myriad-k8s/myriad/internal/controllers/podgc"
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
@@ -35,5 +36,6 @@ func All() []controllerctx.Descriptor {
 		job.Descriptor(),
 		cronjob.Descriptor(),
 		statefulset.Descriptor(),
+		podautoscaler.Descriptor(),
 	}
 }
