@@ -194,5 +194,5 @@ func (hc *Controller) sync(ctx context.Context, key string) error {
 type fixedInterval time.Duration
 
 func (f fixedInterval) When(string) time.Duration { return time.Duration(f) }
-func (fixedInterval) Forget(string)                {}
-func (fixedInterval) NumRequeues(string) int       { return 0 }
+func (fixedInterval) Forget(string)               {}
+func (fixedInterval) NumRequeues(string) int      { return 0 }
