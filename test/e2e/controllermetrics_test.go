@@ -12,18 +12,19 @@ import (
 // on one runtime (internal/controllers/reconcile), so each must have all.
 // nodelifecycle and pod-garbage-collector work on timers, not queues.
 var controllerQueues = map[string][]string{
-	"serviceaccount":         {"serviceaccount"},
-	"root-ca-cert-publisher": {"root-ca-cert-publisher"},
-	"namespace":              {"namespace"},
-	"garbagecollector":       {"garbage_collector_attempt_to_delete", "garbage_collector_attempt_to_orphan"},
-	"endpointslice":          {"endpointslice"},
-	"endpoint":               {"endpoint"},
-	"replicaset":             {"replicaset"},
-	"deployment":             {"deployment"},
-	"daemonset":              {"daemonset"},
-	"job":                    {"job"},
-	"cronjob":                {"cronjob"},
-	"statefulset":            {"statefulset"},
+	"serviceaccount":           {"serviceaccount"},
+	"root-ca-cert-publisher":   {"root-ca-cert-publisher"},
+	"namespace":                {"namespace"},
+	"garbagecollector":         {"garbage_collector_attempt_to_delete", "garbage_collector_attempt_to_orphan"},
+	"endpointslice":            {"endpointslice"},
+	"endpoint":                 {"endpoint"},
+	"replicaset":               {"replicaset"},
+	"deployment":               {"deployment"},
+	"daemonset":                {"daemonset"},
+	"job":                      {"job"},
+	"cronjob":                  {"cronjob"},
+	"statefulset":              {"statefulset"},
+	"horizontalpodautoscaling": {"horizontalpodautoscaling"},
 }
 
 // TestControllerMetrics reads /metrics of the shared `myriad up` with the
