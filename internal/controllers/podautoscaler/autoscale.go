@@ -240,9 +240,9 @@ func (hc *Controller) parseSelector(hpa *autoscalingv2.HorizontalPodAutoscaler, 
 		}
 	}
 	if len(selecting) > 0 {
-		names := []string{hpa.Name}
+		names := []string{key}
 		for k := range selecting {
-			names = append(names, k[len(hpa.Namespace)+1:])
+			names = append(names, k)
 		}
 		sort.Strings(names)
 		msg := fmt.Sprintf("pods by selector %v are controlled by multiple HPAs: %v", selector, names)

@@ -364,7 +364,7 @@ func TestAmbiguousSelector(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := condition(got, autoscalingv2.ScalingActive)
-	if c == nil || c.Reason != "AmbiguousSelector" || !strings.Contains(c.Message, "controlled by multiple HPAs: [other web]") {
+	if c == nil || c.Reason != "AmbiguousSelector" || !strings.Contains(c.Message, "controlled by multiple HPAs: [default/other default/web]") {
 		t.Errorf("ScalingActive %+v", c)
 	}
 }
