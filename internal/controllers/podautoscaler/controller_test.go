@@ -2,6 +2,7 @@ package podautoscaler
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -366,5 +367,82 @@ func TestAmbiguousSelector(t *testing.T) {
 	c := condition(got, autoscalingv2.ScalingActive)
 	if c == nil || c.Reason != "AmbiguousSelector" || !strings.Contains(c.Message, "controlled by multiple HPAs: [default/other default/web]") {
 		t.Errorf("ScalingActive %+v", c)
+	}
+}
+
+func withPodsMetric(h *autoscalingv2.HorizontalPodAutoscaler, name, avg string) *autoscalingv2.HorizontalPodAutoscaler {
+	q := resource.MustParse(avg)
+	h.Spec.Metrics = append(h.Spec.Metrics, autoscalingv2.MetricSpec{Type: autoscalingv2.PodsMetricSourceType, Pods: &autoscalingv2.PodsMetricSource{
+		Metric: autoscalingv2.MetricIdentifier{Name: name},
+		Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: &q}}})
+	return h
+}
+
+func withExternalMetric(h *autoscalingv2.HorizontalPodAutoscaler, name, value string) *autoscalingv2.HorizontalPodAutoscaler {
+	q := resource.MustParse(value)
+	h.Spec.Metrics = append(h.Spec.Metrics, autoscalingv2.MetricSpec{Type: autoscalingv2.ExternalMetricSourceType, External: &autoscalingv2.ExternalMetricSource{
+		Metric: autoscalingv2.MetricIdentifier{Name: name},
+		Target: autoscalingv2.MetricTarget{Type: autoscalingv2.ValueMetricType, Value: &q}}})
+	return h
+}
+
+// TestMultipleMetrics: the highest proposal wins; a failed metric blocks a
+// scale-down (it might have wanted more) but not a scale-up.
+func TestMultipleMetrics(t *testing.T) {
+	cpu := func(v int) PodMetricsInfo { return samples("a", v, "b", v) }
+	cases := []struct {
+		name        string
+		hpa         *autoscalingv2.HorizontalPodAutoscaler
+		metrics     *fakeMetrics
+		wantUpdate  int32 // 0: none
+		wantErr     bool
+		wantActive  corev1.ConditionStatus
+		wantReason  string
+		wantMessage string
+		wantStatus  int // currentMetrics entries with a value
+	}{
+		{name: "highest of three wins", hpa: withExternalMetric(withPodsMetric(cpuHPA(1, 10, 50), "qps", "10"), "queue", "30"),
+			metrics: &fakeMetrics{
+				resource: map[corev1.ResourceName]PodMetricsInfo{corev1.ResourceCPU: cpu(60)}, // 60%: 3
+				pods:     map[string]PodMetricsInfo{"qps": samples("a", 15000, "b", 15000)},   // 1.5: 3
+				external: map[string][]int64{"queue": {60000, 30000}},                         // 3: 6 → limited to 4
+			},
+			wantUpdate: 4, wantActive: corev1.ConditionTrue, wantReason: "ValidMetricFound",
+			wantMessage: "the HPA was able to successfully calculate a replica count from external metric queue(nil)", wantStatus: 3},
+		{name: "failed metric does not block a scale-up", hpa: withPodsMetric(cpuHPA(1, 10, 50), "qps", "10"),
+			metrics:    &fakeMetrics{resourceErr: errors.New("boom"), pods: map[string]PodMetricsInfo{"qps": samples("a", 20000, "b", 20000)}},
+			wantUpdate: 4, wantErr: true, wantActive: corev1.ConditionTrue, wantReason: "ValidMetricFound",
+			wantMessage: "the HPA was able to successfully calculate a replica count from pods metric qps", wantStatus: 1},
+		{name: "failed metric blocks a scale-down", hpa: withPodsMetric(cpuHPA(1, 10, 50), "qps", "10"),
+			metrics: &fakeMetrics{resourceErr: errors.New("boom"), pods: map[string]PodMetricsInfo{"qps": samples("a", 1000, "b", 1000)}},
+			wantErr: true, wantActive: corev1.ConditionFalse, wantReason: "FailedGetResourceMetric",
+			wantMessage: "the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics for resource cpu: boom", wantStatus: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := &scales{m: map[string]*autoscalingv1.Scale{"deployments/web": deploymentScale(2)}}
+			h := newControllerHarness(t, sc, tc.metrics, tc.hpa, testPod("a", 100), testPod("b", 100))
+			err := h.hc.sync(context.Background(), "default/web")
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("sync: %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantUpdate == 0 && len(sc.updates) != 0 || tc.wantUpdate != 0 && (len(sc.updates) != 1 || sc.updates[0] != tc.wantUpdate) {
+				t.Errorf("updates %v, want %d", sc.updates, tc.wantUpdate)
+			}
+			got := h.hpa(t)
+			c := condition(got, autoscalingv2.ScalingActive)
+			if c == nil || c.Status != tc.wantActive || c.Reason != tc.wantReason || c.Message != tc.wantMessage {
+				t.Errorf("ScalingActive %+v, want %s %s %q", c, tc.wantActive, tc.wantReason, tc.wantMessage)
+			}
+			n := 0
+			for _, m := range got.Status.CurrentMetrics {
+				if m.Type != "" {
+					n++
+				}
+			}
+			if n != tc.wantStatus {
+				t.Errorf("currentMetrics %+v, want %d filled", got.Status.CurrentMetrics, tc.wantStatus)
+			}
+		})
 	}
 }

@@ -28,11 +28,16 @@ type fakeMetrics struct {
 	object   map[string]int64
 	external map[string][]int64
 	err      error
+	// resourceErr fails resource metrics alone.
+	resourceErr error
 }
 
 func (f *fakeMetrics) ResourceMetric(_ context.Context, r corev1.ResourceName, _ string, _ labels.Selector, _ string) (PodMetricsInfo, time.Time, error) {
 	if f.err != nil {
 		return nil, time.Time{}, f.err
+	}
+	if f.resourceErr != nil {
+		return nil, time.Time{}, f.resourceErr
 	}
 	m, ok := f.resource[r]
 	if !ok || len(m) == 0 {
