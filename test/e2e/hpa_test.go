@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,6 +183,38 @@ func TestHPA(t *testing.T) {
 			}
 		}
 		t.Fatalf("web pods' cpu usage %v, want 150m each of 3", got)
+	})
+
+	t.Run("myriad sim --metrics-api-address", func(t *testing.T) {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		cmd := exec.Command(binary, "sim", "--kubeconfig", srv.kubeconfig, "--nodes", "1", "--first-index", "10",
+			"--metrics-api-address", addr, "--status-interval", "0")
+		var out safeBuffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			_ = cmd.Wait()
+		}()
+		mc, err := metricsclient.NewForConfig(&rest.Config{Host: "http://" + addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lastErr error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+			nm, err := mc.MetricsV1beta1().NodeMetricses().Get(ctx, "hollow-node-10", metav1.GetOptions{})
+			if err == nil && nm.Usage.Cpu() != nil {
+				return
+			}
+			lastErr = err
+		}
+		t.Fatalf("no NodeMetrics for hollow-node-10: %v\n%s", lastErr, out.String())
 	})
 
 	t.Run("kubectl autoscale", func(t *testing.T) {
