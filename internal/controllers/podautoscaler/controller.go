@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/scale"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/podcontrol"
@@ -84,6 +85,7 @@ type Controller struct {
 	calc     *calculator
 	recorder record.EventRecorder
 	history  *history
+	clock    clock.WithTicker
 
 	// selectors are the pod selectors of the HPAs last synced, to find
 	// pods claimed by more than one HPA.
@@ -135,6 +137,10 @@ func New(c *controllerctx.Context, opts Options) (*Controller, error) {
 		mapper:   opts.Mapper,
 		recorder: podcontrol.Recorder(c, "horizontal-pod-autoscaler"),
 		history:  newHistory(),
+		clock:    c.Clock,
+	}
+	if hc.clock == nil {
+		hc.clock = clock.RealClock{}
 	}
 	hc.selectors.m = map[string]labels.Selector{}
 	// Every HPA is synced once per SyncPeriod whatever happens to it: the
@@ -153,6 +159,34 @@ func New(c *controllerctx.Context, opts Options) (*Controller, error) {
 			}
 		},
 	}})
+}
+
+// mapperResetInterval is how often the discovery-backed RESTMapper
+// forgets what it learned, so targets of kinds served later (a new CRD
+// with a scale subresource) are found, as kube-controller-manager's.
+const mapperResetInterval = 30 * time.Second
+
+// Run works until ctx is done, refreshing the RESTMapper meanwhile.
+func (hc *Controller) Run(ctx context.Context, workers int) {
+	var wg sync.WaitGroup
+	if r, ok := hc.mapper.(interface{ Reset() }); ok {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := hc.clock.NewTicker(mapperResetInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C():
+					r.Reset()
+				}
+			}
+		}()
+	}
+	hc.Base.Run(ctx, workers)
+	wg.Wait()
 }
 
 // enqueue adds the HPA after the sync period; a key already waiting keeps

@@ -446,3 +446,62 @@ func TestMultipleMetrics(t *testing.T) {
 		})
 	}
 }
+
+// resettingMapper counts Resets.
+type resettingMapper struct {
+	meta.RESTMapper
+	resets chan struct{}
+}
+
+func (m *resettingMapper) Reset() { m.resets <- struct{}{} }
+
+// TestRunSyncsAndRefreshesMapper runs the controller: the HPA is synced a
+// sync period after the informer delivers it, the RESTMapper is reset every
+// 30 s, and Run returns (joining its goroutines) when ctx ends.
+func TestRunSyncsAndRefreshesMapper(t *testing.T) {
+	sc := &scales{m: map[string]*autoscalingv1.Scale{"deployments/web": deploymentScale(1)}}
+	clk := clocktesting.NewFakeClock(t0)
+	client := podcontroltest.NewClientset(clk, cpuHPA(2, 5, 50))
+	c := podcontroltest.NewContext(client, clk)
+	mapper := &resettingMapper{RESTMapper: testMapper(), resets: make(chan struct{}, 10)}
+	hc, err := New(c, Options{Scales: sc.client(), Mapper: mapper, Metrics: &fakeMetrics{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.Informers.Start(ctx.Done())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		hc.Run(ctx, 2)
+	}()
+	defer func() {
+		cancel()
+		<-done
+		c.Informers.Shutdown()
+	}()
+	// Step the clock a sync period at a time until the HPA's sync (queued
+	// by the informer's add) rescales; later syncs find it at the minimum.
+	updates := func() []int32 {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		return append([]int32(nil), sc.updates...)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(updates()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no rescale within 10 s")
+		}
+		clk.Step(15 * time.Second)
+		time.Sleep(5 * time.Millisecond)
+	}
+	clk.Step(30 * time.Second)
+	time.Sleep(5 * time.Millisecond)
+	if got := updates(); len(got) != 1 || got[0] != 2 {
+		t.Fatalf("scale updates %v, want [2] (below min)", got)
+	}
+	select {
+	case <-mapper.resets:
+	case <-time.After(5 * time.Second):
+		t.Fatal("mapper not reset after 30 s")
+	}
+}
