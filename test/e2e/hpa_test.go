@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
@@ -14,9 +15,14 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+	"k8s.io/utils/clock"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/podautoscaler"
 )
 
 // hpaDeploymentYAML is a one-replica Deployment with CPU requests (so a
@@ -244,7 +250,88 @@ func TestHPA(t *testing.T) {
 			t.Errorf("v1: %v %+v", err, v1)
 		}
 	})
+
+	t.Run("controller scales on hollow-node metrics", func(t *testing.T) {
+		// What `myriad up` will do once metrics.k8s.io is aggregated: an HPA
+		// controller reading the hollow nodes' PodMetrics. It runs here, in
+		// the test, on one namespace, syncing every second; the server's own
+		// controller, without metrics, leaves a target within its bounds
+		// alone.
+		const simNS = "hpa-sim"
+		srv.mustKubectl(t, "", "create", "namespace", simNS)
+		srv.mustKubectl(t, strings.ReplaceAll(burnYAML, "NS", simNS), "apply", "-f", "-")
+		ms := httptest.NewServer(hs.MetricsAPIHandler())
+		defer ms.Close()
+		mc, err := metricsclient.NewForConfig(&rest.Config{Host: ms.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := srv.restConfig(t)
+		cc := &controllerctx.Context{
+			Client:    c,
+			Informers: informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(simNS)),
+			Clock:     clock.RealClock{},
+			Logger:    slog.New(slog.DiscardHandler),
+		}
+		hc, err := podautoscaler.New(cc, podautoscaler.Options{SyncPeriod: time.Second, RESTConfig: rc,
+			Metrics: &podautoscaler.RESTMetrics{Resource: mc.MetricsV1beta1()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		cc.Informers.Start(runCtx.Done())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			hc.Run(runCtx, 1)
+		}()
+		defer func() {
+			cancel()
+			<-done
+			cc.Informers.Shutdown()
+		}()
+		// 150m used of 100m requested against a 50% target: up to 4 at
+		// once (the scale-up limit), then the maximum, 5.
+		hpa := waitHPA(t, c, simNS, "burn", 60*time.Second, func(h *autoscalingv2.HorizontalPodAutoscaler) bool {
+			d, err := c.AppsV1().Deployments(simNS).Get(ctx, "burn", metav1.GetOptions{})
+			return err == nil && *d.Spec.Replicas == 5 && h.Status.DesiredReplicas == 5
+		})
+		if len(hpa.Status.CurrentMetrics) != 1 || hpa.Status.CurrentMetrics[0].Resource == nil ||
+			hpa.Status.CurrentMetrics[0].Resource.Current.AverageUtilization == nil || *hpa.Status.CurrentMetrics[0].Resource.Current.AverageUtilization != 150 {
+			t.Errorf("currentMetrics %+v, want cpu at 150%%", hpa.Status.CurrentMetrics)
+		}
+	})
 }
+
+// burnYAML is a Deployment whose pods use 150% of their CPU requests on
+// hollow nodes, and its HPA.
+const burnYAML = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: burn, namespace: NS}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: burn}}
+  template:
+    metadata:
+      labels: {app: burn}
+      annotations: {sim.myriad.io/cpu-usage: 150m}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+        resources: {requests: {cpu: 100m}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: burn, namespace: NS}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: burn}
+  minReplicas: 1
+  maxReplicas: 5
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}
+`
 
 func waitHPA(t *testing.T, c kubernetes.Interface, ns, name string, timeout time.Duration, done func(*autoscalingv2.HorizontalPodAutoscaler) bool) *autoscalingv2.HorizontalPodAutoscaler {
 	t.Helper()
