@@ -65,6 +65,10 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	metricsAddr := fs.String("metrics-address", "", "serve Prometheus /metrics, /debug/pprof/ and the node control API here, e.g. 127.0.0.1:0 (default: off): "+
 		"POST /fail?node=NAME[,NAME] stops nodes heartbeating, POST /recover?node=NAME[,NAME] brings them back, GET /failed lists them. "+
 		"No authentication: keep it on loopback")
+	metricsAPIAddr := fs.String("metrics-api-address", "", "serve the resource metrics API (metrics.k8s.io/v1beta1 NodeMetrics and PodMetrics, as metrics-server) here, e.g. 127.0.0.1:8443 (default: off). "+
+		"Pod usage is the pod's "+sim.AnnotationCPUUsage+" / "+sim.AnnotationMemoryUsage+" annotation, else --usage-fraction of its requests. "+
+		"Plain HTTP without authentication: keep it on loopback")
+	fs.Float64Var(&cfg.UsageFraction, "usage-fraction", 0.5, "share of its requests a pod without usage annotations uses, as the metrics API reports it (negative: none)")
 	maxProcs := fs.Int("max-procs", 1, "Go threads running at once (GOMAXPROCS; 0: one per core; the GOMAXPROCS environment variable wins). "+
 		"One keeps the simulator off the control plane's cores and costs less CPU than two: 10,000 idle nodes hand work between goroutines a few thousand times a second")
 	statusEvery := fs.Duration("status-interval", 10*time.Second, "print a status line this often (0: never)")
@@ -143,6 +147,16 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 		go func() { _ = srv.Serve(l) }()
 		defer srv.Close()
 		fmt.Fprintf(os.Stderr, "serving metrics on http://%s/metrics, node control on http://%s/fail and /recover\n", l.Addr(), l.Addr())
+	}
+	if *metricsAPIAddr != "" {
+		l, err := net.Listen("tcp", *metricsAPIAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-api-address: %w", err)
+		}
+		srv := &http.Server{Handler: s.MetricsAPIHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(l) }()
+		defer srv.Close()
+		fmt.Fprintf(os.Stderr, "serving metrics.k8s.io/v1beta1 on http://%s/apis/metrics.k8s.io/v1beta1\n", l.Addr())
 	}
 	start := time.Now()
 	fmt.Fprintf(stdout, "registering %d hollow nodes...\n", cfg.Nodes)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestAggregatedDiscovery: the apidiscovery.k8s.io/v2 documents kubectl and
@@ -69,4 +70,36 @@ func TestAggregatedDiscovery(t *testing.T) {
 		t.Fatalf("nodes scope %q", nodes.Scope)
 	}
 	find("/apis", "coordination.k8s.io", "v1", "leases")
+}
+
+// TestLegacyDiscoveryScaleKind: the per-version resource list names the
+// scale subresource's kind with its group and version, autoscaling/v1, as
+// upstream: client-go's scale client (the HPA controller's) decodes by it.
+func TestLegacyDiscoveryScaleKind(t *testing.T) {
+	e := newEnv(t)
+	resp := e.do("GET", "/apis/apps/v1", nil, "Accept: application/json")
+	if resp.code != 200 {
+		t.Fatalf("GET /apis/apps/v1: %d", resp.code)
+	}
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(resp.body, &list); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, r := range list.APIResources {
+		switch r.Name {
+		case "deployments/scale", "replicasets/scale", "statefulsets/scale":
+			found++
+			if r.Group != "autoscaling" || r.Version != "v1" || r.Kind != "Scale" {
+				t.Errorf("%s: %s/%s %s, want autoscaling/v1 Scale", r.Name, r.Group, r.Version, r.Kind)
+			}
+		case "deployments/status":
+			if r.Group != "" || r.Version != "" || r.Kind != "Deployment" {
+				t.Errorf("%s: %s/%s %s, want the resource's own kind", r.Name, r.Group, r.Version, r.Kind)
+			}
+		}
+	}
+	if found != 3 {
+		t.Errorf("%d scale subresources listed, want 3", found)
+	}
 }

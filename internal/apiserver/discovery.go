@@ -70,9 +70,13 @@ func (d *discovery) resourceList(gv schema.GroupVersion) (*metav1.APIResourceLis
 		})
 		for _, sub := range r.Subresources {
 			kind, verbs := subresourceShape(r, sub)
-			list.APIResources = append(list.APIResources, metav1.APIResource{
-				Name: r.Resource + "/" + sub, Namespaced: r.Namespaced, Kind: kind, Verbs: verbs,
-			})
+			ar := metav1.APIResource{Name: r.Resource + "/" + sub, Namespaced: r.Namespaced, Kind: kind, Verbs: verbs}
+			if sub == "scale" {
+				// Every scale subresource speaks autoscaling/v1 Scale, and
+				// says so: client-go's scale client picks its codec by it.
+				ar.Group, ar.Version = "autoscaling", "v1"
+			}
+			list.APIResources = append(list.APIResources, ar)
 		}
 	}
 	return list, true

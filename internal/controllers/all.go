@@ -14,6 +14,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/job"
 	"github.com/myriad-k8s/myriad/internal/controllers/namespace"
 	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
+	"github.com/myriad-k8s/myriad/internal/controllers/podautoscaler"
 	"github.com/myriad-k8s/myriad/internal/controllers/podgc"
 	"github.com/myriad-k8s/myriad/internal/controllers/pvbinder"
 	"github.com/myriad-k8s/myriad/internal/controllers/replicaset"
@@ -49,5 +50,6 @@ func All() []controllerctx.Descriptor {
 		approver.Descriptor(),
 		signer.Descriptor(),
 		cleaner.Descriptor(),
+		podautoscaler.Descriptor(),
 	}
 }

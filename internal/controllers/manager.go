@@ -20,6 +20,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
+	"github.com/myriad-k8s/myriad/internal/controllers/podautoscaler"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
 	"github.com/myriad-k8s/myriad/internal/leaderelect"
 )
@@ -197,6 +198,19 @@ func descriptors(cfg Config) []controllerctx.Descriptor {
 		case signer.Name:
 			opts := cfg.ClusterSigning
 			ds[i].New = func(c *controllerctx.Context) (controllerctx.Controller, error) { return signer.New(c, opts) }
+		case podautoscaler.Name:
+			// The scale and metrics clients speak JSON to any group; they
+			// get their own copy of the process's REST configuration.
+			rc := rest.CopyConfig(cfg.RESTConfig)
+			if rc.QPS == 0 {
+				rc.QPS, rc.Burst = 500, 1000
+			}
+			if rc.UserAgent == "" {
+				rc.UserAgent = "myriad-controller-manager/horizontal-pod-autoscaler"
+			}
+			ds[i].New = func(c *controllerctx.Context) (controllerctx.Controller, error) {
+				return podautoscaler.New(c, podautoscaler.Options{RESTConfig: rc})
+			}
 		}
 	}
 	return ds

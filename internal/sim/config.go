@@ -124,6 +124,12 @@ type Config struct {
 	// AnnotationRunSeconds says otherwise; default 5s.
 	JobRunTime time.Duration
 
+	// UsageFraction is the share of its requests a running pod uses, as
+	// the metrics API (Sim.MetricsAPIHandler) reports it, unless the pod's
+	// AnnotationCPUUsage or AnnotationMemoryUsage says otherwise; default
+	// 0.5, negative for none (usage 0).
+	UsageFraction float64
+
 	// Fail makes nodes fail by themselves, for node-lifecycle tests run from
 	// the command line; default none. Programs can call Sim.Fail and
 	// Sim.Recover (or serve Sim.ControlHandler) instead.
@@ -272,6 +278,10 @@ func (cfg Config) withDefaults() (Config, error) {
 	setDur(&cfg.PodStartupJitter, cfg.PodStartupDelay/5)
 	setDur(&cfg.TerminationDelay, time.Second)
 	setDur(&cfg.JobRunTime, 5*time.Second)
+	// Negative (none) is kept, like PodStartupJitter.
+	if cfg.UsageFraction == 0 {
+		cfg.UsageFraction = 0.5
+	}
 	for name, d := range map[string]time.Duration{
 		"LeaseDuration": cfg.LeaseDuration, "RenewInterval": cfg.RenewInterval,
 		"NodeStatusInterval": cfg.NodeStatusInterval, "PodStartupDelay": cfg.PodStartupDelay,

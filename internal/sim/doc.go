@@ -52,6 +52,24 @@
 //     GET /failed. It has no authentication, like the pprof handlers next
 //     to it: keep the address on loopback.
 //
+// # Metrics API
+//
+// Sim.MetricsAPIHandler serves metrics.k8s.io/v1beta1 as metrics-server
+// does (discovery, NodeMetrics and PodMetrics, get and list, label
+// selectors), so kubectl top and the horizontal pod autoscaler have
+// something to read; myriad sim serves it on --metrics-api-address. A
+// running pod uses what its annotations say for the whole pod,
+//
+//	sim.myriad.io/cpu-usage: 250m
+//	sim.myriad.io/memory-usage: 64Mi
+//
+// spread over its containers by their requests, else Config.UsageFraction
+// (--usage-fraction, default 0.5) of each container's requests; annotate a
+// running pod to change its load. A node's usage is the sum of its pods'.
+// The API server does not route metrics.k8s.io here by itself: registering
+// the handler as an APIService is the aggregation layer's job (issue 22),
+// and until then the HPA controller reports FailedGetResourceMetric.
+//
 // # Timing
 //
 // Punctuality at 10,000 nodes is the point: node i renews at offset
