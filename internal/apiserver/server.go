@@ -335,7 +335,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	h, ok := s.handlers[gvr]
 	if !ok {
-		s.writeError(w, r, errNoRoute())
+		if s.servesGroupVersion(gvr.GroupVersion()) {
+			s.writeError(w, r, errNoRoute())
+		} else {
+			writeUnknownPath(w, r)
+		}
 		return
 	}
 	if !h.cache.Ready() && info.IsReadOnly() {
@@ -365,19 +369,35 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && s.serveDiscovery(w, r) {
 			return
 		}
-		st := errNoRoute().ErrStatus
-		st.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
-		s.writeObject(w, r, http.StatusNotFound, mediaChoice{info: s.codecs.json}, &st)
+		writeUnknownPath(w, r)
 	}
 }
 
-// errNoRoute is the answer for a path no handler serves: an unknown
-// non-resource path, or an unknown subresource of a served resource.
-// Upstream both fall through go-restful to the delegation chain's
-// notfoundhandler (k8s.io/apiserver/pkg/util/notfoundhandler), whose bare
-// http.NotFound client-go reports as this NotFound with this message
-// (apierrors.NewGenericServerResponse); serving the Status directly gives
-// every client that text, not only client-go's.
+// writeUnknownPath answers a path outside every served group version and
+// every non-resource path: upstream's go-restful container has no web
+// service for it and it falls through to the delegation chain's
+// notfoundhandler (k8s.io/apiserver/pkg/util/notfoundhandler), a bare
+// http.NotFound. client-go turns that into a NotFound naming what it asked
+// for, "the server could not find the requested resource (get
+// pods.metrics.k8s.io)", the text the HPA controller's conditions quote
+// when no metrics API is registered.
+func writeUnknownPath(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
+
+// servesGroupVersion reports whether gv has a web service upstream, that
+// is any served resource.
+func (s *Server) servesGroupVersion(gv schema.GroupVersion) bool {
+	for gvr := range s.handlers {
+		if gvr.GroupVersion() == gv {
+			return true
+		}
+	}
+	return false
+}
+
+// errNoRoute is the answer for an unknown resource or subresource in a
+// served group version: upstream's go-restful container finds the group
+// version's web service but no route, and its service error handler
+// writes this Status.
 func errNoRoute() *apierrors.StatusError {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
 		Message: "the server could not find the requested resource", Reason: metav1.StatusReasonNotFound,
