@@ -52,8 +52,15 @@ func errNotReady() error {
 	return apierrors.NewTooManyRequests("storage is (re)initializing", 1)
 }
 
-func errContinueExpired() error {
-	return apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+// errContinueExpired is upstream's 410 for a continue token whose revision
+// was compacted away; it carries a token (next) that continues the list
+// at the latest revision, for clients that accept an inconsistent list.
+func errContinueExpired(next string) error {
+	err := apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. " +
+		"Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+	err.ErrStatus.ListMeta.Continue = next
+	return err
 }
 
 func errBadRequest(format string, args ...any) error {

@@ -20,6 +20,11 @@ type continueToken struct {
 
 const continueAPIVersion = "meta.k8s.io/v1"
 
+// latestContinueRV in a token means "continue at the latest revision".
+// Upstream uses -1 rather than 0 so a token missing its revision stays an
+// error.
+const latestContinueRV = -1
+
 // encodeContinue returns the token for a list continuing at key (the
 // last returned key + "\x00") as of rev.
 func encodeContinue(key, prefix string, rev int64) string {
@@ -41,7 +46,9 @@ func decodeContinue(token, prefix string) (string, int64, error) {
 	if c.APIVersion != continueAPIVersion {
 		return "", 0, errBadRequest("continue key is not valid: server does not recognize this encoded key")
 	}
-	if c.ResourceVersion <= 0 {
+	// -1 is the token of a 410 for a compacted continue: go on from the
+	// start key at the latest revision (an inconsistent list), as upstream.
+	if c.ResourceVersion <= 0 && c.ResourceVersion != latestContinueRV {
 		return "", 0, errBadRequest("continue key is not valid: incorrect encoded start resourceVersion (version %s)", continueAPIVersion)
 	}
 	if c.StartKey == "" {

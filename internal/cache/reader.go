@@ -167,7 +167,14 @@ func (c *Cache) list(ctx context.Context, opts ListOptions, visit func(*entry) e
 		if err != nil {
 			return ListResult{}, err
 		}
-		if err := c.waitForRev(ctx, asOf, true); err != nil {
+		if asOf == latestContinueRV {
+			// The rest of a list whose revision was compacted away, as
+			// of now: a consistent read, then pages at its revision.
+			asOf = 0
+			if err := c.waitForOpts(ctx, ""); err != nil {
+				return ListResult{}, err
+			}
+		} else if err := c.waitForRev(ctx, asOf, true); err != nil {
 			return ListResult{}, err
 		}
 	case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
@@ -195,7 +202,7 @@ func (c *Cache) list(ctx context.Context, opts ListOptions, visit func(*entry) e
 	c.mu.RUnlock()
 	if err != nil {
 		if opts.Continue != "" {
-			return ListResult{}, errContinueExpired()
+			return ListResult{}, errContinueExpired(encodeContinue(start, c.cfg.Prefix, latestContinueRV))
 		}
 		return ListResult{}, err
 	}

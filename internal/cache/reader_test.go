@@ -303,6 +303,29 @@ func TestExpiredContinue(t *testing.T) {
 	if !apierrors.IsResourceExpired(err) || !errors.As(err, &status) || status.Status().Code != 410 {
 		t.Fatalf("err = %v, want 410 Expired", err)
 	}
+	// The 410 carries upstream's inconsistent continue: the rest of the
+	// list (p2, p3, p4) as of now, in pages that continue at that revision.
+	next := status.Status().ListMeta.Continue
+	if next == "" {
+		t.Fatal("the 410 carries no continue token")
+	}
+	var rest []string
+	var revs []string
+	for next != "" {
+		objs, page, err := e.list(ListOptions{Limit: 2, Continue: next})
+		if err != nil {
+			t.Fatalf("continuing with the inconsistent token: %v", err)
+		}
+		rest = append(rest, names(objs)...)
+		revs = append(revs, page.ResourceVersion)
+		next = page.Continue
+	}
+	if !slices.Equal(rest, []string{"ns/p2", "ns/p3", "ns/p4"}) {
+		t.Errorf("rest of the list %v, want ns/p2, ns/p3, ns/p4", rest)
+	}
+	if want := fmt.Sprint(last); revs[0] != want || revs[len(revs)-1] != want || revs[0] == res.ResourceVersion {
+		t.Errorf("pages at revisions %v, want the latest (%s) throughout, not the first page's %s", revs, want, res.ResourceVersion)
+	}
 }
 
 func TestContinueToken(t *testing.T) {
@@ -314,6 +337,7 @@ func TestContinueToken(t *testing.T) {
 	for _, bad := range []string{
 		encodeContinue("/core/pods/../secrets/x", "", 1), // escapes the prefix
 		encodeContinue(podPrefix+"x", podPrefix, 0),      // no revision
+		encodeContinue(podPrefix+"x", podPrefix, -2),     // neither a revision nor "latest"
 	} {
 		if _, _, err := decodeContinue(bad, podPrefix); !apierrors.IsBadRequest(err) {
 			t.Fatalf("token %q: err = %v", bad, err)
