@@ -14,7 +14,8 @@
 #                [Serial] specs still run alone, at the end.
 #   KEEP=1       leave the data dir (its path is printed)
 #
-# Manual harness: it takes ~30 minutes and is not part of `make test`.
+# Manual harness (about 12 minutes, plus a first e2e.test build of several
+# minutes); not part of `make test` or .ci/run.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
