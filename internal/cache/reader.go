@@ -174,8 +174,18 @@ func (c *Cache) list(ctx context.Context, opts ListOptions, visit func(*entry) e
 			if err := c.waitForOpts(ctx, ""); err != nil {
 				return ListResult{}, err
 			}
-		} else if err := c.waitForRev(ctx, asOf, true); err != nil {
-			return ListResult{}, err
+		} else {
+			// Upstream's token dies with its revision's history: once
+			// the store compacted past it, the rest of that list cannot
+			// be read consistently there, and clients (the conformance
+			// suite among them) expect the 410 even though this cache
+			// may still hold the revision in its window.
+			if compacted, err := c.cfg.Store.CompactedRevision(ctx); err == nil && asOf <= compacted {
+				return ListResult{}, errContinueExpired(encodeContinue(start, c.cfg.Prefix, latestContinueRV))
+			}
+			if err := c.waitForRev(ctx, asOf, true); err != nil {
+				return ListResult{}, err
+			}
 		}
 	case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
 		if opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
