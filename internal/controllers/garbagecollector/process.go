@@ -172,6 +172,15 @@ func (gc *Controller) processDelete(ctx context.Context, it item) error {
 	case len(waiting) > 0 && len(gc.dependents(string(m.UID))) > 0:
 		// An owner waits on us and we have dependents of our own: delete
 		// in the foreground too, so the wait propagates down the chain.
+		if gc.dependentDeletingDependents(m.UID) {
+			// A dependent is itself waiting for its dependents: we may
+			// be in an ownership cycle, where every object would wait on
+			// the next forever. As upstream, stop blocking our owners
+			// first; the cycle then unwinds from here.
+			if err := gc.patchOwnerRefs(ctx, it, m, unblocked(m.OwnerReferences)); err != nil {
+				return err
+			}
+		}
 		return gc.delete(ctx, it, metav1.DeletePropagationForeground)
 	default:
 		policy := metav1.DeletePropagationBackground
@@ -214,6 +223,31 @@ func (gc *Controller) processDeletingDependents(ctx context.Context, it item, m 
 		return reconcile.RequeueAfter(waitForDependents)
 	}
 	return gc.removeFinalizer(ctx, it, m, metav1.FinalizerDeleteDependents)
+}
+
+// dependentDeletingDependents reports whether a cached dependent of
+// owner is being deleted in the foreground (upstream's cycle check, with
+// its false positives: unblocking costs only the ordering guarantee).
+func (gc *Controller) dependentDeletingDependents(owner types.UID) bool {
+	for _, d := range gc.dependents(string(owner)) {
+		if c := gc.cached(d); c != nil && c.DeletionTimestamp != nil && slices.Contains(c.Finalizers, metav1.FinalizerDeleteDependents) {
+			return true
+		}
+	}
+	return false
+}
+
+// unblocked is refs with blockOwnerDeletion cleared.
+func unblocked(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	out := make([]metav1.OwnerReference, len(refs))
+	no := false
+	for i, ref := range refs {
+		out[i] = ref
+		if ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion {
+			out[i].BlockOwnerDeletion = &no
+		}
+	}
+	return out
 }
 
 // cached is d as its informer holds it, nil when it holds nothing.
