@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -386,86 +387,71 @@ func hpaTargets(h *autoscalingv2.HorizontalPodAutoscaler) string {
 	if len(specs) == 0 {
 		return "<none>"
 	}
+	const shown = 2
 	var list []string
-	max := 2
 	for i, spec := range specs {
-		if i >= max {
+		if i >= shown {
 			break
 		}
-		current := "<unknown>"
-		var st *autoscalingv2.MetricStatus
-		if i < len(h.Status.CurrentMetrics) {
-			st = &h.Status.CurrentMetrics[i]
-		}
-		switch spec.Type {
-		case autoscalingv2.ExternalMetricSourceType:
-			if spec.External == nil {
-				continue
+		target, prefix, ok := metricTarget(spec)
+		switch {
+		case ok:
+			var current *autoscalingv2.MetricValueStatus
+			if i < len(h.Status.CurrentMetrics) {
+				current = metricCurrent(h.Status.CurrentMetrics[i], spec.Type)
 			}
-			list = append(list, hpaPair(current, st, func(s *autoscalingv2.MetricStatus) *autoscalingv2.MetricValueStatus {
-				if s.External == nil {
-					return nil
-				}
-				return &s.External.Current
-			}, spec.External.Target, ""))
-		case autoscalingv2.PodsMetricSourceType:
-			if spec.Pods == nil {
-				continue
-			}
-			list = append(list, hpaPair(current, st, func(s *autoscalingv2.MetricStatus) *autoscalingv2.MetricValueStatus {
-				if s.Pods == nil {
-					return nil
-				}
-				return &s.Pods.Current
-			}, spec.Pods.Target, ""))
-		case autoscalingv2.ObjectMetricSourceType:
-			if spec.Object == nil {
-				continue
-			}
-			list = append(list, hpaPair(current, st, func(s *autoscalingv2.MetricStatus) *autoscalingv2.MetricValueStatus {
-				if s.Object == nil {
-					return nil
-				}
-				return &s.Object.Current
-			}, spec.Object.Target, ""))
-		case autoscalingv2.ResourceMetricSourceType:
-			if spec.Resource == nil {
-				continue
-			}
-			list = append(list, hpaPair(current, st, func(s *autoscalingv2.MetricStatus) *autoscalingv2.MetricValueStatus {
-				if s.Resource == nil {
-					return nil
-				}
-				return &s.Resource.Current
-			}, spec.Resource.Target, string(spec.Resource.Name)+": "))
-		case autoscalingv2.ContainerResourceMetricSourceType:
-			if spec.ContainerResource == nil {
-				continue
-			}
-			list = append(list, hpaPair(current, st, func(s *autoscalingv2.MetricStatus) *autoscalingv2.MetricValueStatus {
-				if s.ContainerResource == nil {
-					return nil
-				}
-				return &s.ContainerResource.Current
-			}, spec.ContainerResource.Target, string(spec.ContainerResource.Name)+": "))
-		default:
+			list = append(list, hpaPair(current, target, prefix))
+		case !slices.Contains(metricSourceTypes, string(spec.Type)):
 			list = append(list, "<unknown type>")
 		}
 	}
 	out := strings.Join(list, ", ")
-	if more := len(specs) - max; more > 0 {
+	if more := len(specs) - shown; more > 0 {
 		return fmt.Sprintf("%s + %d more...", out, more)
 	}
 	return out
 }
 
+// metricTarget is the target of the source spec's type names, and the
+// printer's prefix for it; false when that source is missing.
+func metricTarget(spec autoscalingv2.MetricSpec) (autoscalingv2.MetricTarget, string, bool) {
+	switch {
+	case spec.Type == autoscalingv2.ExternalMetricSourceType && spec.External != nil:
+		return spec.External.Target, "", true
+	case spec.Type == autoscalingv2.PodsMetricSourceType && spec.Pods != nil:
+		return spec.Pods.Target, "", true
+	case spec.Type == autoscalingv2.ObjectMetricSourceType && spec.Object != nil:
+		return spec.Object.Target, "", true
+	case spec.Type == autoscalingv2.ResourceMetricSourceType && spec.Resource != nil:
+		return spec.Resource.Target, string(spec.Resource.Name) + ": ", true
+	case spec.Type == autoscalingv2.ContainerResourceMetricSourceType && spec.ContainerResource != nil:
+		return spec.ContainerResource.Target, string(spec.ContainerResource.Name) + ": ", true
+	}
+	return autoscalingv2.MetricTarget{}, "", false
+}
+
+// metricCurrent is the current value a metric status holds for a source
+// of type t, nil if it holds none.
+func metricCurrent(st autoscalingv2.MetricStatus, t autoscalingv2.MetricSourceType) *autoscalingv2.MetricValueStatus {
+	switch {
+	case t == autoscalingv2.ExternalMetricSourceType && st.External != nil:
+		return &st.External.Current
+	case t == autoscalingv2.PodsMetricSourceType && st.Pods != nil:
+		return &st.Pods.Current
+	case t == autoscalingv2.ObjectMetricSourceType && st.Object != nil:
+		return &st.Object.Current
+	case t == autoscalingv2.ResourceMetricSourceType && st.Resource != nil:
+		return &st.Resource.Current
+	case t == autoscalingv2.ContainerResourceMetricSourceType && st.ContainerResource != nil:
+		return &st.ContainerResource.Current
+	}
+	return nil
+}
+
 // hpaPair prints one metric's current value over its target in the
 // target's own terms (utilization as a percentage, values as quantities).
-func hpaPair(current string, st *autoscalingv2.MetricStatus, cur func(*autoscalingv2.MetricStatus) *autoscalingv2.MetricValueStatus, target autoscalingv2.MetricTarget, prefix string) string {
-	var v *autoscalingv2.MetricValueStatus
-	if st != nil {
-		v = cur(st)
-	}
+func hpaPair(v *autoscalingv2.MetricValueStatus, target autoscalingv2.MetricTarget, prefix string) string {
+	current := "<unknown>"
 	switch {
 	case target.AverageUtilization != nil:
 		if v != nil && v.AverageUtilization != nil {
