@@ -68,12 +68,18 @@ func TestValidateHPA(t *testing.T) {
 		{"valid", func(*autoscalingv2.HorizontalPodAutoscaler) {}, nil},
 		{"min above max", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MinReplicas = &three; h.Spec.MaxReplicas = 2 }, []string{"spec.maxReplicas"}},
 		{"min zero", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.MinReplicas = &zero }, []string{"spec.minReplicas"}},
-		{"no target", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{} }, []string{"spec.scaleTargetRef.kind", "spec.scaleTargetRef.name"}},
-		{"utilization zero", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.Metrics = []autoscalingv2.MetricSpec{cpuUtilizationMetric(0)} }, []string{"spec.metrics[0].resource.target.averageUtilization"}},
+		{"no target", func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{}
+		}, []string{"spec.scaleTargetRef.kind", "spec.scaleTargetRef.name"}},
+		{"utilization zero", func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Metrics = []autoscalingv2.MetricSpec{cpuUtilizationMetric(0)}
+		}, []string{"spec.metrics[0].resource.target.averageUtilization"}},
 		{"type without its source", func(h *autoscalingv2.HorizontalPodAutoscaler) {
 			h.Spec.Metrics = []autoscalingv2.MetricSpec{{Type: autoscalingv2.PodsMetricSourceType}}
 		}, []string{"spec.metrics[0].pods"}},
-		{"unknown type", func(h *autoscalingv2.HorizontalPodAutoscaler) { h.Spec.Metrics = []autoscalingv2.MetricSpec{{Type: "Weird"}} }, []string{"spec.metrics[0].type"}},
+		{"unknown type", func(h *autoscalingv2.HorizontalPodAutoscaler) {
+			h.Spec.Metrics = []autoscalingv2.MetricSpec{{Type: "Weird"}}
+		}, []string{"spec.metrics[0].type"}},
 		{"bad policy", func(h *autoscalingv2.HorizontalPodAutoscaler) {
 			h.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{
 				Policies: []autoscalingv2.HPAScalingPolicy{{Type: "Bogus", Value: 0, PeriodSeconds: 4000}},
