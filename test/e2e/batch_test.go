@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/myriad-k8s/myriad/internal/sim"
 )
 
 // cronJobYAML runs every minute; its pods finish at once on hollow nodes.
@@ -39,20 +40,9 @@ spec:
 // batch/v1 API, the Job, CronJob and garbage-collector controllers, the
 // scheduler) with hollow nodes that run Job pods to Succeeded.
 func TestBatch(t *testing.T) {
-	srv, err := startServer(filepath.Join(t.TempDir(), "batch"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := srv.stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	cfg := simConfig(t, srv)
-	cfg.Nodes = 3
-	cfg.JobRunTime = time.Second
-	hs := startSim(t, cfg)
-	defer hs.Stop()
+	srv, _ := startWithHollowNodes(t, "batch", 3, func(c *sim.Config) {
+		c.JobRunTime = time.Second
+	})
 
 	c := srv.client(t)
 	ctx := context.Background()

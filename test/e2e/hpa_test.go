@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,19 +79,7 @@ const noMetricsMessage = "the HPA was unable to compute the replica count: faile
 // without metrics; at the minimum it reports that it cannot read metrics,
 // as no metrics API is registered; kubectl autoscale makes a working HPA.
 func TestHPA(t *testing.T) {
-	srv, err := startServer(filepath.Join(t.TempDir(), "hpa"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := srv.stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	cfg := simConfig(t, srv)
-	cfg.Nodes = 3
-	hs := startSim(t, cfg)
-	defer hs.Stop()
+	srv, hs := startWithHollowNodes(t, "hpa", 3, nil)
 
 	c := srv.client(t)
 	ctx := context.Background()

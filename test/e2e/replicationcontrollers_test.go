@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,19 +38,7 @@ spec:
 // garbage collector), componentstatuses reporting the control plane
 // healthy, and the top-level bindings resource binding a pod.
 func TestLegacyCoreAPI(t *testing.T) {
-	srv, err := startServer(filepath.Join(t.TempDir(), "rc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := srv.stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	cfg := simConfig(t, srv)
-	cfg.Nodes = 3
-	hs := startSim(t, cfg)
-	defer hs.Stop()
+	srv, _ := startWithHollowNodes(t, "rc", 3, nil)
 
 	c := srv.client(t)
 	ctx := context.Background()

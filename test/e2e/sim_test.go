@@ -29,6 +29,31 @@ func simConfig(t *testing.T, s *server) sim.Config {
 	}
 }
 
+// startWithHollowNodes starts a `myriad up` of the test's own (its data in
+// a temporary dir named name) and nodes hollow nodes against it, with
+// configure (if set) adjusting the simulator's Config; both stop when the
+// test ends, the nodes first.
+func startWithHollowNodes(t *testing.T, name string, nodes int, configure func(*sim.Config)) (*server, *sim.Sim) {
+	t.Helper()
+	srv, err := startServer(filepath.Join(t.TempDir(), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	cfg := simConfig(t, srv)
+	cfg.Nodes = nodes
+	if configure != nil {
+		configure(&cfg)
+	}
+	hs := startSim(t, cfg)
+	t.Cleanup(hs.Stop)
+	return srv, hs
+}
+
 func startSim(t *testing.T, cfg sim.Config) *sim.Sim {
 	t.Helper()
 	s, err := sim.New(cfg)

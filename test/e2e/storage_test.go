@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -96,19 +95,7 @@ spec:
 // persistentvolume-binder, pvc-protection and pv-protection controllers,
 // the scheduler's VolumeBinding) with hollow nodes running the pods.
 func TestPersistentVolumes(t *testing.T) {
-	srv, err := startServer(filepath.Join(t.TempDir(), "storage"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := srv.stop(); err != nil {
-			t.Error(err)
-		}
-	}()
-	cfg := simConfig(t, srv)
-	cfg.Nodes = 3
-	hs := startSim(t, cfg)
-	defer hs.Stop()
+	srv, _ := startWithHollowNodes(t, "storage", 3, nil)
 
 	c := srv.client(t)
 	ctx := context.Background()
