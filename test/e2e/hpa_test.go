@@ -191,6 +191,12 @@ func TestHPA(t *testing.T) {
 		defer func() {
 			_ = cmd.Process.Signal(syscall.SIGINT)
 			_ = cmd.Wait()
+			// Its Node stays Ready until its Lease expires: gone, no later
+			// pod (the next subtests' Deployments) is scheduled onto a
+			// node nobody runs, where it would never start or report.
+			if err := c.CoreV1().Nodes().Delete(ctx, "hollow-node-10", metav1.DeleteOptions{}); err != nil {
+				t.Errorf("deleting hollow-node-10: %v", err)
+			}
 		}()
 		mc, err := metricsclient.NewForConfig(&rest.Config{Host: "http://" + addr})
 		if err != nil {
