@@ -67,8 +67,9 @@ func hpaV2Resource(c clock) *Resource {
 }
 
 func hpaV1Resource(c clock) *Resource {
-	gv := v1(autoscalingGroup)
-	v2 := hpaV2Strategy()
+	// The same resource as v2 (names, verbs, subresources, storage), with
+	// v1's types and v2's rules through the conversion.
+	r := hpaV2Resource(c)
 	via := viaStorage{
 		newStorage: func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
 		toStorage: func(in, out runtime.Object) error {
@@ -77,28 +78,16 @@ func hpaV1Resource(c clock) *Resource {
 		fromStorage: func(in, out runtime.Object) error {
 			return hpaV2ToV1(in.(*autoscalingv2.HorizontalPodAutoscaler), out.(*autoscalingv1.HorizontalPodAutoscaler))
 		},
-		strategy: v2,
-		status:   statusOf(v2),
+		strategy: r.Strategy,
+		status:   r.Status,
 	}
-	return &Resource{
-		GroupVersion:     gv,
-		Kind:             "HorizontalPodAutoscaler",
-		Resource:         "horizontalpodautoscalers",
-		SingularName:     "horizontalpodautoscaler",
-		Namespaced:       true,
-		ShortNames:       []string{"hpa"},
-		Categories:       []string{"all"},
-		Verbs:            allVerbs(),
-		Subresources:     []string{"status"},
-		New:              func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscaler{} },
-		NewList:          func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscalerList{} },
-		Strategy:         via,
-		Status:           via,
-		SelectableFields: func(runtime.Object) fields.Set { return fields.Set{} },
-		Table:            viaStorageTable{v: via, table: hpaTable(c)},
-		StorageKeyPrefix: storagePrefix(gv, "horizontalpodautoscalers"),
-		StorageVersion:   schema2(autoscalingGroup),
-	}
+	r.GroupVersion = v1(autoscalingGroup)
+	r.New = func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscaler{} }
+	r.NewList = func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscalerList{} }
+	r.Strategy, r.Status = via, via
+	r.Table = viaStorageTable{v: via, table: r.Table}
+	r.StorageVersion = schema2(autoscalingGroup)
+	return r
 }
 
 // schema2 is group's v2.
