@@ -92,6 +92,8 @@ type Server struct {
 	// listWriters holds the 64 KiB buffered writers lists stream through
 	// (liststream.go).
 	listWriters sync.Pool
+	// readiness holds the checks Ready waits for beyond the caches.
+	readiness readinessChecks
 
 	mu struct {
 		sync.Mutex
@@ -279,14 +281,21 @@ func (s *Server) Stop() {
 	s.wg.Wait()
 }
 
-// Ready reports whether every cache is synced.
-func (s *Server) Ready() bool {
+// Ready reports whether every cache is synced and every readiness check
+// (AddReadinessCheck) passes.
+func (s *Server) Ready() bool { return s.notReady() == nil }
+
+// notReady says why the server is not ready, or nil.
+func (s *Server) notReady() error {
 	for _, h := range s.handlers {
 		if !h.cache.Ready() {
-			return false
+			return errors.New("caches not synced")
 		}
 	}
-	return true
+	if names := s.readiness.notReady(); len(names) > 0 {
+		return fmt.Errorf("not ready: %s", strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // compactLoop compacts store history to the revision seen one interval
@@ -358,10 +367,8 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/openapi/"):
 		s.openapi.Handler().ServeHTTP(w, r)
 	case path == "/readyz":
-		var err error
-		if !s.Ready() {
-			err = errors.New("caches not synced")
-		} else {
+		err := s.notReady()
+		if err == nil {
 			err = s.cfg.Store.Health(r.Context())
 		}
 		s.writeHealth(w, r, err)

@@ -28,6 +28,11 @@ type User struct {
 	UID string
 	// Groups the user belongs to, e.g. "system:masters", "system:authenticated".
 	Groups []string
+	// Extra is further information the authenticator knows (a service
+	// account token's pod name and uid under
+	// "authentication.kubernetes.io/pod-name", impersonated extras);
+	// authorizers and audit see it. May be nil.
+	Extra map[string][]string
 }
 
 // InGroup reports whether u is a member of group.

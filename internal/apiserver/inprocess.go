@@ -1,0 +1,204 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/myriad-k8s/myriad/internal/cache"
+)
+
+// This file is how parts of the server process that are not request
+// handlers — the RBAC and Node authorizers, the ServiceAccount token
+// authenticator, admission plugins built outside this package — read the
+// API's objects: straight from the watch caches, without HTTP, encoding
+// or an authorization check of their own.
+
+// ListerWatcher lists and watches gvr from its watch cache, for client-go
+// informers and reflectors running inside the server process. It is
+// available after New (the informers it feeds may start before Start:
+// the cache answers 429 until it is synced and the reflector retries).
+// Objects are the cache's: with a retaining cache they are shared, so an
+// informer's transform or handler must not modify them.
+func (s *Server) ListerWatcher(gvr schema.GroupVersionResource) (toolscache.ListerWatcher, error) {
+	h, ok := s.handlers[gvr]
+	if !ok {
+		return nil, fmt.Errorf("apiserver: %s is not served", gvr)
+	}
+	if h.hooks.serve != nil || h.res.NewList == nil {
+		return nil, fmt.Errorf("apiserver: %s has no list to watch", gvr)
+	}
+	return &cacheListerWatcher{h: h}, nil
+}
+
+// GetObject reads one object from gvr's watch cache, as a GET with
+// resourceVersion rv would ("" consistent, "0" whatever the cache has).
+// It returns the resource's 404 when there is none. The object may be
+// shared with the cache: do not modify it.
+func (s *Server) GetObject(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, rv string) (runtime.Object, error) {
+	h, ok := s.handlers[gvr]
+	if !ok {
+		return nil, fmt.Errorf("apiserver: %s is not served", gvr)
+	}
+	obj, err := h.cache.Get(ctx, h.objects.key(namespace, name), rv)
+	if err != nil {
+		return nil, h.cacheError(err, name)
+	}
+	return obj, nil
+}
+
+// AddReadinessCheck makes Ready (and so /readyz, and myriad up's wait)
+// report not ready until ready returns true — for state the server must
+// have before it may answer requests, such as an authorizer's index. Call
+// it before the server serves.
+func (s *Server) AddReadinessCheck(name string, ready func() bool) {
+	s.readiness.mu.Lock()
+	defer s.readiness.mu.Unlock()
+	s.readiness.checks = append(s.readiness.checks, readinessCheck{name: name, ready: ready})
+}
+
+type readinessCheck struct {
+	name  string
+	ready func() bool
+}
+
+// readinessChecks are the checks AddReadinessCheck registered.
+type readinessChecks struct {
+	mu     sync.Mutex
+	checks []readinessCheck
+}
+
+// notReady names the registered checks that do not pass yet, sorted.
+func (r *readinessChecks) notReady() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, c := range r.checks {
+		if !c.ready() {
+			out = append(out, c.name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+type cacheListerWatcher struct {
+	h *resourceHandler
+}
+
+var _ toolscache.ListerWatcherWithContext = (*cacheListerWatcher)(nil)
+
+func (lw *cacheListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+func (lw *cacheListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+func (lw *cacheListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	label, field, err := selectors(opts)
+	if err != nil {
+		return nil, err
+	}
+	var items []runtime.Object
+	res, err := lw.h.cache.List(ctx, cache.ListOptions{
+		ResourceVersion:      opts.ResourceVersion,
+		ResourceVersionMatch: opts.ResourceVersionMatch,
+		Label:                label,
+		Field:                field,
+		Limit:                opts.Limit,
+		Continue:             opts.Continue,
+	}, func(obj runtime.Object) error {
+		items = append(items, obj)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	list := lw.h.res.NewList()
+	list.GetObjectKind().SetGroupVersionKind(lw.h.res.GroupVersion.WithKind(lw.h.res.Kind + "List"))
+	if err := meta.SetList(list, items); err != nil {
+		return nil, err
+	}
+	la, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, err
+	}
+	la.SetResourceVersion(res.ResourceVersion)
+	la.SetContinue(res.Continue)
+	return list, nil
+}
+
+func (lw *cacheListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	label, field, err := selectors(opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	w, err := lw.h.cache.Watch(ctx, cache.WatchOptions{
+		ResourceVersion:   opts.ResourceVersion,
+		Label:             label,
+		Field:             field,
+		AllowBookmarks:    opts.AllowWatchBookmarks,
+		SendInitialEvents: opts.SendInitialEvents,
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	cw := &cacheWatch{w: w, cancel: cancel, out: make(chan watch.Event)}
+	go cw.run(ctx)
+	return cw, nil
+}
+
+func selectors(opts metav1.ListOptions) (labels.Selector, fields.Selector, error) {
+	label, field := labels.Everything(), fields.Everything()
+	var err error
+	if opts.LabelSelector != "" {
+		if label, err = labels.Parse(opts.LabelSelector); err != nil {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+	}
+	if opts.FieldSelector != "" {
+		if field, err = fields.ParseSelector(opts.FieldSelector); err != nil {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+	}
+	return label, field, nil
+}
+
+// cacheWatch adapts a cache.Watcher to watch.Interface.
+type cacheWatch struct {
+	w      *cache.Watcher
+	cancel context.CancelFunc
+	out    chan watch.Event
+	once   sync.Once
+}
+
+func (cw *cacheWatch) run(ctx context.Context) {
+	defer close(cw.out)
+	defer cw.w.Stop()
+	for ev := range cw.w.ResultChan() {
+		select {
+		case cw.out <- watch.Event{Type: ev.Type, Object: ev.Object}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (cw *cacheWatch) Stop() { cw.once.Do(cw.cancel) }
+
+func (cw *cacheWatch) ResultChan() <-chan watch.Event { return cw.out }
