@@ -32,7 +32,7 @@ func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, metrics prom
 	if err != nil {
 		return nil, err
 	}
-	auth := authn.Union(authn.NewAdminTokenAuthenticator(creds.Token), authn.NewClientCertAuthenticator(creds.CAPool()))
+	auth := authn.Union(authn.BearerToken(authn.NewAdminToken(creds.Token)), authn.NewClientCertAuthenticator(creds.CAPool()))
 	return filters.Chain(h,
 		filters.WithWriteStack,
 		filters.WithPanicRecovery(log),

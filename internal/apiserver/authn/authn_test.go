@@ -22,8 +22,8 @@ const adminToken = "0123456789abcdef0123456789abcdef-admin"
 
 func TestTokenAuthenticator(t *testing.T) {
 	a := Union(
-		NewAdminTokenAuthenticator(adminToken),
-		NewTokenAuthenticator(map[string]*request.User{"bob-token-xxxxxxxxxxxxxxxxxxxxxxx": {Name: "bob", Groups: []string{"devs"}}}),
+		BearerToken(NewAdminToken(adminToken)),
+		BearerToken(NewStaticTokens(map[string]*request.User{"bob-token-xxxxxxxxxxxxxxxxxxxxxxx": {Name: "bob", Groups: []string{"devs"}}})),
 	)
 	tests := []struct {
 		name   string
@@ -161,7 +161,7 @@ var whoami = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 })
 
 func TestWithAuthentication(t *testing.T) {
-	h := WithAuthentication(NewAdminTokenAuthenticator(adminToken), Config{})(whoami)
+	h := WithAuthentication(BearerToken(NewAdminToken(adminToken)), Config{})(whoami)
 	tests := []struct {
 		name, path, token string
 		code              int
@@ -207,7 +207,7 @@ func TestWithAuthentication(t *testing.T) {
 	}
 
 	t.Run("configured public prefix", func(t *testing.T) {
-		h := WithAuthentication(NewAdminTokenAuthenticator(adminToken), Config{PublicPaths: []string{"/openid/*"}})(whoami)
+		h := WithAuthentication(BearerToken(NewAdminToken(adminToken)), Config{PublicPaths: []string{"/openid/*"}})(whoami)
 		for path, code := range map[string]int{"/openid/v1/jwks": 200, "/healthz": 401} {
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
@@ -225,7 +225,7 @@ func TestOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth := Union(NewClientCertAuthenticator(creds.CAPool()), NewAdminTokenAuthenticator(creds.Token))
+	auth := Union(NewClientCertAuthenticator(creds.CAPool()), BearerToken(NewAdminToken(creds.Token)))
 	srv := httptest.NewUnstartedServer(WithAuthentication(auth, Config{})(whoami))
 	srv.TLS = creds.TLSConfig()
 	srv.StartTLS()

@@ -1,6 +1,7 @@
 package authn
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -10,27 +11,97 @@ import (
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 )
 
-// ErrInvalidToken is returned for a bearer token no authenticator knows.
+// ErrInvalidToken is returned for a bearer token no token authenticator
+// accepts.
 var ErrInvalidToken = errors.New("invalid bearer token")
 
-// TokenAuthenticator accepts a fixed set of bearer tokens. Immutable after
-// construction; safe for concurrent use.
-type TokenAuthenticator struct {
+// TokenResponse is a token authenticator's verdict on an accepted token.
+type TokenResponse struct {
+	User *request.User
+	// Audiences are the audiences the token is valid for among those the
+	// caller asked about (TokenReview's spec.audiences) or, when it asked
+	// about none, among the API server's own. Empty for tokens without
+	// audiences (static tokens), which every audience accepts.
+	Audiences []string
+}
+
+// TokenAuthenticator checks a bearer token, as upstream's
+// authenticator.Token. It returns (response, true, nil) for a token it
+// accepts; (nil, false, nil) for a token that is not of its kind (a static
+// token for the JWT authenticator), so the next may try; (nil, false, err)
+// for one of its kind that is invalid (expired, tampered, wrong audience,
+// bound to a deleted pod). audiences nil means the API server's own.
+// Implementations must be safe for concurrent use.
+type TokenAuthenticator interface {
+	AuthenticateToken(ctx context.Context, token string, audiences []string) (*TokenResponse, bool, error)
+}
+
+// TokenAuthenticatorFunc adapts a function to TokenAuthenticator.
+type TokenAuthenticatorFunc func(ctx context.Context, token string, audiences []string) (*TokenResponse, bool, error)
+
+// AuthenticateToken calls f.
+func (f TokenAuthenticatorFunc) AuthenticateToken(ctx context.Context, token string, audiences []string) (*TokenResponse, bool, error) {
+	return f(ctx, token, audiences)
+}
+
+// TokenUnion tries each token authenticator in order and returns the first
+// that accepts; if none does, the errors of those that rejected the token.
+func TokenUnion(auths ...TokenAuthenticator) TokenAuthenticator {
+	return TokenAuthenticatorFunc(func(ctx context.Context, token string, audiences []string) (*TokenResponse, bool, error) {
+		var errs []error
+		for _, a := range auths {
+			resp, ok, err := a.AuthenticateToken(ctx, token, audiences)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if ok {
+				return resp, true, nil
+			}
+		}
+		return nil, false, errors.Join(errs...)
+	})
+}
+
+// BearerToken authenticates requests by their "Authorization: Bearer"
+// header with tokens, and removes the header from an accepted request so
+// it goes no further (a proxied request must not carry the caller's
+// token). A bearer token no authenticator knows is an error
+// (ErrInvalidToken when none says why), never anonymous.
+func BearerToken(tokens TokenAuthenticator) Authenticator {
+	return AuthenticatorFunc(func(r *http.Request) (*request.User, bool, error) {
+		token, ok := bearerToken(r)
+		if !ok {
+			return nil, false, nil
+		}
+		resp, ok, err := tokens.AuthenticateToken(r.Context(), token, nil)
+		if !ok {
+			if err == nil {
+				err = ErrInvalidToken
+			}
+			return nil, false, err
+		}
+		r.Header.Del("Authorization")
+		return withAuthenticatedGroup(resp.User), true, nil
+	})
+}
+
+// StaticTokens accepts a fixed set of bearer tokens (upstream's
+// --token-auth-file, and the admin token). Tokens are compared by SHA-256
+// digest in constant time.
+type StaticTokens struct {
 	entries []tokenEntry
 }
 
 type tokenEntry struct {
-	// Tokens are kept and compared as SHA-256 digests: fixed length, so
-	// the comparison's time depends on neither the token's length nor how
-	// much of it matches.
 	digest [sha256.Size]byte
 	user   *request.User
 }
 
-// NewTokenAuthenticator accepts each token in tokens as its user.
-// system:authenticated is added to every user's groups.
-func NewTokenAuthenticator(tokens map[string]*request.User) *TokenAuthenticator {
-	a := &TokenAuthenticator{}
+// NewStaticTokens accepts each token in tokens as its user (who also gets
+// system:authenticated). Empty tokens and nil users are skipped.
+func NewStaticTokens(tokens map[string]*request.User) *StaticTokens {
+	a := &StaticTokens{}
 	for tok, u := range tokens {
 		if tok == "" || u == nil {
 			continue
@@ -40,40 +111,30 @@ func NewTokenAuthenticator(tokens map[string]*request.User) *TokenAuthenticator 
 	return a
 }
 
-// NewAdminTokenAuthenticator accepts token as system:admin in
-// system:masters, the identity of the kubeconfig pki writes.
-func NewAdminTokenAuthenticator(token string) *TokenAuthenticator {
-	return NewTokenAuthenticator(map[string]*request.User{
+// NewAdminToken accepts token as system:admin in system:masters.
+func NewAdminToken(token string) *StaticTokens {
+	return NewStaticTokens(map[string]*request.User{
 		token: {Name: request.AdminUser, Groups: []string{request.GroupMasters, request.GroupAuthenticated}},
 	})
 }
 
-// AuthenticateRequest implements Authenticator for "Authorization: Bearer
-// TOKEN". On success the Authorization header is removed so that nothing
-// downstream (a proxy subresource, a log line) can pass the token on.
-func (a *TokenAuthenticator) AuthenticateRequest(r *http.Request) (*request.User, bool, error) {
-	token, ok := bearerToken(r)
-	if !ok {
-		return nil, false, nil
-	}
+// AuthenticateToken implements TokenAuthenticator. Every entry is compared
+// so the time taken does not say which matched. An unknown token is not
+// an error: another token authenticator may know it.
+func (a *StaticTokens) AuthenticateToken(_ context.Context, token string, _ []string) (*TokenResponse, bool, error) {
 	digest := sha256.Sum256([]byte(token))
 	var found *request.User
-	// Compare against every entry, without stopping at a match, so the
-	// time taken says nothing about which token (if any) matched.
 	for i := range a.entries {
 		if subtle.ConstantTimeCompare(digest[:], a.entries[i].digest[:]) == 1 {
 			found = a.entries[i].user
 		}
 	}
 	if found == nil {
-		return nil, false, ErrInvalidToken
+		return nil, false, nil
 	}
-	r.Header.Del("Authorization")
-	return found, true, nil
+	return &TokenResponse{User: found}, true, nil
 }
 
-// bearerToken extracts the token of an "Authorization: Bearer TOKEN"
-// header, accepting the scheme in any case as upstream does.
 func bearerToken(r *http.Request) (string, bool) {
 	auth := strings.TrimSpace(r.Header.Get("Authorization"))
 	scheme, token, ok := strings.Cut(auth, " ")

@@ -152,3 +152,24 @@ func Union(authorizers ...Authorizer) Authorizer {
 		return DecisionNoOpinion, strings.Join(reasons, ", "), errors.Join(errs...)
 	})
 }
+
+// ResourceRule is one rule of what a user may do with resources, as
+// authorization.k8s.io/v1's ResourceRule (SelfSubjectRulesReview).
+type ResourceRule struct {
+	Verbs, APIGroups, Resources, ResourceNames []string
+}
+
+// NonResourceRule is one rule of what a user may do with non-resource
+// paths, as authorization.k8s.io/v1's NonResourceRule.
+type NonResourceRule struct {
+	Verbs, NonResourceURLs []string
+}
+
+// RuleResolver lists what an authorizer would allow user in namespace
+// (cluster-wide rules included), for SelfSubjectRulesReview and kubectl
+// auth can-i --list. incomplete reports that the list may miss rules (an
+// authorizer that cannot enumerate its decisions, an unresolvable role
+// reference, reported in err as upstream's evaluationError).
+type RuleResolver interface {
+	RulesFor(ctx context.Context, user *request.User, namespace string) (resource []ResourceRule, nonResource []NonResourceRule, incomplete bool, err error)
+}

@@ -34,7 +34,7 @@ func BenchmarkChain(b *testing.B) {
 		filters.WithLogging(nil),
 		filters.WithRequestDeadline(time.Minute),
 		filters.WithBodyLimit(0),
-		authn.WithAuthentication(authn.NewAdminTokenAuthenticator(token), authn.Config{}),
+		authn.WithAuthentication(authn.BearerToken(authn.NewAdminToken(token)), authn.Config{}),
 		inflight,
 		authz.WithAuthorization(authz.AlwaysAllow(), nil),
 	)

@@ -50,8 +50,8 @@ func TestFullChain(t *testing.T) {
 	const bobToken = "bob-bob-bob-bob-bob-bob-bob-bob-bob"
 	auth := authn.Union(
 		authn.NewClientCertAuthenticator(creds.CAPool()),
-		authn.NewAdminTokenAuthenticator(creds.Token),
-		authn.NewTokenAuthenticator(map[string]*request.User{bobToken: {Name: "bob"}}),
+		authn.BearerToken(authn.NewAdminToken(creds.Token)),
+		authn.BearerToken(authn.NewStaticTokens(map[string]*request.User{bobToken: {Name: "bob"}})),
 	)
 
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
