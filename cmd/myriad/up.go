@@ -70,12 +70,12 @@ func upComponents(fs *flag.FlagSet) func(log *slog.Logger, dataDir string) []con
 	return func(log *slog.Logger, dataDir string) []controlplane.Component {
 		var out []controlplane.Component
 		if *runScheduler {
-			out = append(out, controlplane.Component{Name: "scheduler", Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
+			out = append(out, controlplane.Component{Name: "scheduler", Identity: pki.Identity{User: pki.SchedulerUser}, Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
 				return scheduler.Run(ctx, scheduler.Config{RESTConfig: rc, LeaderElect: true, Logger: log, Metrics: m})
 			}})
 		}
 		if names := splitList(*enabled); len(names) > 0 {
-			out = append(out, controlplane.Component{Name: "controllers", Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
+			out = append(out, controlplane.Component{Name: "controllers", Identity: pki.Identity{User: pki.ControllerManagerUser}, Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
 				return controllers.Run(ctx, controllers.Config{RESTConfig: rc, Controllers: names, LeaderElect: true, Logger: log, Metrics: m,
 					ClusterSigning: signer.Options{
 						CertFile: filepath.Join(dataDir, pki.CACertFile),

@@ -117,7 +117,11 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		return err
 	}
 	log.Info("serving", "address", url, "kubeconfig", cfg.KubeconfigPath(), "startup", time.Since(start).Round(time.Millisecond))
-	components := startComponents(cfg.Components, loopbackConfig(url, creds), metrics, log)
+	components, err := startComponents(cfg.Components, url, creds, metrics, log)
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
 	if ready != nil {
 		close(ready)
 	}
