@@ -32,6 +32,7 @@ func runControllers(ctx context.Context, args []string, _ io.Writer) error {
 	})
 	fs.BoolVar(&cfg.LeaderElect, "leader-elect", false, "run controllers only while holding the Lease kube-system/kube-controller-manager")
 	fs.StringVar(&cfg.Identity, "identity", "", "leader election identity (default hostname_pid)")
+	fs.BoolVar(&cfg.UseServiceAccountCredentials, "use-service-account-credentials", false, "run each controller as its own ServiceAccount in kube-system (tokens from the TokenRequest API), not as this process's identity")
 	fs.DurationVar(&cfg.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal before taking over")
 	fs.DurationVar(&cfg.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before giving up")
 	fs.DurationVar(&cfg.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "interval between renewals and acquire attempts")

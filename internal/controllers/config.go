@@ -40,6 +40,12 @@ type Config struct {
 	// Standbys also watch the Lease and try at once when it is released.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
+	// UseServiceAccountCredentials gives each controller a client acting
+	// as its own ServiceAccount in kube-system (package saclient), as
+	// kube-controller-manager's --use-service-account-credentials; without
+	// it every controller writes as the manager.
+	UseServiceAccountCredentials bool
+
 	// RootCA is the PEM bundle published as kube-root-ca.crt in every
 	// namespace (default: RESTConfig.CAData, else the file RESTConfig.CAFile).
 	RootCA []byte

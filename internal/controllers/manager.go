@@ -146,6 +146,7 @@ func newContext(cfg Config) (*controllerctx.Context, error) {
 	return &controllerctx.Context{
 		Client:            client,
 		Metadata:          md,
+		RESTConfig:        rc,
 		Informers:         informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trimForCache)),
 		MetadataInformers: metadatainformer.NewSharedInformerFactoryWithOptions(md, 0, metadatainformer.WithTransform(trimForCache)),
 		Events:            record.NewBroadcaster(),
@@ -158,6 +159,10 @@ func newContext(cfg Config) (*controllerctx.Context, error) {
 // build calls New for every enabled controller, in All's order.
 func build(cc *controllerctx.Context, cfg Config) ([]built, error) {
 	var out []built
+	var accounts *serviceAccountContexts
+	if cfg.UseServiceAccountCredentials {
+		accounts = newServiceAccountContexts(cc, cc.RESTConfig)
+	}
 	for _, d := range descriptors(cfg) {
 		if !enabled(cfg.Controllers, d.Name) {
 			continue
@@ -170,7 +175,14 @@ func build(cc *controllerctx.Context, cfg Config) ([]built, error) {
 			cfg.Logger.Warn("no cluster signing CA configured; not signing certificate signing requests")
 			continue
 		}
-		c, err := d.New(cc)
+		dc := cc
+		if accounts != nil {
+			var err error
+			if dc, err = accounts.forController(d.Name); err != nil {
+				return nil, err
+			}
+		}
+		c, err := d.New(dc)
 		if err != nil {
 			return nil, fmt.Errorf("controllers: building %s: %w", d.Name, err)
 		}
@@ -200,15 +212,10 @@ func descriptors(cfg Config) []controllerctx.Descriptor {
 			ds[i].New = func(c *controllerctx.Context) (controllerctx.Controller, error) { return signer.New(c, opts) }
 		case podautoscaler.Name:
 			// The scale and metrics clients speak JSON to any group; they
-			// get their own copy of the process's REST configuration.
-			rc := rest.CopyConfig(cfg.RESTConfig)
-			if rc.QPS == 0 {
-				rc.QPS, rc.Burst = 500, 1000
-			}
-			if rc.UserAgent == "" {
-				rc.UserAgent = "myriad-controller-manager/horizontal-pod-autoscaler"
-			}
+			// get their own copy of the controller's REST configuration.
 			ds[i].New = func(c *controllerctx.Context) (controllerctx.Controller, error) {
+				rc := rest.CopyConfig(c.RESTConfig)
+				rc.UserAgent = "myriad-controller-manager/horizontal-pod-autoscaler"
 				return podautoscaler.New(c, podautoscaler.Options{RESTConfig: rc})
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 )
@@ -25,6 +26,10 @@ import (
 type Context struct {
 	Client   kubernetes.Interface
 	Metadata metadata.Interface
+	// RESTConfig is what Client and Metadata were built from, for a
+	// controller that needs clients of its own (the HPA's scale and
+	// metrics clients): the same identity.
+	RESTConfig *rest.Config
 
 	Informers         informers.SharedInformerFactory
 	MetadataInformers metadatainformer.SharedInformerFactory
