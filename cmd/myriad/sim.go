@@ -62,6 +62,7 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Float64Var(&qps, "qps", 0, "client-side QPS limit for all nodes together (0: none)")
 	fs.IntVar(&cfg.Burst, "burst", 0, "client-side burst with --qps")
 	fs.BoolVar(&cfg.HeartbeatsOverHTTP2, "heartbeats-over-http2", false, "send Lease renewals and Node status updates over the shared HTTP/2 connections too (default: their own HTTP/1.1 keep-alive connections, which cost the simulator less CPU)")
+	fs.Func("node-identity", "whom each hollow node's requests act as: impersonate (system:node:<name> via impersonation headers; the credentials must allow impersonation) or self (the kubeconfig's own identity)", func(v string) error { cfg.NodeIdentity = sim.NodeIdentity(v); return nil })
 	metricsAddr := fs.String("metrics-address", "", "serve Prometheus /metrics, /debug/pprof/ and the node control API here, e.g. 127.0.0.1:0 (default: off): "+
 		"POST /fail?node=NAME[,NAME] stops nodes heartbeating, POST /recover?node=NAME[,NAME] brings them back, GET /failed lists them. "+
 		"No authentication: keep it on loopback")

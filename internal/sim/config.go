@@ -56,6 +56,9 @@ type Config struct {
 	// system call to send each instead of two, and no HTTP/2 framing
 	// (docs/bench/sim.md, run 10).
 	HeartbeatsOverHTTP2 bool
+	// NodeIdentity is whom each node's requests act as (default
+	// NodeIdentityImpersonate: system:node:<name>).
+	NodeIdentity NodeIdentity
 
 	// Nodes is how many hollow nodes to run. Required (> 0).
 	Nodes int
@@ -233,6 +236,13 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.NamePrefix == "" {
 		cfg.NamePrefix = defaultPrefix
+	}
+	switch cfg.NodeIdentity {
+	case "":
+		cfg.NodeIdentity = NodeIdentityImpersonate
+	case NodeIdentityImpersonate, NodeIdentitySelf:
+	default:
+		return cfg, fmt.Errorf("sim: NodeIdentity must be %q or %q, got %q", NodeIdentityImpersonate, NodeIdentitySelf, cfg.NodeIdentity)
 	}
 	if cfg.CPU.IsZero() {
 		cfg.CPU = resource.MustParse("32")

@@ -23,6 +23,9 @@ type node struct {
 	name   string
 	cidr   netip.Prefix
 	hostIP string
+	// identity is the node's impersonation headers; nil when its requests
+	// go as the simulator (Config.NodeIdentity).
+	identity *nodeHeaders
 
 	mu struct {
 		sync.Mutex
@@ -56,6 +59,9 @@ func newNode(s *Sim, local int) *node {
 		name:   s.cfg.NamePrefix + strconv.Itoa(idx),
 		cidr:   podCIDR(idx, s.cfg.Pods),
 		hostIP: hostIP(idx).String(),
+	}
+	if s.cfg.NodeIdentity == NodeIdentityImpersonate {
+		n.identity = newNodeHeaders(n.name)
 	}
 	n.mu.pods = map[types.UID]*podState{}
 	n.mu.ips = newIPPool(n.cidr, s.cfg.Pods)
@@ -110,6 +116,7 @@ func (n *node) acked(now time.Time) {
 // register creates the node's Node (or adopts an existing one) and Lease,
 // then puts its periodic work on the schedulers and starts its pod watch.
 func (n *node) register(ctx context.Context) error {
+	ctx = n.as(ctx)
 	var err error
 	for attempt := range 5 {
 		if err = n.registerOnce(ctx); err == nil {
@@ -185,6 +192,7 @@ func (n *node) fail() {
 // recover undoes fail: an immediate heartbeat and status write, and a fresh
 // look at the node's pods.
 func (n *node) recover(ctx context.Context) {
+	ctx = n.as(ctx)
 	n.mu.Lock()
 	if !n.mu.failed {
 		n.mu.Unlock()
@@ -226,9 +234,19 @@ func (n *node) recover(ctx context.Context) {
 	}
 }
 
-// runCtx is the simulator's run context (set before any node work runs).
+// runCtx is the simulator's run context (set before any node work runs),
+// carrying the node's identity.
 func (n *node) runCtx() context.Context {
 	n.s.mu.Lock()
-	defer n.s.mu.Unlock()
-	return n.s.mu.ctx
+	ctx := n.s.mu.ctx
+	n.s.mu.Unlock()
+	return n.as(ctx)
+}
+
+// as marks ctx's requests as the node's own (see NodeIdentity).
+func (n *node) as(ctx context.Context) context.Context {
+	if n.identity == nil {
+		return ctx
+	}
+	return withNodeIdentity(ctx, n.identity)
 }

@@ -16,7 +16,7 @@ import (
 // startWatch starts the node's own pod watch (PodWatchPerNode), replacing
 // any previous one.
 func (n *node) startWatch(parent context.Context) {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := context.WithCancel(n.as(parent))
 	n.mu.Lock()
 	if n.mu.stopWatch != nil {
 		n.mu.stopWatch()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -95,6 +96,9 @@ func New(cfg Config) (*Sim, error) {
 	}
 	if rc.UserAgent == "" {
 		rc.UserAgent = "myriad-sim"
+	}
+	if cfg.NodeIdentity == NodeIdentityImpersonate {
+		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return impersonateNodes{next: rt} })
 	}
 	beatRC := rc
 	if rc.Transport == nil {
