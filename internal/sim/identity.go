@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
@@ -48,6 +49,8 @@ func withNodeIdentity(ctx context.Context, h *nodeHeaders) context.Context {
 // the simulator.
 type impersonateNodes struct {
 	next http.RoundTripper
+	// denied counts node requests answered 401 or 403.
+	denied *atomic.Uint64
 }
 
 func (t impersonateNodes) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -58,7 +61,11 @@ func (t impersonateNodes) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := utilnet.CloneRequest(req)
 	r.Header["Impersonate-User"] = h.user
 	r.Header["Impersonate-Group"] = h.group
-	return t.next.RoundTrip(r)
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		t.denied.Add(1)
+	}
+	return resp, err
 }
 
 // WrappedRoundTripper lets client-go's transport debugging see through.

@@ -4,14 +4,19 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 )
 
 func TestImpersonateNodes(t *testing.T) {
 	got := make(chan http.Header, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+		w.WriteHeader(http.StatusForbidden)
+	}))
 	defer srv.Close()
-	client := &http.Client{Transport: impersonateNodes{next: http.DefaultTransport}}
+	denied := new(atomic.Uint64)
+	client := &http.Client{Transport: impersonateNodes{next: http.DefaultTransport, denied: denied}}
 
 	tests := []struct {
 		name      string
@@ -41,5 +46,10 @@ func TestImpersonateNodes(t *testing.T) {
 				t.Error("the caller's request was modified")
 			}
 		})
+	}
+	// Only the node's 403 counts: the simulator's own request is not a
+	// node's.
+	if n := denied.Load(); n != 1 {
+		t.Errorf("denied = %d, want 1", n)
 	}
 }

@@ -48,6 +48,9 @@ func newMetrics(s *Sim, reg prometheus.Registerer) (*metrics, error) {
 	c := &s.counters
 	cs := []prometheus.Collector{
 		m.lateness, m.renewals, m.statusUpdates, m.pods, m.greedy,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "myriad_sim_node_requests_denied_total",
+			Help: "Hollow nodes' requests the API server answered 401 or 403 (each node acting as system:node:<name>)."},
+			func() float64 { return float64(s.Stats().NodeRequestsDenied) }),
 		gauge("myriad_sim_nodes", "Hollow nodes configured.", func() float64 { return float64(len(s.nodes)) }),
 		gauge("myriad_sim_nodes_registered", "Hollow nodes registered.", func() float64 { return float64(c.registered.Load()) }),
 		gauge("myriad_sim_nodes_failed", "Hollow nodes failed on purpose (Fail without Recover).", func() float64 { return float64(c.failed.Load()) }),

@@ -47,6 +47,9 @@ type Sim struct {
 	// noPodWatch leaves pod events to the caller (unit tests).
 	noPodWatch bool
 	counters   counters
+	// nodeDenied counts nodes' requests answered 401 or 403 (with
+	// NodeIdentityImpersonate); nil on a fake client.
+	nodeDenied *atomic.Uint64
 
 	// start is the time of Start; every node's periodic work sits on a grid
 	// anchored there.
@@ -97,8 +100,9 @@ func New(cfg Config) (*Sim, error) {
 	if rc.UserAgent == "" {
 		rc.UserAgent = "myriad-sim"
 	}
+	denied := new(atomic.Uint64)
 	if cfg.NodeIdentity == NodeIdentityImpersonate {
-		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return impersonateNodes{next: rt} })
+		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return impersonateNodes{next: rt, denied: denied} })
 	}
 	beatRC := rc
 	if rc.Transport == nil {
@@ -135,6 +139,7 @@ func New(cfg Config) (*Sim, error) {
 		return nil, err
 	}
 	s.beats = beats
+	s.nodeDenied = denied
 	return s, nil
 }
 
@@ -353,6 +358,11 @@ type Stats struct {
 	NodeStatusErrors  uint64
 	GreedyLists       uint64
 	GreedyListErrors  uint64
+	// NodeRequestsDenied counts nodes' requests the server answered 401
+	// Unauthorized or 403 Forbidden: zero unless a node's identity is
+	// refused what a kubelet needs (as across a restart, if the Node
+	// authorizer answered before its graph was complete).
+	NodeRequestsDenied uint64
 
 	// HeartbeatDispatchP99 is the p99 delay between a heartbeat's due time
 	// and a worker picking it up; HeartbeatSaturated counts heartbeats that
@@ -393,6 +403,9 @@ func (s *Sim) Stats() Stats {
 		HeartbeatSaturated:   s.heartbeats.saturated.Load(),
 		HeartbeatMaxBusy:     int(s.heartbeats.maxBusy.Load()),
 		HeartbeatWorkers:     s.heartbeats.workers,
+	}
+	if s.nodeDenied != nil {
+		st.NodeRequestsDenied = s.nodeDenied.Load()
 	}
 	st.LatenessP50 = st.Lateness.Quantile(0.5)
 	st.LatenessP99 = st.Lateness.Quantile(0.99)

@@ -322,8 +322,11 @@ func (c RestartStorm) Run(ctx context.Context, env *loadtest.Env) error {
 		d.Sum(func(k loadtest.RequestKey) bool { return k.Code == "429" }), "")
 	r.AddFigure("heartbeat_errors", "hollow node heartbeats that failed", float64(sim1.RenewalErrors-sim0.RenewalErrors), "")
 	r.AddFigure("max_renew_gap", "longest gap between a node's heartbeats", sim1.MaxRenewGap.Seconds(), "s")
+	denied := sim1.NodeRequestsDenied - sim0.NodeRequestsDenied
+	r.AddFigure("node_requests_denied", "hollow nodes' requests answered 401/403 (each acts as system:node:<name>)", float64(denied), "")
 	r.AddVerdict("every informer caught up", fmt.Sprintf("within %s", c.RecoveryTimeout), fmt.Sprint(!syncedAt.IsZero()), !syncedAt.IsZero())
 	r.AddVerdict("no node missed its Lease", "longest gap < 40s", sim1.MaxRenewGap.Round(time.Millisecond).String(), sim1.MaxRenewGap < 40*time.Second)
+	r.AddVerdict("no node request denied across the restart", "0", fmt.Sprint(denied), denied == 0)
 	return nil
 }
 
