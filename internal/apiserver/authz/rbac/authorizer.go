@@ -193,30 +193,29 @@ func failuresError(failed []failure) error {
 // once per binding.
 func (x *index) allowLocked(a *authz.Attributes, namespace string, failed *[]failure) (string, bool) {
 	u := a.User
-	if reason, ok := x.allowForLocked(a, subjectKey{namespace, userSubject, u.Name}, failed); ok {
+	bit := verbBit(a.Verb)
+	if reason, ok := x.allowForLocked(a, bit, subjectKey{namespace, userSubject, u.Name}, failed); ok {
 		return reason, true
 	}
 	for _, g := range u.Groups {
-		if reason, ok := x.allowForLocked(a, subjectKey{namespace, groupSubject, g}, failed); ok {
+		if reason, ok := x.allowForLocked(a, bit, subjectKey{namespace, groupSubject, g}, failed); ok {
 			return reason, true
 		}
 	}
 	return "", false
 }
 
-func (x *index) allowForLocked(a *authz.Attributes, k subjectKey, failed *[]failure) (string, bool) {
+func (x *index) allowForLocked(a *authz.Attributes, bit uint16, k subjectKey, failed *[]failure) (string, bool) {
 	for _, b := range x.bySubject[k] {
-		rules, err := x.roleRulesLocked(b)
+		role, err := x.roleRulesLocked(b)
 		if err != nil {
 			if !slices.ContainsFunc(*failed, func(f failure) bool { return f.b == b }) {
 				*failed = append(*failed, failure{b, err})
 			}
 			continue
 		}
-		for i := range rules {
-			if ruleAllows(a, &rules[i]) {
-				return b.reasons[b.firstSubject(a.User)], true
-			}
+		if role.allows(a, bit) {
+			return b.reasons[b.firstSubject(a.User)], true
 		}
 	}
 	return "", false
@@ -226,16 +225,23 @@ func (x *index) allowForLocked(a *authz.Attributes, k subjectKey, failed *[]fail
 // u, which upstream's allow reason names.
 func (b *binding) firstSubject(u *request.User) int {
 	for i := range b.subjects {
-		if k, ok := keyFor(b.namespace, &b.subjects[i]); ok {
-			switch k.kind {
-			case userSubject:
-				if k.name == u.Name {
-					return i
-				}
-			case groupSubject:
-				if slices.Contains(u.Groups, k.name) {
-					return i
-				}
+		s := &b.subjects[i]
+		switch s.Kind {
+		case rbacv1.UserKind:
+			if s.Name == u.Name {
+				return i
+			}
+		case rbacv1.GroupKind:
+			if slices.Contains(u.Groups, s.Name) {
+				return i
+			}
+		case rbacv1.ServiceAccountKind:
+			ns := s.Namespace
+			if ns == "" {
+				ns = b.namespace
+			}
+			if ns != "" && isServiceAccount(u.Name, ns, s.Name) {
+				return i
 			}
 		}
 	}
@@ -265,12 +271,12 @@ func (a *Authorizer) RulesFor(_ context.Context, user *request.User, namespace s
 	}
 	for _, ns := range scopes {
 		for _, b := range x.bindingsForLocked(user, ns) {
-			rules, err := x.roleRulesLocked(b)
+			role, err := x.roleRulesLocked(b)
 			if err != nil {
 				failed = append(failed, failure{b, err})
 				continue
 			}
-			for _, r := range rules {
+			for _, r := range role.rules {
 				if len(r.Resources) > 0 {
 					resource = append(resource, authz.ResourceRule{Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames})
 				}
@@ -304,4 +310,19 @@ func (x *index) bindingsForLocked(user *request.User, namespace string) []*bindi
 	}
 	slices.SortFunc(out, func(a, b *binding) int { return strings.Compare(a.name, b.name) })
 	return out
+}
+
+// isServiceAccount reports whether user is "system:serviceaccount:ns:name",
+// without building that string (upstream's serviceaccount.MatchesUsername).
+func isServiceAccount(user, ns, name string) bool {
+	rest, ok := strings.CutPrefix(user, serviceAccountPrefix)
+	if !ok {
+		return false
+	}
+	rest, ok = strings.CutPrefix(rest, ns)
+	if !ok {
+		return false
+	}
+	rest, ok = strings.CutPrefix(rest, ":")
+	return ok && rest == name
 }

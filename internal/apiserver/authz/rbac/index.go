@@ -53,8 +53,8 @@ type index struct {
 	mu sync.RWMutex
 	// roles and clusterRoles hold each Role's and ClusterRole's rules,
 	// shared with the informers' objects (read-only).
-	roles        map[roleKey][]rbacv1.PolicyRule
-	clusterRoles map[string][]rbacv1.PolicyRule
+	roles        map[roleKey]*compiledRole
+	clusterRoles map[string]*compiledRole
 	// bySubject files each binding under every subject it names.
 	bySubject map[subjectKey][]*binding
 	// bindings finds a filed binding by namespace/name to unfile it.
@@ -63,8 +63,8 @@ type index struct {
 
 func newIndex() *index {
 	return &index{
-		roles:        map[roleKey][]rbacv1.PolicyRule{},
-		clusterRoles: map[string][]rbacv1.PolicyRule{},
+		roles:        map[roleKey]*compiledRole{},
+		clusterRoles: map[string]*compiledRole{},
 		bySubject:    map[subjectKey][]*binding{},
 		bindings:     map[roleKey]*binding{},
 	}
@@ -73,13 +73,14 @@ func newIndex() *index {
 // setRole records the rules of the Role namespace/name, or of the
 // ClusterRole name when namespace is "".
 func (x *index) setRole(namespace, name string, rules []rbacv1.PolicyRule) {
+	c := compileRole(rules)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if namespace == "" {
-		x.clusterRoles[name] = rules
+		x.clusterRoles[name] = c
 		return
 	}
-	x.roles[roleKey{namespace, name}] = rules
+	x.roles[roleKey{namespace, name}] = c
 }
 
 func (x *index) deleteRole(namespace, name string) {
@@ -95,7 +96,7 @@ func (x *index) deleteRole(namespace, name string) {
 // roleRulesLocked resolves a binding's roleRef as upstream's
 // GetRoleReferenceRules over listers, errors included: a ClusterRoleBinding
 // naming a Role looks for a Role in namespace "" and finds none.
-func (x *index) roleRulesLocked(b *binding) ([]rbacv1.PolicyRule, error) {
+func (x *index) roleRulesLocked(b *binding) (*compiledRole, error) {
 	switch b.roleRef.Kind {
 	case "Role":
 		if rules, ok := x.roles[roleKey{b.namespace, b.roleRef.Name}]; ok {

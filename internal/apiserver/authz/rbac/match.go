@@ -13,15 +13,22 @@ import (
 // without building "resource/subresource": they run for every rule of every
 // binding a request looks at.
 
+// requestAttrs is the request being decided.
+type requestAttrs = authz.Attributes
+
 // ruleAllows reports whether rule allows the request a.
-func ruleAllows(a *authz.Attributes, rule *rbacv1.PolicyRule) bool {
+func ruleAllows(a *requestAttrs, rule *rbacv1.PolicyRule) bool {
+	return verbMatches(rule, a.Verb) && ruleAllowsVerbMatched(a, rule)
+}
+
+// ruleAllowsVerbMatched is ruleAllows for a rule known to grant a's verb.
+func ruleAllowsVerbMatched(a *requestAttrs, rule *rbacv1.PolicyRule) bool {
 	if a.IsResourceRequest {
-		return verbMatches(rule, a.Verb) &&
-			apiGroupMatches(rule, a.APIGroup) &&
+		return apiGroupMatches(rule, a.APIGroup) &&
 			resourceMatches(rule, a.Resource, a.Subresource) &&
 			resourceNameMatches(rule, a.Name)
 	}
-	return verbMatches(rule, a.Verb) && nonResourceURLMatches(rule, a.Path)
+	return nonResourceURLMatches(rule, a.Path)
 }
 
 func verbMatches(rule *rbacv1.PolicyRule, verb string) bool {
