@@ -2,6 +2,8 @@ package rbac
 
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/myriad-k8s/myriad/internal/apiserver/authz"
 )
 
 // A role's rules are compiled once, when the informer delivers the role,
@@ -66,7 +68,7 @@ func compileRole(rules []rbacv1.PolicyRule) *compiledRole {
 
 // allows reports whether one of the role's rules allows a request whose
 // verb has bit (0 for an uncommon verb).
-func (c *compiledRole) allows(a *requestAttrs, bit uint16) bool {
+func (c *compiledRole) allows(a *authz.Attributes, bit uint16) bool {
 	for i := range c.compiled {
 		r := &c.compiled[i]
 		if bit != 0 {

@@ -13,16 +13,9 @@ import (
 // without building "resource/subresource": they run for every rule of every
 // binding a request looks at.
 
-// requestAttrs is the request being decided.
-type requestAttrs = authz.Attributes
-
-// ruleAllows reports whether rule allows the request a.
-func ruleAllows(a *requestAttrs, rule *rbacv1.PolicyRule) bool {
-	return verbMatches(rule, a.Verb) && ruleAllowsVerbMatched(a, rule)
-}
-
-// ruleAllowsVerbMatched is ruleAllows for a rule known to grant a's verb.
-func ruleAllowsVerbMatched(a *requestAttrs, rule *rbacv1.PolicyRule) bool {
+// ruleAllowsVerbMatched is upstream's RuleAllows for a rule known to grant
+// a's verb (compiledRole.allows checks verbs first).
+func ruleAllowsVerbMatched(a *authz.Attributes, rule *rbacv1.PolicyRule) bool {
 	if a.IsResourceRequest {
 		return apiGroupMatches(rule, a.APIGroup) &&
 			resourceMatches(rule, a.Resource, a.Subresource) &&
