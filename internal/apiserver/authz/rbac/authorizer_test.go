@@ -195,6 +195,14 @@ func TestAuthorizeWildcards(t *testing.T) {
 	}{
 		{rule(l("*"), l(""), l("pods")), res(u, "deletecollection", "", "pods", "", "n", ""), true},
 		{rule(l("get"), l("*"), l("pods")), res(u, "get", "whatever.io", "pods", "", "n", "p"), true},
+		// A review may ask about the verb "*": only a rule's "*" grants it.
+		{rule(l("get", "list"), l(""), l("pods")), res(u, "*", "", "pods", "", "n", ""), false},
+		{rule(l("*"), l(""), l("pods")), res(u, "*", "", "pods", "", "n", ""), true},
+		{rule(l("*"), l(""), l("pods")), res(u, "escalate", "", "pods", "", "n", ""), true},
+		{rule(l("escalate"), l(""), l("pods")), res(u, "escalate", "", "pods", "", "n", ""), true},
+		{rule(l("bind"), l(""), l("pods")), res(u, "escalate", "", "pods", "", "n", ""), false},
+		{rule(l("*"), l(""), l("*")), res(u, "*", "", "*", "", "n", ""), true},
+		{rule(l("*"), l(""), l("pods")), res(u, "get", "", "*", "", "n", ""), false},
 		{rule(l("get"), l(""), l("*")), res(u, "get", "", "pods", "log", "n", "p"), true},
 		{rule(l("get"), l(""), l("*")), res(u, "get", "apps", "deployments", "", "n", "p"), false},
 		{rule(l("get"), l(""), l("*/log")), res(u, "get", "", "pods", "log", "n", "p"), true},
