@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-logr/logr"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,7 +34,8 @@ var (
 
 // Options configure an Authorizer.
 type Options struct {
-	// Logger receives watch errors (default slog.Default()).
+	// Logger receives the informers' logs, watch errors among them
+	// (default slog.Default()).
 	Logger *slog.Logger
 }
 
@@ -91,6 +93,7 @@ func (a *Authorizer) Start(ctx context.Context) error {
 		{clusterRoleBindingsGVR, &rbacv1.ClusterRoleBinding{}, bindingHandler(a.index, clusterRoleBindingEntry)},
 		{roleBindingsGVR, &rbacv1.RoleBinding{}, bindingHandler(a.index, roleBindingEntry)},
 	}
+	logger := logr.FromSlogHandler(a.log.Handler())
 	var controllers []cache.Controller
 	for _, s := range sources {
 		lw, err := a.lw(s.gvr)
@@ -98,6 +101,7 @@ func (a *Authorizer) Start(ctx context.Context) error {
 			return fmt.Errorf("rbac: watching %s: %w", s.gvr.Resource, err)
 		}
 		_, c := cache.NewInformerWithOptions(cache.InformerOptions{
+			Logger:        &logger,
 			ListerWatcher: lw,
 			ObjectType:    s.obj,
 			Handler:       s.handler,
