@@ -16,8 +16,10 @@ import (
 
 // Verb sets upstream's policy names (bootstrappolicy.Read, Write, ...).
 // Functions, not variables: every rule gets its own slice to sort.
-func readVerbs() []string       { return []string{"get", "list", "watch"} }
-func writeVerbs() []string      { return []string{"create", "update", "patch", "delete", "deletecollection"} }
+func readVerbs() []string { return []string{"get", "list", "watch"} }
+func writeVerbs() []string {
+	return []string{"create", "update", "patch", "delete", "deletecollection"}
+}
 func readWriteVerbs() []string  { return append(readVerbs(), writeVerbs()...) }
 func readUpdateVerbs() []string { return []string{"get", "list", "watch", "update", "patch"} }
 
