@@ -3,11 +3,15 @@ package apiserver
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 	"github.com/myriad-k8s/myriad/internal/rbac/bootstrappolicy"
@@ -198,5 +202,39 @@ func BenchmarkReconcileEmpty(b *testing.B) {
 		if err != nil || res.Created != 131 {
 			b.Fatalf("%+v, %v", res, err)
 		}
+	}
+}
+
+// failingCreates is the server's Objects with creates of one name failing,
+// to see Reconcile carry on past a failure and report it.
+type failingCreates struct {
+	serverObjects
+	name string
+}
+
+func (f failingCreates) Create(ctx context.Context, gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetName() == f.name {
+		return nil, apierrors.NewServiceUnavailable("injected failure")
+	}
+	return f.serverObjects.Create(ctx, gvr, obj)
+}
+
+func TestBootstrapRBACReportsFailures(t *testing.T) {
+	e := newEnv(t)
+	ctx := request.WithUser(context.Background(), bootstrapUser)
+	for _, name := range []string{"system:node", "system:kube-dns"} {
+		if err := e.cs.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := bootstrappolicy.Reconcile(ctx, failingCreates{serverObjects{e.api}, "system:node"}, quietLogger())
+	if err == nil || !strings.Contains(err.Error(), "clusterrole system:node") || !strings.Contains(err.Error(), "injected failure") {
+		t.Fatalf("Reconcile error %v, want the injected failure naming system:node", err)
+	}
+	if res.Created != 1 {
+		t.Errorf("created %d objects, want 1 (system:kube-dns)", res.Created)
+	}
+	if _, err := e.cs.RbacV1().ClusterRoles().Get(ctx, "system:kube-dns", metav1.GetOptions{}); err != nil {
+		t.Errorf("system:kube-dns not recreated past the failure: %v", err)
 	}
 }
