@@ -26,7 +26,8 @@ const Name = "clusterrole-aggregation"
 const fieldManager = "clusterrole-aggregation-controller"
 
 // Descriptor registers the controller with the manager.
-func Descriptor() controllerctx.Descriptor { return controllerctx.Describe(Name, 1, New) }
+// Five workers, as kube-controller-manager runs it.
+func Descriptor() controllerctx.Descriptor { return controllerctx.Describe(Name, 5, New) }
 
 // Controller keeps aggregated ClusterRoles' rules current.
 type Controller struct {
