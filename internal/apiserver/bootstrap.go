@@ -50,6 +50,9 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	if err := s.bootstrapPriorityClasses(ctx); err != nil {
 		return err
 	}
+	if err := s.bootstrapRBAC(ctx); err != nil {
+		return err
+	}
 	return s.bootstrapKubernetesService(ctx)
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/approver"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/cleaner"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
+	"github.com/myriad-k8s/myriad/internal/controllers/clusterroleaggregation"
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/cronjob"
 	"github.com/myriad-k8s/myriad/internal/controllers/daemonset"
@@ -51,5 +52,6 @@ func All() []controllerctx.Descriptor {
 		signer.Descriptor(),
 		cleaner.Descriptor(),
 		podautoscaler.Descriptor(),
+		clusterroleaggregation.Descriptor(),
 	}
 }

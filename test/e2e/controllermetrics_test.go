@@ -30,6 +30,7 @@ var controllerQueues = map[string][]string{
 	"pv-protection":            {"pv-protection"},
 	"resourcequota":            {"resourcequota"},
 	"horizontalpodautoscaling": {"horizontalpodautoscaling"},
+	"clusterrole-aggregation":  {"clusterrole-aggregation"},
 }
 
 // TestControllerMetrics reads /metrics of the shared `myriad up` with the
