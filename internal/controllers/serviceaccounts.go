@@ -11,6 +11,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/approver"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/cleaner"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
+	"github.com/myriad-k8s/myriad/internal/controllers/clusterroleaggregation"
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
 	"github.com/myriad-k8s/myriad/internal/controllers/cronjob"
 	"github.com/myriad-k8s/myriad/internal/controllers/daemonset"
@@ -38,29 +39,30 @@ import (
 // the default RBAC policy binds to system:controller:<name>.
 func serviceAccountNames() map[string]string {
 	return map[string]string{
-		serviceaccount.Name:      "service-account-controller",
-		rootcacert.Name:          "root-ca-cert-publisher",
-		namespace.Name:           "namespace-controller",
-		garbagecollector.Name:    "generic-garbage-collector",
-		nodelifecycle.Name:       "node-controller",
-		podgc.Name:               "pod-garbage-collector",
-		endpointslice.Name:       "endpointslice-controller",
-		endpoints.Name:           "endpoint-controller",
-		replicaset.Name:          "replicaset-controller",
-		replicaset.RCName:        "replication-controller",
-		deployment.Name:          "deployment-controller",
-		daemonset.Name:           "daemon-set-controller",
-		job.Name:                 "job-controller",
-		cronjob.Name:             "cronjob-controller",
-		statefulset.Name:         "statefulset-controller",
-		pvbinder.Name:            "persistent-volume-binder",
-		volumeprotection.PVCName: "pvc-protection-controller",
-		volumeprotection.PVName:  "pv-protection-controller",
-		resourcequota.Name:       "resourcequota-controller",
-		approver.Name:            "certificate-controller",
-		signer.Name:              "certificate-controller",
-		cleaner.Name:             "certificate-controller",
-		podautoscaler.Name:       "horizontal-pod-autoscaler",
+		serviceaccount.Name:         "service-account-controller",
+		rootcacert.Name:             "root-ca-cert-publisher",
+		namespace.Name:              "namespace-controller",
+		garbagecollector.Name:       "generic-garbage-collector",
+		nodelifecycle.Name:          "node-controller",
+		podgc.Name:                  "pod-garbage-collector",
+		endpointslice.Name:          "endpointslice-controller",
+		endpoints.Name:              "endpoint-controller",
+		replicaset.Name:             "replicaset-controller",
+		replicaset.RCName:           "replication-controller",
+		deployment.Name:             "deployment-controller",
+		daemonset.Name:              "daemon-set-controller",
+		job.Name:                    "job-controller",
+		cronjob.Name:                "cronjob-controller",
+		statefulset.Name:            "statefulset-controller",
+		pvbinder.Name:               "persistent-volume-binder",
+		volumeprotection.PVCName:    "pvc-protection-controller",
+		volumeprotection.PVName:     "pv-protection-controller",
+		resourcequota.Name:          "resourcequota-controller",
+		approver.Name:               "certificate-controller",
+		signer.Name:                 "certificate-controller",
+		cleaner.Name:                "certificate-controller",
+		podautoscaler.Name:          "horizontal-pod-autoscaler",
+		clusterroleaggregation.Name: "clusterrole-aggregation-controller",
 	}
 }
 

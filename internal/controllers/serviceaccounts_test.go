@@ -1,0 +1,35 @@
+package controllers
+
+import (
+	"testing"
+
+	"github.com/myriad-k8s/myriad/internal/rbac/bootstrappolicy"
+)
+
+// TestServiceAccountsHaveRoles: every controller that runs as its own
+// ServiceAccount has upstream's role and binding for it, or it would be
+// refused everything with --use-service-account-credentials.
+func TestServiceAccountsHaveRoles(t *testing.T) {
+	bound := map[string]bool{}
+	for _, b := range bootstrappolicy.ControllerRoleBindings() {
+		for _, s := range b.Subjects {
+			if s.Kind == "ServiceAccount" && s.Namespace == "kube-system" && b.RoleRef.Name == "system:controller:"+s.Name {
+				bound[s.Name] = true
+			}
+		}
+	}
+	roles := map[string]bool{}
+	for _, r := range bootstrappolicy.ControllerRoles() {
+		roles[r.Name] = true
+	}
+	for _, d := range All() {
+		sa, ok := serviceAccountNames()[d.Name]
+		if !ok {
+			t.Errorf("controller %s has no ServiceAccount", d.Name)
+			continue
+		}
+		if !roles["system:controller:"+sa] || !bound[sa] {
+			t.Errorf("controller %s's ServiceAccount %s has no bound role system:controller:%s", d.Name, sa, sa)
+		}
+	}
+}
