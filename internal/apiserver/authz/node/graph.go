@@ -35,7 +35,7 @@ var kindNames = [numKinds]string{
 
 func (k kind) String() string { return kindNames[k] }
 
-// objectRef names a vertex within its kind.
+// objectRef names an object within its kind.
 type objectRef struct{ namespace, name string }
 
 // nodeVertex is a node some vertex leads to. It lives while pods, volume
@@ -61,24 +61,67 @@ type nodeVertex struct {
 //     secrets]; it leads wherever its claim leads, and a secret it
 //     references leads there too (both through pvs).
 //   - A volume attachment or resource slice (sources) leads to its node.
+//
+// The struct is kept small (80 bytes) because there is one per pod: the
+// fields few vertices need are behind ext.
 type vertex struct {
-	ref    objectRef
-	kind   kind
-	source bool
-	// mark is the generation of the last relist that saw a source, so a
-	// relist can drop the ones it did not see.
-	mark uint32
-
+	// key is "namespace/name" ("/name" when cluster-scoped): one string,
+	// allocated by the graph, so nothing of the object it was read from
+	// is kept alive.
+	key string
 	// node and nodeN: the first node this vertex leads to and the number
-	// of edges leading there; more holds any others. A node is in one of
-	// the two, never both.
+	// of edges leading there; ext.more holds any others. A node is in one
+	// of the two, never both.
 	node  *nodeVertex
 	nodeN int32
-	more  map[*nodeVertex]int32
+	// mark is the generation of the last relist that saw a source, so a
+	// relist can drop the ones it did not see.
+	mark   uint32
+	kind   kind
+	source bool
 
 	out []*vertex
+	ext *vertexExt
+}
+
+// vertexExt holds what only shared objects need.
+type vertexExt struct {
+	more map[*nodeVertex]int32
 	// pvs are the PVs that reference this vertex (a PVC or a secret).
 	pvs []*vertex
+}
+
+func (v *vertex) namespace() string { return v.key[:strings.IndexByte(v.key, '/')] }
+
+func (v *vertex) pvs() []*vertex {
+	if v.ext == nil {
+		return nil
+	}
+	return v.ext.pvs
+}
+
+func (v *vertex) more() map[*nodeVertex]int32 {
+	if v.ext == nil {
+		return nil
+	}
+	return v.ext.more
+}
+
+func (v *vertex) setPVs(pvs []*vertex) {
+	if v.ext == nil {
+		if len(pvs) == 0 {
+			return
+		}
+		v.ext = &vertexExt{}
+	}
+	v.ext.pvs = pvs
+	v.trimExt()
+}
+
+func (v *vertex) trimExt() {
+	if v.ext != nil && len(v.ext.pvs) == 0 && len(v.ext.more) == 0 {
+		v.ext = nil
+	}
 }
 
 // leadsTo reports whether v has an edge to n.
@@ -86,7 +129,7 @@ func (v *vertex) leadsTo(n *nodeVertex) bool {
 	if v.nodeN > 0 && v.node == n {
 		return true
 	}
-	return v.more[n] > 0
+	return v.more()[n] > 0
 }
 
 // addEdge changes by delta the number of v's edges to n.
@@ -98,27 +141,30 @@ func (v *vertex) addEdge(n *nodeVertex, delta int32) {
 			v.node, v.nodeN = nil, 0
 		}
 		return
-	case v.nodeN == 0 && delta > 0 && v.more[n] == 0:
+	case v.nodeN == 0 && delta > 0 && v.more()[n] == 0:
 		v.node, v.nodeN = n, delta
 		return
 	}
-	c := v.more[n] + delta
+	c := v.more()[n] + delta
 	if c <= 0 {
-		delete(v.more, n)
-		if len(v.more) == 0 {
-			v.more = nil
+		if v.ext != nil {
+			delete(v.ext.more, n)
+			v.trimExt()
 		}
 		return
 	}
-	if v.more == nil {
-		v.more = make(map[*nodeVertex]int32, 1)
+	if v.ext == nil {
+		v.ext = &vertexExt{}
 	}
-	v.more[n] = c
+	if v.ext.more == nil {
+		v.ext.more = make(map[*nodeVertex]int32, 1)
+	}
+	v.ext.more[n] = c
 }
 
 // unused reports whether a non-source vertex has nothing pointing at it.
 func (v *vertex) unused() bool {
-	return !v.source && v.nodeN == 0 && len(v.more) == 0 && len(v.pvs) == 0
+	return !v.source && v.nodeN == 0 && v.ext == nil
 }
 
 // Graph is which objects lead to which nodes. Its methods are safe for
@@ -127,7 +173,7 @@ func (v *vertex) unused() bool {
 type Graph struct {
 	mu sync.RWMutex
 	// guarded by mu:
-	vertices [numKinds]map[objectRef]*vertex
+	vertices [numKinds]map[string]*vertex
 	nodes    map[string]*nodeVertex
 	// mark is the current relist generation of each source kind.
 	mark [numKinds]uint32
@@ -137,7 +183,7 @@ type Graph struct {
 func NewGraph() *Graph {
 	g := &Graph{nodes: map[string]*nodeVertex{}}
 	for k := range g.vertices {
-		g.vertices[k] = map[objectRef]*vertex{}
+		g.vertices[k] = map[string]*vertex{}
 	}
 	return g
 }
@@ -153,7 +199,7 @@ func (g *Graph) HasPath(nodeName string, k kind, namespace, name string) bool {
 	if !ok {
 		return false
 	}
-	v, ok := g.vertices[k][objectRef{namespace, name}]
+	v, ok := g.lookupLocked(k, namespace, name)
 	if !ok {
 		return false
 	}
@@ -164,7 +210,7 @@ func (g *Graph) HasPath(nodeName string, k kind, namespace, name string) bool {
 		if v.leadsTo(n) {
 			return true
 		}
-		for _, pv := range v.pvs {
+		for _, pv := range v.pvs() {
 			if pv.out[0].leadsTo(n) {
 				return true
 			}
@@ -192,15 +238,24 @@ func (g *Graph) releaseNodeLocked(n *nodeVertex) {
 	}
 }
 
+// lookupLocked finds vertex k namespace/name without allocating (the
+// compiler does not copy a []byte converted to index a map).
+func (g *Graph) lookupLocked(k kind, namespace, name string) (*vertex, bool) {
+	var buf [128]byte
+	b := append(append(append(buf[:0], namespace...), '/'), name...)
+	v, ok := g.vertices[k][string(b)]
+	return v, ok
+}
+
 // vertexLocked returns the vertex k namespace/name, creating it (with
 // copies of the strings, so that the graph keeps nothing of the object it
 // was read from) if there is none.
 func (g *Graph) vertexLocked(k kind, namespace, name string) *vertex {
-	if v, ok := g.vertices[k][objectRef{namespace, name}]; ok {
+	if v, ok := g.lookupLocked(k, namespace, name); ok {
 		return v
 	}
-	v := &vertex{ref: objectRef{strings.Clone(namespace), strings.Clone(name)}, kind: k}
-	g.vertices[k][v.ref] = v
+	v := &vertex{key: namespace + "/" + name, kind: k}
+	g.vertices[k][v.key] = v
 	return v
 }
 
@@ -216,14 +271,14 @@ func (g *Graph) sourceLocked(k kind, namespace, name string) *vertex {
 // dropIfUnusedLocked removes v if nothing points at it any more.
 func (g *Graph) dropIfUnusedLocked(v *vertex) {
 	if v.unused() {
-		delete(g.vertices[v.kind], v.ref)
+		delete(g.vertices[v.kind], v.key)
 	}
 }
 
 // deleteSourceLocked removes the source vertex k namespace/name and every
 // edge it contributed.
 func (g *Graph) deleteSourceLocked(k kind, namespace, name string) {
-	v, ok := g.vertices[k][objectRef{namespace, name}]
+	v, ok := g.lookupLocked(k, namespace, name)
 	if !ok {
 		return
 	}
@@ -235,14 +290,14 @@ func (g *Graph) deleteSourceLocked(k kind, namespace, name string) {
 		}
 	case kindPV:
 		for _, o := range v.out {
-			o.pvs = removeVertex(o.pvs, v)
+			o.setPVs(removeVertex(o.pvs(), v))
 			g.dropIfUnusedLocked(o)
 		}
 	}
 	if v.node != nil {
 		g.releaseNodeLocked(v.node)
 	}
-	delete(g.vertices[k], v.ref)
+	delete(g.vertices[k], v.key)
 }
 
 func removeVertex(vs []*vertex, v *vertex) []*vertex {
@@ -281,7 +336,7 @@ func (g *Graph) samePodLocked(v *vertex, e *podEdges) bool {
 		return false
 	}
 	for _, r := range e.refs {
-		o, ok := g.vertices[r.kind][objectRef{e.namespace, r.name}]
+		o, ok := g.lookupLocked(r.kind, e.namespace, r.name)
 		if !ok || !containsVertex(v.out, o) {
 			return false
 		}
@@ -303,7 +358,7 @@ func containsVertex(vs []*vertex, v *vertex) bool {
 // hold each object once.
 func (g *Graph) setPod(e *podEdges) {
 	g.mu.RLock()
-	v, ok := g.vertices[kindPod][objectRef{e.namespace, e.name}]
+	v, ok := g.lookupLocked(kindPod, e.namespace, e.name)
 	same := ok && e.node != "" && g.samePodLocked(v, e)
 	marked := same && v.mark == g.mark[kindPod]
 	g.mu.RUnlock()
@@ -329,7 +384,7 @@ func (g *Graph) setPod(e *podEdges) {
 		v.out = make([]*vertex, 0, len(e.refs))
 	}
 	for _, r := range e.refs {
-		o := g.vertexLocked(r.kind, v.ref.namespace, r.name)
+		o := g.vertexLocked(r.kind, e.namespace, r.name)
 		o.addEdge(v.node, 1)
 		v.out = append(v.out, o)
 	}
@@ -361,14 +416,14 @@ func (g *Graph) setPV(e *pvEdges) {
 	}
 	v := g.sourceLocked(kindPV, "", e.name)
 	pvc := g.vertexLocked(kindPVC, e.claimNamespace, e.claimName)
-	pvc.pvs = append(pvc.pvs, v)
+	pvc.setPVs(append(pvc.pvs(), v))
 	v.out = append(make([]*vertex, 0, 1+len(e.secrets)), pvc)
 	for _, s := range e.secrets {
 		sv := g.vertexLocked(kindSecret, s.namespace, s.name)
 		if containsVertex(v.out[1:], sv) {
 			continue
 		}
-		sv.pvs = append(sv.pvs, v)
+		sv.setPVs(append(sv.pvs(), v))
 		v.out = append(v.out, sv)
 	}
 }
@@ -385,7 +440,7 @@ func (g *Graph) deletePV(name string) {
 func (g *Graph) setNodeObject(k kind, name, nodeName string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if v, ok := g.vertices[k][objectRef{"", name}]; ok && v.node != nil && v.node.name == nodeName {
+	if v, ok := g.lookupLocked(k, "", name); ok && v.node != nil && v.node.name == nodeName {
 		v.mark = g.mark[k]
 		return
 	}
@@ -417,14 +472,14 @@ func (g *Graph) beginRelist(k kind) {
 func (g *Graph) endRelist(k kind) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var gone []objectRef
-	for ref, v := range g.vertices[k] {
+	var gone []*vertex
+	for _, v := range g.vertices[k] {
 		if v.source && v.mark != g.mark[k] {
-			gone = append(gone, ref)
+			gone = append(gone, v)
 		}
 	}
-	for _, ref := range gone {
-		g.deleteSourceLocked(k, ref.namespace, ref.name)
+	for _, v := range gone {
+		g.deleteSourceLocked(k, v.namespace(), v.key[len(v.namespace())+1:])
 	}
 }
 
