@@ -94,7 +94,7 @@ func TestAdmit(t *testing.T) {
 	}
 	oldNode := testNode("a")
 	cases := []struct {
-		name string
+		name  string
 		attrs admission.Attributes
 		// want is "" to admit, else a substring of the 403.
 		want string
