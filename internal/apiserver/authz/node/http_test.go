@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -229,6 +232,44 @@ func TestNodeAuthorizerOverHTTP(t *testing.T) {
 	// A deployment list is RBAC's to allow, and there is no RBAC here.
 	if _, err := a.AppsV1().Deployments("ns").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("deployments: %v, want 403", err)
+	}
+
+	// NodeRestriction narrows what the authorizer allows every node.
+	for _, n := range []string{"a", "b"} {
+		mustCreate(t, admin.CoreV1().Nodes().Create, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	}
+	if _, err := a.CoreV1().Nodes().Patch(ctx, "a", types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/x":"y","node.kubernetes.io/pool":"p"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("labelling itself: %v", err)
+	}
+	_, err = a.CoreV1().Nodes().Patch(ctx, "a", types.MergePatchType, []byte(`{"metadata":{"labels":{"node-restriction.kubernetes.io/pool":"gold"}}}`), metav1.PatchOptions{})
+	if err := wantForbidden(err, `nodes "a" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/pool`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.CoreV1().Nodes().Patch(ctx, "b", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
+	if err := wantForbidden(err, `node "a" is not allowed to modify node "b"`); err != nil {
+		t.Fatal(err)
+	}
+	status := []byte(`{"status":{"message":"hello"}}`)
+	if _, err := a.CoreV1().Pods("ns").Patch(ctx, "pa", types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatalf("own pod status: %v", err)
+	}
+	_, err = a.CoreV1().Pods("ns").Patch(ctx, "pb", types.MergePatchType, status, metav1.PatchOptions{}, "status")
+	if err := wantForbidden(err, `node "a" can only update pod status for pods with spec.nodeName set to itself`); err != nil {
+		t.Fatal(err)
+	}
+	err = a.PolicyV1().Evictions("ns").Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "pb", Namespace: "ns"}})
+	if err := wantForbidden(err, `node a can only evict pods with spec.nodeName set to itself`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-node-lease"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	_, err = a.CoordinationV1().Leases("kube-node-lease").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, metav1.CreateOptions{})
+	if err := wantForbidden(err, "can only access node lease with the same name as the requesting node"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.CoordinationV1().Leases("kube-node-lease").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("own lease: %v", err)
 	}
 
 	// The pod goes: so does the access.
