@@ -136,3 +136,16 @@ func TestGraphMemoryPerPod(t *testing.T) {
 	runtime.KeepAlive(pods)
 	runtime.KeepAlive(f)
 }
+
+// BenchmarkGraphPodUpdate is the graph's cost of a pod update that changes
+// neither its node nor its references (a status update: most pod events).
+func BenchmarkGraphPodUpdate(b *testing.B) {
+	f := buildBenchGraph(b, benchPods200k())
+	p := benchPod(4242)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := f.pods.Update(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
