@@ -48,11 +48,12 @@ type Config struct {
 }
 
 var (
-	podsGVR       = corev1.SchemeGroupVersion.WithResource("pods")
-	nodesGVR      = corev1.SchemeGroupVersion.WithResource("nodes")
-	pvcsGVR       = corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
-	pvsGVR        = corev1.SchemeGroupVersion.WithResource("persistentvolumes")
-	csiDriversGVR = storagev1.SchemeGroupVersion.WithResource("csidrivers")
+	podsGVR           = corev1.SchemeGroupVersion.WithResource("pods")
+	nodesGVR          = corev1.SchemeGroupVersion.WithResource("nodes")
+	pvcsGVR           = corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
+	pvsGVR            = corev1.SchemeGroupVersion.WithResource("persistentvolumes")
+	csiDriversGVR     = storagev1.SchemeGroupVersion.WithResource("csidrivers")
+	resourceSlicesGVR = resourcev1.SchemeGroupVersion.WithResource("resourceslices")
 
 	podResource           = schema.GroupResource{Resource: "pods"}
 	nodeResource          = schema.GroupResource{Resource: "nodes"}
@@ -121,7 +122,7 @@ func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes) error {
 	case csiNodeResource:
 		return admitCSINode(nodeName, a)
 	case resourceSliceResource:
-		return admitResourceSlice(nodeName, a)
+		return p.admitResourceSlice(ctx, nodeName, a)
 	case csrResource:
 		return admitCSR(nodeName, a)
 	}
@@ -419,7 +420,7 @@ func admitCSINode(nodeName string, a *admission.Attributes) error {
 	return nil
 }
 
-func admitResourceSlice(nodeName string, a *admission.Attributes) error {
+func (p *Plugin) admitResourceSlice(ctx context.Context, nodeName string, a *admission.Attributes) error {
 	var obj runtime.Object
 	var msg string
 	switch a.Operation {
@@ -427,6 +428,13 @@ func admitResourceSlice(nodeName string, a *admission.Attributes) error {
 		obj, msg = a.Object, "can only create ResourceSlice with the same NodeName as the requesting node"
 	case admission.Delete:
 		obj, msg = a.OldObject, "can only delete ResourceSlice with the same NodeName as the requesting node"
+		if obj == nil {
+			// The mutating phase of a DELETE has no object yet.
+			var err error
+			if obj, err = p.get(ctx, resourceSlicesGVR, "", a.Name); err != nil {
+				return lookupError(a, err)
+			}
+		}
 	default:
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,13 +74,16 @@ var (
 	gvrSAs      = corev1.SchemeGroupVersion.WithResource("serviceaccounts")
 	gvrCSINodes = storagev1.SchemeGroupVersion.WithResource("csinodes")
 	gvrPVCs     = corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
+	gvrSlices   = resourcev1.SchemeGroupVersion.WithResource("resourceslices")
 )
 
 func TestAdmit(t *testing.T) {
 	store := objects{
-		key(gvrPods, "ns", "pa"): testPod("pa", "a"),
-		key(gvrPods, "ns", "pb"): testPod("pb", "b"),
-		key(gvrNodes, "", "a"):   testNode("a"),
+		key(gvrPods, "ns", "pa"):      testPod("pa", "a"),
+		key(gvrPods, "ns", "pb"):      testPod("pb", "b"),
+		key(gvrNodes, "", "a"):        testNode("a"),
+		key(gvrSlices, "", "slice-a"): &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "slice-a"}, Spec: resourcev1.ResourceSliceSpec{NodeName: ptr.To("a")}},
+		key(gvrSlices, "", "slice-b"): &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "slice-b"}, Spec: resourcev1.ResourceSliceSpec{NodeName: ptr.To("b")}},
 	}
 	tokenPod := testPod("pa", "a")
 	tokenPod.Spec.Volumes = []corev1.Volume{{Name: "t", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "vault"}}}}}}}
@@ -168,6 +172,11 @@ func TestAdmit(t *testing.T) {
 		{"own csinode", admission.Attributes{Operation: admission.Create, Resource: gvrCSINodes, Object: &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, User: a}, ""},
 		{"other's csinode", admission.Attributes{Operation: admission.Update, Resource: gvrCSINodes, Name: "b", Object: &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, User: a},
 			`can only access CSINode with the same name as the requesting node`},
+		{"own resource slice delete", admission.Attributes{Operation: admission.Delete, Resource: gvrSlices, Name: "slice-a", User: a}, ""},
+		{"other's resource slice delete", admission.Attributes{Operation: admission.Delete, Resource: gvrSlices, Name: "slice-b", User: a},
+			`can only delete ResourceSlice with the same NodeName as the requesting node`},
+		{"other's resource slice create", admission.Attributes{Operation: admission.Create, Resource: gvrSlices, Object: &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: resourcev1.ResourceSliceSpec{NodeName: ptr.To("b")}}, User: a},
+			`resourceslices.resource.k8s.io "s" is forbidden: can only create ResourceSlice with the same NodeName as the requesting node`},
 		{"pvc spec", admission.Attributes{Operation: admission.Update, Resource: gvrPVCs, Namespace: "ns", Name: "c", User: a}, `may only update PVC status`},
 		{"token for own pod", admission.Attributes{Operation: admission.Create, Resource: gvrSAs, Subresource: "token", Namespace: "ns", Name: "default", Object: tokenRequest("pa", "uid-pa", "vault"), User: a}, ""},
 		{"token for other's pod", admission.Attributes{Operation: admission.Create, Resource: gvrSAs, Subresource: "token", Namespace: "ns", Name: "default", Object: tokenRequest("pb", "uid-pb"), User: a},
