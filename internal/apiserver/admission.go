@@ -19,6 +19,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/admission/defaultclass"
 	"github.com/myriad-k8s/myriad/internal/admission/limitranger"
 	"github.com/myriad-k8s/myriad/internal/admission/namespacelifecycle"
+	"github.com/myriad-k8s/myriad/internal/admission/noderestriction"
 	"github.com/myriad-k8s/myriad/internal/admission/priority"
 	"github.com/myriad-k8s/myriad/internal/admission/resourcequota"
 	"github.com/myriad-k8s/myriad/internal/admission/runtimeclass"
@@ -37,7 +38,7 @@ var (
 )
 
 // newAdmission builds the admission chain over the server's handlers, in
-// upstream's plugin order: NamespaceLifecycle, LimitRanger, Priority,
+// upstream's plugin order: NamespaceLifecycle, LimitRanger, NodeRestriction, Priority,
 // DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
 // CertificateSubjectRestriction, DefaultIngressClass, then the ClusterIP
 // and node port allocation, then Config.AdmissionPlugins, then
@@ -55,6 +56,11 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 			return cachedList[*corev1.LimitRange](ctx, h, ns)
 		}))
 	}
+	nodeRestriction, err := noderestriction.New(noderestriction.Config{Objects: s})
+	if err != nil {
+		return nil, err
+	}
+	plugins = append(plugins, nodeRestriction)
 	if pcs, ok := s.handlers[priorityClassesGVR]; ok {
 		plugins = append(plugins, priority.New(func(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
 			obj, _, err := pcs.objects.get(ctx, "", name)

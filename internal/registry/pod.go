@@ -68,7 +68,9 @@ func defaultPod(p *corev1.Pod) {
 	defaultPriority(&p.Spec)
 	// The ServiceAccount admission plugin's naming half; token volume
 	// projection is the API server's concern.
-	if p.Spec.ServiceAccountName == "" {
+	// Not for mirror pods, as upstream's plugin: they may reference no
+	// API object (NodeRestriction refuses them if they do).
+	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; p.Spec.ServiceAccountName == "" && !mirror {
 		p.Spec.ServiceAccountName = "default"
 	}
 	if p.Spec.DeprecatedServiceAccount == "" {

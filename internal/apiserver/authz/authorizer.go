@@ -54,6 +54,8 @@ type Attributes struct {
 	// Name is the object addressed; empty for collections (and for a
 	// create, whose name is in the body).
 	Name string
+	// FieldSelector is a list's or watch's fieldSelector, unparsed.
+	FieldSelector string
 
 	// Path is the request path; what non-resource rules match on.
 	Path string
@@ -71,6 +73,7 @@ func AttributesFrom(user *request.User, info *request.RequestInfo) Attributes {
 		Resource:          info.Resource,
 		Subresource:       info.Subresource,
 		Name:              info.Name,
+		FieldSelector:     info.FieldSelector,
 		Path:              info.Path,
 	}
 }

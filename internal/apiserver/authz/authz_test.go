@@ -135,7 +135,7 @@ func TestAttributesFrom(t *testing.T) {
 	}
 	u := &request.User{Name: "u"}
 	got := AttributesFrom(u, info)
-	want := Attributes{User: u, Verb: "watch", IsResourceRequest: true, Namespace: "ns", APIVersion: "v1", Resource: "pods", Name: "p", Path: "/api/v1/namespaces/ns/pods"}
+	want := Attributes{User: u, Verb: "watch", IsResourceRequest: true, Namespace: "ns", APIVersion: "v1", Resource: "pods", Name: "p", FieldSelector: "metadata.name=p", Path: "/api/v1/namespaces/ns/pods"}
 	if got != want {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}

@@ -54,6 +54,10 @@ type RequestInfo struct {
 	// fieldSelector of the form metadata.name=X, as upstream, so a
 	// single-object watch can be authorized like a get of that object.
 	Name string
+	// FieldSelector is a list's or watch's fieldSelector as sent, unparsed
+	// (the Node authorizer reads spec.nodeName from it, as upstream's
+	// Attributes.GetFieldSelector).
+	FieldSelector string
 	// Parts are the path segments from the resource on:
 	// resource[/name[/subresource[/...]]].
 	Parts []string
@@ -145,7 +149,8 @@ func Parse(r *http.Request) (*RequestInfo, error) {
 		// A list or watch limited to one name by field selector is
 		// authorized (and counted) as addressing that object, as upstream
 		// (which does this for GET only, not the legacy /watch/ paths).
-		if fs := q.Get("fieldSelector"); strings.Contains(fs, "metadata.name") {
+		info.FieldSelector = q.Get("fieldSelector")
+		if fs := info.FieldSelector; strings.Contains(fs, "metadata.name") {
 			if sel, err := fields.ParseSelector(fs); err == nil {
 				if name, ok := sel.RequiresExactMatch("metadata.name"); ok && len(path.IsValidPathSegmentName(name)) == 0 {
 					info.Name = name

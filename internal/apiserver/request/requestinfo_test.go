@@ -80,19 +80,19 @@ func TestParse(t *testing.T) {
 
 		// Single-object list/watch by field selector is named, as upstream.
 		{"GET", "/api/v1/namespaces/ns/pods?fieldSelector=metadata.name%3Dx&watch=true", want{IsResourceRequest: true, Path: "/api/v1/namespaces/ns/pods", Verb: "watch",
-			APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "x", Parts: []string{"pods"}}},
+			APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "x", FieldSelector: "metadata.name=x", Parts: []string{"pods"}}},
 		{"GET", "/api/v1/watch/nodes?fieldSelector=metadata.name%3Dn1", want{IsResourceRequest: true, Path: "/api/v1/watch/nodes", Verb: "watch",
 			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", Parts: []string{"nodes"}}}, // upstream names only GET-derived list/watch
 		{"GET", "/api/v1/nodes?fieldSelector=metadata.name%3Dn1", want{IsResourceRequest: true, Path: "/api/v1/nodes", Verb: "list",
-			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", Name: "n1", Parts: []string{"nodes"}}},
+			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", Name: "n1", FieldSelector: "metadata.name=n1", Parts: []string{"nodes"}}},
 		{"GET", "/api/v1/nodes?fieldSelector=metadata.name%21%3Dn1", want{IsResourceRequest: true, Path: "/api/v1/nodes", Verb: "list",
-			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", Parts: []string{"nodes"}}},
+			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", FieldSelector: "metadata.name!=n1", Parts: []string{"nodes"}}},
 		{"GET", "/api/v1/nodes?fieldSelector=spec.unschedulable%3Dtrue", want{IsResourceRequest: true, Path: "/api/v1/nodes", Verb: "list",
-			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", Parts: []string{"nodes"}}},
+			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", FieldSelector: "spec.unschedulable=true", Parts: []string{"nodes"}}},
 		{"GET", "/api/v1/nodes?fieldSelector=metadata.name%3D..", want{IsResourceRequest: true, Path: "/api/v1/nodes", Verb: "list",
-			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", Parts: []string{"nodes"}}},
+			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", FieldSelector: "metadata.name=..", Parts: []string{"nodes"}}},
 		{"GET", "/api/v1/nodes?fieldSelector=%3D%3D%3D", want{IsResourceRequest: true, Path: "/api/v1/nodes", Verb: "list",
-			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", Parts: []string{"nodes"}}},
+			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", FieldSelector: "===", Parts: []string{"nodes"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.url, func(t *testing.T) {

@@ -1,0 +1,196 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// Source is where the graph reads the API's objects: the apiserver's
+// in-process ListerWatcher (apiserver.Server satisfies it).
+type Source interface {
+	// ListerWatcher lists and watches gvr; an error means gvr is not
+	// served, and the graph does without it.
+	ListerWatcher(gvr schema.GroupVersionResource) (toolscache.ListerWatcher, error)
+}
+
+var (
+	podsGVR              = corev1.SchemeGroupVersion.WithResource("pods")
+	pvsGVR               = corev1.SchemeGroupVersion.WithResource("persistentvolumes")
+	volumeAttachmentsGVR = storagev1.SchemeGroupVersion.WithResource("volumeattachments")
+	resourceSlicesGVR    = resourcev1.SchemeGroupVersion.WithResource("resourceslices")
+)
+
+// populator runs one reflector per resource the graph is built from, each
+// with a graphStore as its store: events go straight into the graph and
+// no object is kept.
+type populator struct {
+	log    *slog.Logger
+	stores []*graphStore
+	refls  []*toolscache.Reflector
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+func newPopulator(g *Graph, src Source, log *slog.Logger) (*populator, error) {
+	p := &populator{log: log}
+	for _, r := range []struct {
+		gvr      schema.GroupVersionResource
+		obj      runtime.Object
+		required bool
+	}{
+		{podsGVR, &corev1.Pod{}, true},
+		{pvsGVR, &corev1.PersistentVolume{}, true},
+		{volumeAttachmentsGVR, &storagev1.VolumeAttachment{}, false},
+		{resourceSlicesGVR, &resourcev1.ResourceSlice{}, false},
+	} {
+		lw, err := src.ListerWatcher(r.gvr)
+		if err != nil {
+			if r.required {
+				return nil, fmt.Errorf("node authorizer: watching %s: %w", r.gvr.Resource, err)
+			}
+			continue // not served: nothing of it can lead to a node
+		}
+		s := &graphStore{g: g, resource: r.gvr.Resource, log: log}
+		p.stores = append(p.stores, s)
+		p.refls = append(p.refls, toolscache.NewReflectorWithOptions(lw, r.obj, s, toolscache.ReflectorOptions{
+			Name:            "node-authorizer-" + r.gvr.Resource,
+			TypeDescription: r.gvr.Resource,
+		}))
+	}
+	return p, nil
+}
+
+func (p *populator) start(ctx context.Context) {
+	ctx, p.cancel = context.WithCancel(ctx)
+	for _, r := range p.refls {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			r.RunWithContext(ctx)
+		}()
+	}
+}
+
+func (p *populator) stop() {
+	p.once.Do(func() {
+		if p.cancel != nil {
+			p.cancel()
+		}
+	})
+	p.wg.Wait()
+}
+
+// synced reports whether every reflector has listed once.
+func (p *populator) synced() bool {
+	for _, s := range p.stores {
+		if !s.synced.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// graphStore is a reflector's store that writes into the graph. It keeps
+// nothing itself: the graph holds what it needs of each object (its
+// edges), and a relist (Replace) drops what it no longer lists by a mark
+// on each source vertex.
+type graphStore struct {
+	g        *Graph
+	resource string
+	log      *slog.Logger
+	synced   atomic.Bool
+	// scratch is reused for every pod's edges; the reflector calls the
+	// store from one goroutine.
+	scratch podEdges
+}
+
+var _ toolscache.ReflectorStore = (*graphStore)(nil)
+
+func (s *graphStore) Add(obj interface{}) error    { return s.set(obj) }
+func (s *graphStore) Update(obj interface{}) error { return s.set(obj) }
+func (s *graphStore) Resync() error                { return nil }
+
+func (s *graphStore) set(obj interface{}) error {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		podEdgesOf(o, &s.scratch)
+		s.g.setPod(&s.scratch)
+	case *corev1.PersistentVolume:
+		s.g.setPV(pvEdgesOf(o))
+	case *storagev1.VolumeAttachment:
+		s.g.setNodeObject(kindVolumeAttachment, o.Name, o.Spec.NodeName)
+	case *resourcev1.ResourceSlice:
+		node := ""
+		if o.Spec.NodeName != nil {
+			node = *o.Spec.NodeName
+		}
+		s.g.setNodeObject(kindResourceSlice, o.Name, node)
+	default:
+		return fmt.Errorf("node authorizer: unexpected %T in %s", obj, s.resource)
+	}
+	return nil
+}
+
+func (s *graphStore) Delete(obj interface{}) error {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		s.g.deletePod(o.Namespace, o.Name)
+	case *corev1.PersistentVolume:
+		s.g.deletePV(o.Name)
+	case *storagev1.VolumeAttachment:
+		s.g.deleteNodeObject(kindVolumeAttachment, o.Name)
+	case *resourcev1.ResourceSlice:
+		s.g.deleteNodeObject(kindResourceSlice, o.Name)
+	default:
+		return fmt.Errorf("node authorizer: unexpected %T in %s", obj, s.resource)
+	}
+	return nil
+}
+
+// Replace is a (re)list: everything listed is set, and what was in the
+// graph but is not listed any more is removed. The graph is locked per
+// object, not for the whole list, so requests are answered meanwhile.
+func (s *graphStore) Replace(list []interface{}, _ string) error {
+	k := s.kind()
+	s.g.beginRelist(k)
+	var errs []error
+	for _, obj := range list {
+		if err := s.set(obj); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.g.endRelist(k)
+	if !s.synced.Load() {
+		s.synced.Store(true)
+		s.log.Debug("node authorizer graph listed", "resource", s.resource, "objects", len(list))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *graphStore) kind() kind {
+	switch s.resource {
+	case "pods":
+		return kindPod
+	case "persistentvolumes":
+		return kindPV
+	case "volumeattachments":
+		return kindVolumeAttachment
+	}
+	return kindResourceSlice
+}
