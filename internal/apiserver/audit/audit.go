@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apiserver/plugin/pkg/audit/buffered"
 	auditlog "k8s.io/apiserver/plugin/pkg/audit/log"
 	auditwebhook "k8s.io/apiserver/plugin/pkg/audit/webhook"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // Modes of a backend, as upstream's --audit-log-mode.
@@ -68,6 +70,9 @@ type Auditor struct {
 	policy  kaudit.PolicyRuleEvaluator
 	backend kaudit.Backend
 	strict  bool
+	// protobuf decodes protobuf bodies of built-in types, to log them as
+	// JSON.
+	protobuf runtime.Decoder
 
 	stop      chan struct{}
 	closeOnce sync.Once
@@ -88,7 +93,8 @@ func New(cfg Config) (*Auditor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit policy: %w", err)
 	}
-	a := &Auditor{policy: policy.NewPolicyRuleEvaluator(p), stop: make(chan struct{})}
+	a := &Auditor{policy: policy.NewPolicyRuleEvaluator(p), stop: make(chan struct{}),
+		protobuf: clientgoscheme.Codecs.UniversalDeserializer()}
 
 	var backends []kaudit.Backend
 	if cfg.LogPath != "" {

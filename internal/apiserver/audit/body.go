@@ -25,6 +25,9 @@ type capture struct {
 	max      int
 	buf      []byte
 	overflow bool
+	// decoder turns a protobuf body into an object to log as JSON; nil
+	// for JSON bodies.
+	decoder runtime.Decoder
 }
 
 func (c *capture) Write(b []byte) (int, error) {
@@ -39,7 +42,18 @@ func (c *capture) Write(b []byte) (int, error) {
 // json is the captured body if it is whole, valid JSON: the event embeds
 // it as is, so anything else would corrupt the log line.
 func (c *capture) json() ([]byte, bool) {
-	if c.overflow || len(c.buf) == 0 || !json.Valid(c.buf) {
+	if c.overflow || len(c.buf) == 0 {
+		return nil, false
+	}
+	if c.decoder != nil {
+		obj, _, err := c.decoder.Decode(c.buf, nil, nil)
+		if err != nil {
+			return nil, false
+		}
+		out, err := json.Marshal(obj)
+		return out, err == nil
+	}
+	if !json.Valid(c.buf) {
 		return nil, false
 	}
 	return c.buf, true
@@ -99,15 +113,23 @@ func (t *teeBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// isJSON reports whether a Content-Type is JSON (application/json and the
-// +json patch types); YAML and protobuf bodies are not logged.
-func isJSON(contentType string) bool {
+// newCapture returns a capture for a body of contentType, or nil for a
+// type the event cannot hold: JSON (application/json and the +json patch
+// types) is kept as is, protobuf is decoded with protobuf (built-in
+// types) and logged as JSON, as upstream logs objects; YAML is not logged.
+func newCapture(contentType string, max int, protobuf runtime.Decoder) *capture {
 	if contentType == "" {
-		return false
+		return nil
 	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
-		return false
+		return nil
 	}
-	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+	switch {
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		return &capture{max: max}
+	case mt == "application/vnd.kubernetes.protobuf" && protobuf != nil:
+		return &capture{max: max, decoder: protobuf}
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	kaudit "k8s.io/apiserver/pkg/audit"
@@ -112,14 +113,13 @@ func (a *Auditor) WithAudit() filters.Filter {
 			}
 
 			longRunning := info.IsLongRunning()
-			aw := &auditWriter{ResponseWriter: w, r: r, ac: ac, longRunning: longRunning}
-			if !rac.Level.Less(auditinternal.LevelRequestResponse) && !longRunning {
-				aw.body = &capture{max: maxBodyBytes}
-			}
+			aw := &auditWriter{ResponseWriter: w, r: r, ac: ac, longRunning: longRunning, protobuf: a.protobuf,
+				wantBody: !rac.Level.Less(auditinternal.LevelRequestResponse) && !longRunning}
 			var reqBody *capture
-			if !rac.Level.Less(auditinternal.LevelRequest) && r.Body != nil && r.Body != http.NoBody && isJSON(r.Header.Get("Content-Type")) {
-				reqBody = &capture{max: maxBodyBytes}
-				r.Body = &teeBody{ReadCloser: r.Body, c: reqBody}
+			if !rac.Level.Less(auditinternal.LevelRequest) && r.Body != nil && r.Body != http.NoBody {
+				if reqBody = newCapture(r.Header.Get("Content-Type"), maxBodyBytes, a.protobuf); reqBody != nil {
+					r.Body = &teeBody{ReadCloser: r.Body, c: reqBody}
+				}
 			}
 
 			defer func() {
@@ -190,6 +190,8 @@ type auditWriter struct {
 	r           *http.Request
 	ac          *kaudit.AuditContext
 	longRunning bool
+	wantBody    bool
+	protobuf    runtime.Decoder
 	code        int
 	body        *capture // RequestResponse: the whole body
 	status      *capture // an error's Status
@@ -201,11 +203,10 @@ func (w *auditWriter) started(code int) {
 	}
 	w.code = code
 	w.ac.SetEventResponseStatusCode(int32(code))
-	if code >= 400 && w.body == nil && !w.longRunning && isJSON(w.Header().Get("Content-Type")) {
-		w.status = &capture{max: maxStatusBytes}
-	}
-	if w.body != nil && !isJSON(w.Header().Get("Content-Type")) {
-		w.body = nil // protobuf and tables of other types cannot be logged as JSON
+	if w.wantBody {
+		w.body = newCapture(w.Header().Get("Content-Type"), maxBodyBytes, w.protobuf)
+	} else if code >= 400 && !w.longRunning {
+		w.status = newCapture(w.Header().Get("Content-Type"), maxStatusBytes, w.protobuf)
 	}
 	if w.longRunning {
 		w.ac.ProcessEventStage(w.r.Context(), auditinternal.StageResponseStarted)
@@ -257,7 +258,7 @@ func (w *auditWriter) finish() {
 	if w.body != nil {
 		if raw, ok := w.body.json(); ok {
 			if w.code >= 400 {
-				if s, ok := (&capture{buf: raw}).status(); ok {
+				if s, ok := (&capture{max: len(raw), buf: raw}).status(); ok {
 					status = s
 				}
 			}
