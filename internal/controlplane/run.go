@@ -81,7 +81,12 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	handler, err := buildChain(mux, cfg, creds, metrics, log)
+	sec, err := newSecurity(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer sec.Close()
+	handler, err := buildChain(mux, cfg, creds, sec, metrics, log)
 	if err != nil {
 		return err
 	}

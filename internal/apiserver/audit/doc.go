@@ -12,13 +12,14 @@
 // filters that bracket authentication, the adapter from Myriad's request
 // types, body capture that leaves streaming intact, and the configuration.
 //
-// Two filters, both from an Auditor (nil means auditing is off and only the
-// Audit-Id header is set):
+// Three filters; the last two come from an Auditor (nil: auditing is off
+// and they do nothing):
 //
-//	WithAuditID   before authentication: audit context, Audit-Id header;
-//	              audits requests that authentication refused
+//	WithAuditID                   early: audit context, Audit-Id header
+//	...
+//	WithFailedAuthenticationAudit audits requests authentication refuses
 //	authn.WithAuthentication
-//	WithAudit     after authentication: evaluates the policy, emits stages
+//	WithAudit                     evaluates the policy, emits the stages
 //
 // In batch mode (the default here; upstream's log default is blocking)
 // events are queued in memory and encoded and written by one goroutine in

@@ -47,7 +47,8 @@ func chain(h http.Handler, a *Auditor, az authz.Authorizer) http.Handler {
 	})
 	return filters.Chain(h,
 		filters.WithRequestInfo,
-		a.WithAuditID(),
+		WithAuditID,
+		a.WithFailedAuthenticationAudit(),
 		authn.WithAuthentication(authn.BearerToken(tokens), authn.Config{Logger: quiet()}),
 		a.WithAudit(),
 		impersonation.WithImpersonation(az, quiet()),

@@ -34,30 +34,37 @@ const (
 
 // WithAuditID gives every request an audit context and ID (the request's
 // Audit-ID header if it has one, else a new UUID) and sets the Audit-Id
-// response header. It must run immediately before authentication, with
+// response header, as upstream's WithAuditInit. It runs whether or not
+// auditing is on, early in the chain so every response carries the ID.
+func WithAuditID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := kaudit.WithAuditContext(r.Context())
+		id := r.Header.Get(HeaderAuditID)
+		if id == "" {
+			id = uuid.NewString()
+		}
+		kaudit.WithAuditID(ctx, types.UID(id))
+		w.Header().Set(HeaderAuditID, id)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// WithFailedAuthenticationAudit audits the requests authentication
+// refuses. It must run immediately before authentication, with
 // a.WithAudit immediately after: a request that passes this filter but
-// never reaches WithAudit was refused by authentication, and is audited
-// here as upstream's failed-authentication event.
-func (a *Auditor) WithAuditID() filters.Filter {
+// never reaches WithAudit was refused by authentication. A nil Auditor
+// audits nothing.
+func (a *Auditor) WithFailedAuthenticationAudit() filters.Filter {
 	return func(next http.Handler) http.Handler {
+		if a == nil {
+			return next
+		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx := kaudit.WithAuditContext(r.Context())
-			id := r.Header.Get(HeaderAuditID)
-			if id == "" {
-				id = uuid.NewString()
-			}
-			kaudit.WithAuditID(ctx, types.UID(id))
-			w.Header().Set(HeaderAuditID, id)
-			r = r.WithContext(ctx)
-			if a == nil {
-				next.ServeHTTP(w, r)
-				return
-			}
 			start := time.Now()
 			next.ServeHTTP(w, r)
-			ac := kaudit.AuditContextFrom(ctx)
-			if ac.GetEventLevel() != "" {
-				return // WithAudit ran
+			ac := kaudit.AuditContextFrom(r.Context())
+			if ac == nil || ac.GetEventLevel() != "" {
+				return // no audit context, or WithAudit ran
 			}
 			a.auditFailedAuthentication(r, ac, start)
 		})
