@@ -59,6 +59,7 @@ func chain(h http.Handler, a *Auditor, az authz.Authorizer) http.Handler {
 // serverEnv is a real API server over a real embedded store behind the
 // chain, with clients for the admin and for eve.
 type serverEnv struct {
+	api   http.Handler
 	srv   *httptest.Server
 	admin *rest.Config
 }
@@ -86,7 +87,7 @@ func newServerEnv(t testing.TB, a *Auditor) *serverEnv {
 	}
 	srv := httptest.NewServer(chain(api, a, denyEveSecrets))
 	t.Cleanup(srv.Close)
-	return &serverEnv{srv: srv, admin: &rest.Config{Host: srv.URL, BearerToken: adminToken, QPS: -1}}
+	return &serverEnv{api: api, srv: srv, admin: &rest.Config{Host: srv.URL, BearerToken: adminToken, QPS: -1}}
 }
 
 func (e *serverEnv) client(t testing.TB, cfg *rest.Config) kubernetes.Interface {
