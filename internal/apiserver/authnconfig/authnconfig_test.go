@@ -13,6 +13,8 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/myriad-k8s/myriad/internal/apiserver/authn"
 )
 
 func TestTokenFile(t *testing.T) {
@@ -158,5 +160,44 @@ current-context: hook
 	}
 	if calls.Load() != before {
 		t.Fatal("a cached verdict called the webhook again")
+	}
+}
+
+// TestAnonymousThroughAuthentication checks that the anonymous settings
+// take effect in authn.WithAuthentication: disabled means 401 everywhere,
+// conditions open exactly their paths.
+func TestAnonymousThroughAuthentication(t *testing.T) {
+	no := false
+	conditions := writeFile(t, "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\nanonymous:\n  enabled: true\n  conditions:\n  - path: /livez\n")
+	tests := []struct {
+		name  string
+		opts  Options
+		codes map[string]int
+	}{
+		{"default", Options{}, map[string]int{"/healthz": 200, "/livez": 200, "/version": 200, "/api/v1/pods": 401}},
+		{"disabled", Options{AnonymousAuth: &no}, map[string]int{"/healthz": 401, "/livez": 401, "/version": 401, "/api/v1/pods": 401}},
+		{"conditions", Options{AuthenticationConfigFile: conditions}, map[string]int{"/healthz": 401, "/livez": 200, "/version": 401, "/api/v1/pods": 401}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := Build(context.Background(), tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			srv := httptest.NewServer(authn.WithAuthentication(authn.BearerToken(authn.NewAdminToken("admin-token-0123456789abcdef")),
+				authn.Config{PublicPaths: a.PublicPaths})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+			defer srv.Close()
+			for path, code := range tt.codes {
+				resp, err := http.Get(srv.URL + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != code {
+					t.Errorf("%s: %d, want %d", path, resp.StatusCode, code)
+				}
+			}
+		})
 	}
 }
