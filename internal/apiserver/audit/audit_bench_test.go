@@ -20,7 +20,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/apiserver/filters"
 )
 
-const metadataPolicy = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"
+const metadataPolicyText = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"
 
 func benchAuditor(b *testing.B, policy string) *Auditor {
 	b.Helper()
@@ -47,11 +47,11 @@ func BenchmarkAuditFilter(b *testing.B) {
 		auditor func(*testing.B) *Auditor
 	}{
 		{"off", func(*testing.B) *Auditor { return nil }},
-		{"metadata", func(b *testing.B) *Auditor { return benchAuditor(b, metadataPolicy) }},
+		{"metadata", func(b *testing.B) *Auditor { return benchAuditor(b, metadataPolicyText) }},
 		// The request's own share: events deep-copied as the buffered
 		// backend does, then dropped instead of queued for the writer.
 		{"metadata-request-path", func(b *testing.B) *Auditor {
-			a := benchAuditor(b, metadataPolicy)
+			a := benchAuditor(b, metadataPolicyText)
 			a.backend = sinkFunc(func(evs ...*auditinternal.Event) bool {
 				for _, ev := range evs {
 					_ = ev.DeepCopy()
@@ -85,7 +85,7 @@ func BenchmarkGetThroughput(b *testing.B) {
 		b.Run(level, func(b *testing.B) {
 			var a *Auditor
 			if level != "off" {
-				a = benchAuditor(b, metadataPolicy)
+				a = benchAuditor(b, metadataPolicyText)
 			}
 			env := newServerEnv(b, nil)
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}}
@@ -138,7 +138,7 @@ func sampleEvent(b *testing.B) *auditinternal.Event {
 		captured = evs[len(evs)-1].DeepCopy()
 		return true
 	})
-	a := benchAuditor(b, metadataPolicy)
+	a := benchAuditor(b, metadataPolicyText)
 	a.backend = sink
 	h := chain(okHandler, a, authz.AlwaysAllow())
 	r := httptest.NewRequest("GET", "/api/v1/namespaces/default/configmaps/x", nil)
