@@ -50,17 +50,7 @@ func TestTokenFileImpersonationAudit(t *testing.T) {
 	}
 	s.mustKubectl(t, "", "--as", "alice", "--as-group", "devs", "get", "pods", "-n", "alice-ns")
 
-	find := func(uri string) *auditv1.Event {
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if ev := findEvent(t, auditLog, uri); ev != nil {
-				return ev
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Fatalf("no audit event for %s", uri)
-		return nil
-	}
+	find := func(uri string) *auditv1.Event { return findEventEventually(t, auditLog, uri) }
 	t.Run("token file user", func(t *testing.T) {
 		ev := find("/api/v1/namespaces/carol-ns/configmaps")
 		if ev.User.Username != "carol" || ev.User.UID != "5001" || strings.Join(ev.User.Groups, ",") != "readers,ops,system:authenticated" ||
@@ -81,6 +71,20 @@ func TestTokenFileImpersonationAudit(t *testing.T) {
 			t.Fatalf("event %+v", ev)
 		}
 	})
+}
+
+// findEventEventually waits up to 10 s for findEvent to find uri.
+func findEventEventually(t *testing.T, path, uri string) *auditv1.Event {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if ev := findEvent(t, path, uri); ev != nil {
+			return ev
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no audit event for %s", uri)
+	return nil
 }
 
 // findEvent returns the last audit event in path whose request URI starts
