@@ -25,6 +25,7 @@ rules:
 - level: None
   nonResourceURLs: ["/healthz*", "/version"]
 - level: RequestResponse
+  omitManagedFields: true
   resources:
   - group: ""
     resources: ["configmaps"]
@@ -123,8 +124,12 @@ func TestAuditLog(t *testing.T) {
 
 	// A create at RequestResponse level.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", Namespace: "default"}, Data: map[string]string{"k": "v"}}
-	if _, err := admin.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	created, err := admin.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{FieldManager: "audit-test"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(created.ManagedFields) == 0 {
+		t.Fatal("the server set no managedFields; the omitManagedFields check would prove nothing")
 	}
 	createID := lastID(t, "POST", "/api/v1/namespaces/default/configmaps")
 
@@ -191,7 +196,7 @@ func TestAuditLog(t *testing.T) {
 		ev := evs[1]
 		if ev.Level != auditv1.LevelRequestResponse || ev.Verb != "create" || ev.User.Username != "system:admin" ||
 			ev.ObjectRef == nil || ev.ObjectRef.Resource != "configmaps" || ev.ObjectRef.Namespace != "default" || ev.ObjectRef.APIVersion != "v1" ||
-			ev.ResponseStatus == nil || ev.ResponseStatus.Code != 201 || ev.RequestURI != "/api/v1/namespaces/default/configmaps" {
+			ev.ResponseStatus == nil || ev.ResponseStatus.Code != 201 || ev.RequestURI != "/api/v1/namespaces/default/configmaps?fieldManager=audit-test" {
 			t.Fatalf("event %+v", ev)
 		}
 		var req, resp corev1.ConfigMap
@@ -200,6 +205,9 @@ func TestAuditLog(t *testing.T) {
 		}
 		if ev.ResponseObject == nil || json.Unmarshal(ev.ResponseObject.Raw, &resp) != nil || resp.UID == "" || resp.ResourceVersion == "" {
 			t.Fatalf("responseObject %v", ev.ResponseObject)
+		}
+		if len(resp.ManagedFields) != 0 {
+			t.Fatalf("managedFields logged despite omitManagedFields: %s", ev.ResponseObject.Raw)
 		}
 		if ev.Annotations[AnnotationDecision] != "allow" {
 			t.Fatalf("annotations %v", ev.Annotations)

@@ -6,9 +6,11 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 
@@ -92,5 +94,49 @@ func TestPanicStage(t *testing.T) {
 	}
 	if s := events[1].ResponseStatus; s == nil || s.Code != 500 || s.Message != "APIServer panic'd: boom" {
 		t.Fatalf("status %+v", s)
+	}
+}
+
+// TestLogRotation checks --audit-log-maxsize/maxbackup: past 1 MB the
+// log rotates, and no more than the configured backups are kept.
+func TestLogRotation(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "audit.log")
+	a, err := New(Config{PolicyFile: writeFile(t, metadataPolicyText), LogPath: logPath, LogMode: ModeBlocking, LogMaxSize: 1, LogMaxBackups: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := chain(okHandler, a, authz.AlwaysAllow())
+	// About 1 KB per event, two per request: 3 MB in all.
+	for range 1500 {
+		r := httptest.NewRequest("GET", "/api/v1/namespaces/default/configmaps/x", nil)
+		r.Header.Set("Authorization", "Bearer "+adminToken)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// lumberjack removes old backups in the background; give it a moment.
+	var files []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		files, _ = filepath.Glob(filepath.Join(dir, "audit*.log"))
+		if len(files) == 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(files) != 2 {
+		t.Fatalf("files %v, want the log and one backup", files)
+	}
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() > 1<<20 {
+			t.Fatalf("%s is %d bytes, over the 1 MB limit", f, st.Size())
+		}
+	}
+	if events := readEvents(t, logPath); len(events) == 0 {
+		t.Fatal("the current log is empty")
 	}
 }

@@ -121,7 +121,7 @@ func (a *Auditor) WithAudit() filters.Filter {
 
 			longRunning := info.IsLongRunning()
 			aw := &auditWriter{ResponseWriter: w, r: r, ac: ac, longRunning: longRunning, protobuf: a.protobuf,
-				wantBody: !rac.Level.Less(auditinternal.LevelRequestResponse) && !longRunning}
+				wantBody: !rac.Level.Less(auditinternal.LevelRequestResponse) && !longRunning, omitManagedFields: rac.OmitManagedFields}
 			var reqBody *capture
 			if !rac.Level.Less(auditinternal.LevelRequest) && r.Body != nil && r.Body != http.NoBody {
 				if reqBody = newCapture(r.Header.Get("Content-Type"), maxBodyBytes, a.protobuf); reqBody != nil {
@@ -198,6 +198,8 @@ type auditWriter struct {
 	ac          *kaudit.AuditContext
 	longRunning bool
 	wantBody    bool
+	// omitManagedFields drops metadata.managedFields from the logged body.
+	omitManagedFields bool
 	protobuf    runtime.Decoder
 	code        int
 	body        *capture // RequestResponse: the whole body
@@ -263,7 +265,7 @@ func (w *auditWriter) finish() {
 		}
 	}
 	if w.body != nil {
-		if raw, ok := w.body.json(); ok {
+		if raw, ok := w.body.object(w.omitManagedFields); ok {
 			if w.code >= 400 {
 				if s, ok := (&capture{max: len(raw), buf: raw}).status(); ok {
 					status = s
