@@ -15,11 +15,7 @@ func securityFlags(fs *flag.FlagSet, cfg *controlplane.Config) {
 	fs.StringVar(&a.AuthenticationConfigFile, "authentication-config", "", "AuthenticationConfiguration file (JWT issuers, anonymous access)")
 	fs.StringVar(&a.WebhookConfigFile, "authentication-token-webhook-config-file", "", "kubeconfig of a TokenReview webhook that authenticates bearer tokens")
 	fs.DurationVar(&a.WebhookCacheTTL, "authentication-token-webhook-cache-ttl", 2*time.Minute, "how long the token webhook's verdicts are cached")
-	fs.Func("anonymous-auth", "allow requests without credentials as system:anonymous where permitted (default true)", func(v string) error {
-		b, err := strconv.ParseBool(v)
-		a.AnonymousAuth = &b
-		return err
-	})
+	fs.Var(optionalBool{&a.AnonymousAuth}, "anonymous-auth", "allow requests without credentials as system:anonymous where permitted (default true)")
 	fs.Func("api-audiences", "comma-separated audiences of tokens meant for this server", func(v string) error {
 		a.APIAudiences = splitList(v)
 		return nil
@@ -34,3 +30,26 @@ func securityFlags(fs *flag.FlagSet, cfg *controlplane.Config) {
 	fs.StringVar(&au.LogMode, "audit-log-mode", "batch", "batch (queued, written by a goroutine), blocking or blocking-strict")
 	fs.StringVar(&au.WebhookConfigFile, "audit-webhook-config-file", "", "kubeconfig of a webhook that receives audit EventLists")
 }
+
+// optionalBool is a bool flag that remembers whether it was set, as
+// --anonymous-auth must not be combined with the anonymous section of
+// --authentication-config.
+type optionalBool struct{ p **bool }
+
+func (o optionalBool) Set(v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	*o.p = &b
+	return nil
+}
+
+func (o optionalBool) String() string {
+	if o.p == nil || *o.p == nil {
+		return "true"
+	}
+	return strconv.FormatBool(**o.p)
+}
+
+func (optionalBool) IsBoolFlag() bool { return true }
