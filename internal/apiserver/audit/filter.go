@@ -200,10 +200,10 @@ type auditWriter struct {
 	wantBody    bool
 	// omitManagedFields drops metadata.managedFields from the logged body.
 	omitManagedFields bool
-	protobuf    runtime.Decoder
-	code        int
-	body        *capture // RequestResponse: the whole body
-	status      *capture // an error's Status
+	protobuf          runtime.Decoder
+	code              int
+	body              *capture // RequestResponse: the whole body
+	status            *capture // an error's Status
 }
 
 func (w *auditWriter) started(code int) {
