@@ -34,11 +34,7 @@ func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, sec *securit
 	if err != nil {
 		return nil, err
 	}
-	tokens := authn.TokenAuthenticator(authn.NewAdminToken(creds.Token))
-	if sec.authn.Tokens != nil {
-		tokens = authn.TokenUnion(tokens, sec.authn.Tokens)
-	}
-	auth := authn.Union(authn.BearerToken(tokens), authn.NewClientCertAuthenticator(creds.CAPool()))
+	auth := authn.Union(authn.BearerToken(sec.tokens), authn.NewClientCertAuthenticator(creds.CAPool()))
 	// One authorizer for impersonation and for the request itself.
 	az := authz.AlwaysAllow()
 	return filters.Chain(h,

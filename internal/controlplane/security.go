@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/audit"
+	"github.com/myriad-k8s/myriad/internal/apiserver/authn"
 	"github.com/myriad-k8s/myriad/internal/apiserver/authnconfig"
+	"github.com/myriad-k8s/myriad/internal/pki"
 )
 
 // security holds what the authentication and audit flags build for the
@@ -13,9 +15,13 @@ import (
 type security struct {
 	authn   *authnconfig.Authenticators
 	auditor *audit.Auditor
+	// tokens accepts every bearer token the server does: the admin
+	// token, then the token file, JWT issuers and webhook. TokenReview
+	// answers with it.
+	tokens authn.TokenAuthenticator
 }
 
-func newSecurity(ctx context.Context, cfg Config) (*security, error) {
+func newSecurity(ctx context.Context, cfg Config, creds *pki.Credentials) (*security, error) {
 	a, err := authnconfig.Build(ctx, cfg.Authentication)
 	if err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
@@ -25,7 +31,11 @@ func newSecurity(ctx context.Context, cfg Config) (*security, error) {
 		a.Close()
 		return nil, err
 	}
-	return &security{authn: a, auditor: aud}, nil
+	tokens := authn.TokenAuthenticator(authn.NewAdminToken(creds.Token))
+	if a.Tokens != nil {
+		tokens = authn.TokenUnion(tokens, a.Tokens)
+	}
+	return &security{authn: a, auditor: aud, tokens: tokens}, nil
 }
 
 // Close flushes the audit log and stops the JWT authenticators.
