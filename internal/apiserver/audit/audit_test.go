@@ -24,6 +24,10 @@ omitStages: []
 rules:
 - level: None
   nonResourceURLs: ["/healthz*", "/version"]
+- level: Request
+  resources:
+  - group: ""
+    resources: ["serviceaccounts"]
 - level: RequestResponse
   omitManagedFields: true
   resources:
@@ -133,6 +137,13 @@ func TestAuditLog(t *testing.T) {
 	}
 	createID := lastID(t, "POST", "/api/v1/namespaces/default/configmaps")
 
+	// A create at Request level.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: "default"}}
+	if _, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	requestLevelID := lastID(t, "POST", "/api/v1/namespaces/default/serviceaccounts")
+
 	// A get, impersonating alice, at Metadata level.
 	asAlice := withIDs(env.admin)
 	asAlice.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"devs"}}
@@ -214,6 +225,15 @@ func TestAuditLog(t *testing.T) {
 		}
 		if len(ev.SourceIPs) == 0 || ev.UserAgent == "" || ev.RequestReceivedTimestamp.IsZero() || ev.StageTimestamp.Before(&ev.RequestReceivedTimestamp) {
 			t.Fatalf("request metadata %+v", ev)
+		}
+	})
+	t.Run("request level", func(t *testing.T) {
+		evs := all[requestLevelID]
+		ev := evs[len(evs)-1]
+		var req corev1.ServiceAccount
+		if ev.Level != auditv1.LevelRequest || ev.RequestObject == nil || json.Unmarshal(ev.RequestObject.Raw, &req) != nil ||
+			req.Name != "robot" || ev.ResponseObject != nil || ev.ResponseStatus.Code != 201 {
+			t.Fatalf("event %+v", ev)
 		}
 	})
 	t.Run("get as alice", func(t *testing.T) {
