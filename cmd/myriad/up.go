@@ -40,6 +40,7 @@ func controlPlaneFlags(fs *flag.FlagSet) (*controlplane.Config, *string) {
 		return nil
 	})
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	securityFlags(fs, cfg)
 	return cfg, level
 }
 

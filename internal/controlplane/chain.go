@@ -7,9 +7,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/myriad-k8s/myriad/internal/apiserver/audit"
 	"github.com/myriad-k8s/myriad/internal/apiserver/authn"
 	"github.com/myriad-k8s/myriad/internal/apiserver/authz"
 	"github.com/myriad-k8s/myriad/internal/apiserver/filters"
+	"github.com/myriad-k8s/myriad/internal/apiserver/impersonation"
 	"github.com/myriad-k8s/myriad/internal/pki"
 )
 
@@ -19,7 +21,7 @@ const maxRequestTimeout = 60 * time.Second
 
 // buildChain wraps h in the request filters, outermost first, in the order
 // package filters documents.
-func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, metrics prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
+func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, sec *security, metrics prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
 	withMetrics, err := filters.WithMetrics(filters.MetricsConfig{Registerer: metrics})
 	if err != nil {
 		return nil, err
@@ -32,19 +34,25 @@ func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, metrics prom
 	if err != nil {
 		return nil, err
 	}
-	auth := authn.Union(authn.BearerToken(authn.NewAdminToken(creds.Token)), authn.NewClientCertAuthenticator(creds.CAPool()))
+	auth := authn.Union(authn.BearerToken(sec.tokens), authn.NewClientCertAuthenticator(creds.CAPool()))
+	// One authorizer for impersonation and for the request itself.
+	az := authz.AlwaysAllow()
 	return filters.Chain(h,
 		filters.WithWriteStack,
 		filters.WithPanicRecovery(log),
+		audit.WithAuditID,
 		filters.WithRequestInfo,
 		withMetrics,
 		filters.WithLogging(log),
 		filters.WithRequestDeadline(maxRequestTimeout),
 		filters.WithBodyLimit(cfg.MaxRequestBodyBytes),
-		authn.WithAuthentication(auth, authn.Config{Logger: log}),
+		sec.auditor.WithFailedAuthenticationAudit(),
+		authn.WithAuthentication(auth, authn.Config{Logger: log, PublicPaths: sec.authn.PublicPaths}),
+		sec.auditor.WithAudit(),
+		impersonation.WithImpersonation(az, log),
 		withInflight,
 		// RBAC and the Node authorizer come later; the Authorizer sits in
 		// the path now so they slot in without touching handlers.
-		authz.WithAuthorization(authz.AlwaysAllow(), log),
+		authz.WithAuthorization(az, log),
 	), nil
 }

@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	"fmt"
+	"github.com/myriad-k8s/myriad/internal/apiserver/audit"
+	"github.com/myriad-k8s/myriad/internal/apiserver/authnconfig"
 	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"path/filepath"
@@ -42,6 +44,11 @@ type Config struct {
 	// Metrics is the registry /metrics serves; components register on it
 	// too. Default: a new registry.
 	Metrics *prometheus.Registry
+	// Authentication configures static tokens, JWT issuers, the token
+	// webhook and anonymous access (package authnconfig).
+	Authentication authnconfig.Options
+	// Audit configures the audit log (package audit); off by default.
+	Audit audit.Config
 	// ShutdownTimeout bounds graceful shutdown (default 10 s).
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger

@@ -41,6 +41,13 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	if err != nil {
 		return err
 	}
+	// Before the API server, which will need the token authenticators for
+	// TokenReview; closed last, after in-flight requests are audited.
+	sec, err := newSecurity(ctx, cfg, creds)
+	if err != nil {
+		return err
+	}
+	defer sec.Close()
 	start := time.Now()
 	store, err := embedded.Open(ctx, embedded.Options{Dir: filepath.Join(cfg.DataDir, "store"), Logger: log.With("component", "store")})
 	if err != nil {
@@ -81,7 +88,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	handler, err := buildChain(mux, cfg, creds, metrics, log)
+	handler, err := buildChain(mux, cfg, creds, sec, metrics, log)
 	if err != nil {
 		return err
 	}

@@ -3,12 +3,15 @@
 // resulting request.User on the context, and answers 401 Unauthorized (a
 // JSON metav1.Status, as upstream) when there is none.
 //
-// Two authenticators exist today, tried in this order by Union:
+// Authenticators, combined by Union:
 //
 //   - client certificates chained to the cluster CA (CN is the user, O the
 //     groups) — the form kubelets and nodes use;
-//   - static bearer tokens, compared in constant time — the admin token from
-//     package pki.
+//   - bearer tokens (BearerToken over a TokenAuthenticator): static tokens
+//     compared in constant time — the admin token from package pki and
+//     upstream's --token-auth-file (ParseTokenFile) — and, built by package
+//     authnconfig, k8s.io/apiserver's JWT and webhook authenticators,
+//     adapted in one place (FromUpstreamToken).
 //
 // Requests carrying no credentials at all are let through as
 // system:anonymous only on public paths (/livez, /readyz, /healthz,

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/audit"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/filters"
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
@@ -41,6 +42,8 @@ func WithAuthorization(az Authorizer, logger *slog.Logger) filters.Filter {
 			// An authorizer may allow on one rule while failing on another;
 			// the decision counts before the error, as upstream.
 			if decision == DecisionAllow {
+				// Upstream's annotations; a no-op unless the request is audited.
+				audit.AddAuditAnnotations(ctx, "authorization.k8s.io/decision", "allow", "authorization.k8s.io/reason", reason)
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -49,6 +52,7 @@ func WithAuthorization(az Authorizer, logger *slog.Logger) filters.Filter {
 				filters.WriteStatusError(w, fmt.Errorf("authorization error: %w", err))
 				return
 			}
+			audit.AddAuditAnnotations(ctx, "authorization.k8s.io/decision", "forbid", "authorization.k8s.io/reason", reason)
 			logger.DebugContext(ctx, "forbidden", "user", user.Name, "verb", attrs.Verb, "path", r.URL.Path, "reason", reason)
 			status := Forbidden(attrs, reason).ErrStatus
 			filters.WriteStatus(w, &status)

@@ -13,7 +13,10 @@
 //	WithLogging          debug-level access log with user and status
 //	WithRequestDeadline  context deadline for non-long-running requests
 //	WithBodyLimit        413 on an oversized Content-Length before any read
+//	audit.WithFailedAuthenticationAudit (audit.WithAuditID sits near the top)
 //	authn.WithAuthentication
+//	audit.WithAudit      policy level and stages, for the authenticated user
+//	impersonation.WithImpersonation
 //	WithMaxInFlight      after authn so exempt groups can be honoured
 //	authz.WithAuthorization
 //	handler
