@@ -37,8 +37,8 @@ var (
 )
 
 // newAdmission builds the admission chain over the server's handlers, in
-// upstream's plugin order: NamespaceLifecycle, LimitRanger, Priority,
-// DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
+// upstream's plugin order: NamespaceLifecycle, LimitRanger, PodSecurity,
+// Priority, DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
 // CertificateSubjectRestriction, DefaultIngressClass, then the ClusterIP
 // and node port allocation, then Config.AdmissionPlugins, then
 // ResourceQuota (last, as upstream's, so it charges what is stored). A
@@ -54,6 +54,11 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 		plugins = append(plugins, limitranger.New(func(ctx context.Context, ns string) ([]*corev1.LimitRange, error) {
 			return cachedList[*corev1.LimitRange](ctx, h, ns)
 		}))
+	}
+	if ps, err := s.podSecurity(); err != nil {
+		return nil, err
+	} else if ps != nil {
+		plugins = append(plugins, ps)
 	}
 	if pcs, ok := s.handlers[priorityClassesGVR]; ok {
 		plugins = append(plugins, priority.New(func(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/prometheus/client_golang/prometheus"
+	psconfig "k8s.io/pod-security-admission/admission/api"
 
 	"github.com/myriad-k8s/myriad/internal/admission"
 	"github.com/myriad-k8s/myriad/internal/admission/serviceip"
@@ -51,6 +52,9 @@ type Config struct {
 	// Priority, the Service allocator), in order, in each phase they
 	// implement (see package admission). Default none.
 	AdmissionPlugins []admission.Interface
+	// PodSecurity configures the PodSecurity admission plugin (defaults
+	// and exemptions); nil: upstream's defaults (privileged everywhere).
+	PodSecurity *psconfig.PodSecurityConfiguration
 	// IndexedLabels are label keys the caches index besides "app".
 	IndexedLabels []string
 	// CompactionInterval is how often history older than one interval is
@@ -355,7 +359,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apierrors.NewServiceUnavailable("the cache for "+info.Resource+" is not ready yet"))
 		return
 	}
-	h.serve(w, r, info)
+	h.serve(w, withWarnings(w, r, info), info)
 }
 
 func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
