@@ -291,4 +291,3 @@ defaults:
 		t.Fatalf("err = %v, want baseline refusal", err)
 	}
 }
-

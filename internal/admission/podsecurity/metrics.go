@@ -3,6 +3,7 @@ package podsecurity
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	psapi "k8s.io/pod-security-admission/api"
@@ -17,6 +18,15 @@ import (
 // /metrics does not serve.)
 type recorder struct {
 	evaluations, exemptions, errors *prometheus.CounterVec
+	// cached holds the evaluation counters by their labels: every pod
+	// create is counted, and a struct key is cheaper than CounterVec's
+	// validation and hashing of seven label values (upstream's recorder
+	// caches them too).
+	cached sync.Map // evaluationLabels -> prometheus.Counter
+}
+
+type evaluationLabels struct {
+	decision, level, version, mode, operation, resource, subresource string
 }
 
 var _ metrics.Recorder = (*recorder)(nil)
@@ -56,8 +66,15 @@ func (r *recorder) RecordEvaluation(d metrics.Decision, p psapi.LevelVersion, mo
 			version = p.Version.String()
 		}
 	}
-	r.evaluations.WithLabelValues(string(d), string(p.Level), version, string(mode),
-		operationLabel(a.GetOperation()), resourceLabel(a), a.GetSubresource()).Inc()
+	l := evaluationLabels{string(d), string(p.Level), version, string(mode),
+		operationLabel(a.GetOperation()), resourceLabel(a), a.GetSubresource()}
+	if c, ok := r.cached.Load(l); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c := r.evaluations.WithLabelValues(l.decision, l.level, l.version, l.mode, l.operation, l.resource, l.subresource)
+	r.cached.Store(l, c)
+	c.Inc()
 }
 
 func (r *recorder) RecordExemption(a psapi.Attributes) {

@@ -122,7 +122,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 		request.AddWarning(ctx, w)
 	}
 	for k, v := range res.AuditAnnotations {
-		request.AddAuditAnnotation(ctx, psapi.AuditAnnotationPrefix+k, v)
+		request.AddAuditAnnotation(ctx, auditKey(k), v)
 	}
 	if res.Allowed {
 		return nil
@@ -166,4 +166,18 @@ type podLister func(ctx context.Context, namespace string) ([]*corev1.Pod, error
 
 func (f podLister) ListPods(ctx context.Context, namespace string) ([]*corev1.Pod, error) {
 	return f(ctx, namespace)
+}
+
+// auditKey is the audit annotation key of the library's annotation k,
+// without a concatenation per pod for the keys it uses.
+func auditKey(k string) string {
+	switch k {
+	case psapi.EnforcedPolicyAnnotationKey:
+		return psapi.AuditAnnotationPrefix + psapi.EnforcedPolicyAnnotationKey
+	case psapi.AuditViolationsAnnotationKey:
+		return psapi.AuditAnnotationPrefix + psapi.AuditViolationsAnnotationKey
+	case psapi.ExemptionReasonAnnotationKey:
+		return psapi.AuditAnnotationPrefix + psapi.ExemptionReasonAnnotationKey
+	}
+	return psapi.AuditAnnotationPrefix + k
 }
