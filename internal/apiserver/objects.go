@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/myriad-k8s/myriad/internal/encryption"
 	"github.com/myriad-k8s/myriad/internal/protoprune"
 	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage"
@@ -142,6 +143,9 @@ func (o *objectStore) decodeConverted(kv storage.KeyValue) (runtime.Object, erro
 
 // corruptValue is the error for a stored value that does not decode.
 func corruptValue(kv storage.KeyValue, err error) error {
+	if msg := encryption.DescribeUndecryptable(kv.Value); msg != "" {
+		return fmt.Errorf("%w: decoding %s at revision %d: %s", storage.ErrCorrupt, kv.Key, kv.ModRevision, msg)
+	}
 	return fmt.Errorf("%w: decoding %s at revision %d: %v", storage.ErrCorrupt, kv.Key, kv.ModRevision, err)
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/admission/serviceip"
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 	"github.com/myriad-k8s/myriad/internal/cache"
+	"github.com/myriad-k8s/myriad/internal/encryption"
 	"github.com/myriad-k8s/myriad/internal/openapi"
 	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage"
@@ -55,6 +56,9 @@ type Config struct {
 	// PodSecurity configures the PodSecurity admission plugin (defaults
 	// and exemptions); nil: upstream's defaults (privileged everywhere).
 	PodSecurity *psconfig.PodSecurityConfiguration
+	// Encryption encrypts the resources it names at rest
+	// (--encryption-provider-config); nil: none.
+	Encryption *encryption.Config
 	// IndexedLabels are label keys the caches index besides "app".
 	IndexedLabels []string
 	// CompactionInterval is how often history older than one interval is
@@ -187,7 +191,10 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 	if st := s.cfg.Registry.StorageResource(res); st != res {
 		conv = &storageConversion{scheme: s.scheme, storage: st, gvk: st.GroupVersionKind()}
 	}
-	h := &resourceHandler{s: s, res: res, objects: newObjectStore(res, s.cfg.Store, s.codecs.storage, s.serverMetrics, conv)}
+	// Encryption is chosen by the stored resource, which every version
+	// served over the same keys shares.
+	st := s.cfg.Encryption.Wrap(s.cfg.Registry.StorageResource(res).GroupVersionResource().GroupResource(), s.cfg.Store)
+	h := &resourceHandler{s: s, res: res, objects: newObjectStore(res, st, s.codecs.storage, s.serverMetrics, conv)}
 	indexedFields := []string{}
 	if res.SelectableFields != nil {
 		if _, ok := res.SelectableFields(res.New())["spec.nodeName"]; ok {
@@ -195,7 +202,7 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 		}
 	}
 	c, err := cache.New(cache.Config{
-		Store:         s.cfg.Store,
+		Store:         st,
 		Prefix:        h.objects.prefix(),
 		Resource:      cacheMetricsName(res, conv),
 		ClusterScoped: !res.Namespaced,

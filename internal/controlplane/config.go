@@ -42,6 +42,13 @@ type Config struct {
 	// Metrics is the registry /metrics serves; components register on it
 	// too. Default: a new registry.
 	Metrics *prometheus.Registry
+	// AdmissionControlConfigFile is upstream's
+	// --admission-control-config-file (an AdmissionConfiguration; its
+	// PodSecurity entry is read). Empty: PodSecurity's defaults.
+	AdmissionControlConfigFile string
+	// EncryptionProviderConfig is upstream's --encryption-provider-config
+	// (an EncryptionConfiguration). Empty: nothing is encrypted.
+	EncryptionProviderConfig string
 	// ShutdownTimeout bounds graceful shutdown (default 10 s).
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
