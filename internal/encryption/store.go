@@ -51,14 +51,21 @@ func (s *Store) encrypt(ctx context.Context, key string, v []byte) ([]byte, erro
 }
 
 func (s *Store) decrypt(ctx context.Context, key string, rev int64, v []byte) ([]byte, error) {
+	out, _, err := s.decryptStale(ctx, key, rev, v)
+	return out, err
+}
+
+// decryptStale is decrypt, and whether v was stored by a provider or key
+// other than the one that writes now (upstream's "stale").
+func (s *Store) decryptStale(ctx context.Context, key string, rev int64, v []byte) ([]byte, bool, error) {
 	if v == nil {
-		return nil, nil
+		return nil, false, nil
 	}
-	out, _, err := s.t.TransformFromStorage(ctx, v, value.DefaultContext(key))
+	out, stale, err := s.t.TransformFromStorage(ctx, v, value.DefaultContext(key))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s at revision %d does not decrypt: %v", storage.ErrCorrupt, key, rev, err)
+		return nil, false, fmt.Errorf("%w: %s at revision %d does not decrypt: %v", storage.ErrCorrupt, key, rev, err)
 	}
-	return out, nil
+	return out, stale, nil
 }
 
 // decryptOrKeep is decrypt for lists and events: the value as stored when
@@ -72,14 +79,24 @@ func (s *Store) decryptOrKeep(ctx context.Context, key string, v []byte) []byte 
 }
 
 func (s *Store) Get(ctx context.Context, key string) (storage.KeyValue, error) {
+	kv, _, err := s.GetStale(ctx, key)
+	return kv, err
+}
+
+// GetStale is Get, and whether the value is due for a rewrite: stored by
+// a provider or key that no longer writes. A writer rewrites such a value
+// even when the object is unchanged, which is how rewriting every object
+// rotates keys.
+func (s *Store) GetStale(ctx context.Context, key string) (storage.KeyValue, bool, error) {
 	kv, err := s.Store.Get(ctx, key)
 	if err != nil {
-		return kv, err
+		return kv, false, err
 	}
-	if kv.Value, err = s.decrypt(ctx, kv.Key, kv.ModRevision, kv.Value); err != nil {
-		return storage.KeyValue{}, err
+	var stale bool
+	if kv.Value, stale, err = s.decryptStale(ctx, kv.Key, kv.ModRevision, kv.Value); err != nil {
+		return storage.KeyValue{}, false, err
 	}
-	return kv, nil
+	return kv, stale, nil
 }
 
 func (s *Store) List(ctx context.Context, prefix string) ([]storage.KeyValue, int64, error) {
