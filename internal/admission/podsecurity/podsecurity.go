@@ -135,6 +135,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 // upstream's generic "Not allowed by PodSecurity" forbidden, as upstream's
 // plugin builds it.
 func refusal(a *admission.Attributes, st *metav1.Status) error {
+	//lint:ignore ST1005 upstream's message, word for word
 	err := apierrors.NewForbidden(a.GroupResource(), a.Name, errors.New("Not allowed by PodSecurity"))
 	if st == nil {
 		return err
