@@ -115,7 +115,7 @@ func (h *resourceHandler) listClasses(ctx context.Context) ([]metav1.Object, err
 // only reads the store when the cache has not seen it yet, so a namespace
 // created a moment ago is found.
 func (s *Server) namespaceForAdmission(ctx context.Context, name string) (runtime.Object, error) {
-	obj, err := s.namespaces.cache.Get(ctx, s.namespaces.objects.key("", name), "0")
+	obj, err := s.nsMemo.get(ctx, s.namespaces, name)
 	if cache.IsNotFound(err) {
 		obj, _, err = s.namespaces.objects.get(ctx, "", name)
 	}

@@ -264,6 +264,21 @@ func TestPodSecurityNamespaceLabels(t *testing.T) {
 			}
 		}
 	})
+	t.Run("pods created after the label are refused", func(t *testing.T) {
+		// The namespace was read (and its decoded copy kept) for the pod
+		// created before the label; the new revision must replace it.
+		var err error
+		waitFor(t, 10*time.Second, "refusal under the new label", func() bool {
+			_, err = cs.CoreV1().Pods("later").Create(ctx, privilegedPod("new"), metav1.CreateOptions{})
+			if err == nil {
+				_ = cs.CoreV1().Pods("later").Delete(ctx, "new", metav1.DeleteOptions{})
+			}
+			return apierrors.IsForbidden(err)
+		})
+		if !strings.Contains(err.Error(), `violates PodSecurity "restricted:latest"`) {
+			t.Fatal(err)
+		}
+	})
 	t.Run("invalid level is refused", func(t *testing.T) {
 		_, err := cs.CoreV1().Namespaces().Create(ctx, labeledNamespace("bad", map[string]string{
 			"pod-security.kubernetes.io/enforce": "strict"}), metav1.CreateOptions{})

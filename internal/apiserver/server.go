@@ -97,6 +97,8 @@ type Server struct {
 	// services is its ClusterIP and node port allocator.
 	admission *admission.Chain
 	services  *serviceip.Allocator
+	// nsMemo holds the namespaces admission reads (nsmemo.go).
+	nsMemo namespaceMemo
 	// listWriters holds the 64 KiB buffered writers lists stream through
 	// (liststream.go).
 	listWriters sync.Pool
