@@ -10,8 +10,10 @@ type recorded struct {
 	annotations [][2]string
 }
 
-func (r *recorded) AddWarning(text string)          { r.warnings = append(r.warnings, text) }
-func (r *recorded) AddAnnotation(key, value string) { r.annotations = append(r.annotations, [2]string{key, value}) }
+func (r *recorded) AddWarning(text string) { r.warnings = append(r.warnings, text) }
+func (r *recorded) AddAnnotation(key, value string) {
+	r.annotations = append(r.annotations, [2]string{key, value})
+}
 
 func TestWarningAndAnnotationSinks(t *testing.T) {
 	// Without sinks both are dropped, not a panic.
