@@ -31,6 +31,8 @@ func controlPlaneFlags(fs *flag.FlagSet) (*controlplane.Config, *string) {
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", "10.96.0.0/12", "CIDR ClusterIPs are allocated from")
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", "30000-32767", "range NodePorts are allocated from")
 	fs.DurationVar(&cfg.EventTTL, "event-ttl", time.Hour, "how long events are kept after their last write (negative: forever)")
+	fs.StringVar(&cfg.AdmissionControlConfigFile, "admission-control-config-file", "", "AdmissionConfiguration file with admission plugins' configuration (PodSecurity)")
+	fs.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "EncryptionConfiguration file: which resources are encrypted at rest, and how")
 	fs.Func("indexed-labels", "comma-separated label keys the watch caches index (besides app)", func(v string) error {
 		cfg.IndexedLabels = splitList(v)
 		return nil

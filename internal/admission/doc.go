@@ -67,8 +67,9 @@
 // serviceip).
 //
 // The plugins live in subpackages, one each: namespacelifecycle,
-// limitranger, priority, defaultclass (DefaultStorageClass and
-// DefaultIngressClass, one plugin built twice), storageprotection,
+// limitranger, podsecurity (PodSecurity), priority, defaultclass
+// (DefaultStorageClass and DefaultIngressClass, one plugin built twice),
+// storageprotection,
 // runtimeclass, certsubject (CertificateSubjectRestriction), serviceip,
 // resourcequota (which also allocates: its Finish gives back the quota
 // charged for a write that was not stored). The API server builds the chain

@@ -38,8 +38,8 @@ var (
 )
 
 // newAdmission builds the admission chain over the server's handlers, in
-// upstream's plugin order: NamespaceLifecycle, LimitRanger, NodeRestriction, Priority,
-// DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
+// upstream's plugin order: NamespaceLifecycle, LimitRanger, NodeRestriction,
+// PodSecurity, Priority, DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
 // CertificateSubjectRestriction, DefaultIngressClass, then the ClusterIP
 // and node port allocation, then Config.AdmissionPlugins, then
 // ResourceQuota (last, as upstream's, so it charges what is stored). A
@@ -61,6 +61,11 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 		return nil, err
 	}
 	plugins = append(plugins, nodeRestriction)
+	if ps, err := s.podSecurity(); err != nil {
+		return nil, err
+	} else if ps != nil {
+		plugins = append(plugins, ps)
+	}
 	if pcs, ok := s.handlers[priorityClassesGVR]; ok {
 		plugins = append(plugins, priority.New(func(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
 			obj, _, err := pcs.objects.get(ctx, "", name)
@@ -116,7 +121,7 @@ func (h *resourceHandler) listClasses(ctx context.Context) ([]metav1.Object, err
 // only reads the store when the cache has not seen it yet, so a namespace
 // created a moment ago is found.
 func (s *Server) namespaceForAdmission(ctx context.Context, name string) (runtime.Object, error) {
-	obj, err := s.namespaces.cache.Get(ctx, s.namespaces.objects.key("", name), "0")
+	obj, err := s.nsMemo.get(ctx, s.namespaces, name)
 	if cache.IsNotFound(err) {
 		obj, _, err = s.namespaces.objects.get(ctx, "", name)
 	}

@@ -23,7 +23,7 @@ func (s *Server) startEventExpiry() error {
 		return nil
 	}
 	e, err := expiry.New(expiry.Config{
-		Store:     s.cfg.Store,
+		Store:     h.objects.store,
 		Prefix:    h.objects.prefix(),
 		TTL:       s.cfg.EventTTL,
 		LastWrite: func(kv storage.KeyValue) (time.Time, bool) { return eventLastWrite(h.objects, kv) },

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/myriad-k8s/myriad/internal/encryption"
 	"github.com/myriad-k8s/myriad/internal/protoprune"
 	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage"
@@ -142,6 +143,9 @@ func (o *objectStore) decodeConverted(kv storage.KeyValue) (runtime.Object, erro
 
 // corruptValue is the error for a stored value that does not decode.
 func corruptValue(kv storage.KeyValue, err error) error {
+	if msg := encryption.DescribeUndecryptable(kv.Value); msg != "" {
+		return fmt.Errorf("%w: decoding %s at revision %d: %s", storage.ErrCorrupt, kv.Key, kv.ModRevision, msg)
+	}
 	return fmt.Errorf("%w: decoding %s at revision %d: %v", storage.ErrCorrupt, kv.Key, kv.ModRevision, err)
 }
 
@@ -157,16 +161,38 @@ func (o *objectStore) get(ctx context.Context, ns, name string) (runtime.Object,
 
 // read is get with the stored bytes.
 func (o *objectStore) read(ctx context.Context, ns, name string) (storage.KeyValue, runtime.Object, error) {
+	kv, obj, _, err := o.readStale(ctx, ns, name)
+	return kv, obj, err
+}
+
+// staleGetter is a store whose values may be due for a rewrite although
+// they decode unchanged: encryption.Store, for values encrypted with a
+// provider or key that no longer writes.
+type staleGetter interface {
+	GetStale(ctx context.Context, key string) (storage.KeyValue, bool, error)
+}
+
+// readStale is read, and whether the stored value is due for a rewrite.
+func (o *objectStore) readStale(ctx context.Context, ns, name string) (storage.KeyValue, runtime.Object, bool, error) {
 	defer o.metrics.observeStorage("get", o.gr.String(), time.Now())
-	kv, err := o.store.Get(ctx, o.key(ns, name))
+	var (
+		kv    storage.KeyValue
+		stale bool
+		err   error
+	)
+	if sg, ok := o.store.(staleGetter); ok {
+		kv, stale, err = sg.GetStale(ctx, o.key(ns, name))
+	} else {
+		kv, err = o.store.Get(ctx, o.key(ns, name))
+	}
 	if err != nil {
-		return storage.KeyValue{}, nil, storageError(err, o.gr, name)
+		return storage.KeyValue{}, nil, false, storageError(err, o.gr, name)
 	}
 	obj, err := o.decode(kv)
 	if err != nil {
-		return storage.KeyValue{}, nil, err
+		return storage.KeyValue{}, nil, false, err
 	}
-	return kv, obj, nil
+	return kv, obj, stale, nil
 }
 
 func (o *objectStore) create(ctx context.Context, ns, name string, obj runtime.Object) (runtime.Object, error) {

@@ -19,11 +19,13 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/prometheus/client_golang/prometheus"
+	psconfig "k8s.io/pod-security-admission/admission/api"
 
 	"github.com/myriad-k8s/myriad/internal/admission"
 	"github.com/myriad-k8s/myriad/internal/admission/serviceip"
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 	"github.com/myriad-k8s/myriad/internal/cache"
+	"github.com/myriad-k8s/myriad/internal/encryption"
 	"github.com/myriad-k8s/myriad/internal/openapi"
 	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage"
@@ -51,6 +53,12 @@ type Config struct {
 	// Priority, the Service allocator), in order, in each phase they
 	// implement (see package admission). Default none.
 	AdmissionPlugins []admission.Interface
+	// PodSecurity configures the PodSecurity admission plugin (defaults
+	// and exemptions); nil: upstream's defaults (privileged everywhere).
+	PodSecurity *psconfig.PodSecurityConfiguration
+	// Encryption encrypts the resources it names at rest
+	// (--encryption-provider-config); nil: none.
+	Encryption *encryption.Config
 	// IndexedLabels are label keys the caches index besides "app".
 	IndexedLabels []string
 	// CompactionInterval is how often history older than one interval is
@@ -89,6 +97,8 @@ type Server struct {
 	// services is its ClusterIP and node port allocator.
 	admission *admission.Chain
 	services  *serviceip.Allocator
+	// nsMemo holds the namespaces admission reads (nsmemo.go).
+	nsMemo namespaceMemo
 	// listWriters holds the 64 KiB buffered writers lists stream through
 	// (liststream.go).
 	listWriters sync.Pool
@@ -183,7 +193,10 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 	if st := s.cfg.Registry.StorageResource(res); st != res {
 		conv = &storageConversion{scheme: s.scheme, storage: st, gvk: st.GroupVersionKind()}
 	}
-	h := &resourceHandler{s: s, res: res, objects: newObjectStore(res, s.cfg.Store, s.codecs.storage, s.serverMetrics, conv)}
+	// Encryption is chosen by the stored resource, which every version
+	// served over the same keys shares.
+	st := s.cfg.Encryption.Wrap(s.cfg.Registry.StorageResource(res).GroupVersionResource().GroupResource(), s.cfg.Store)
+	h := &resourceHandler{s: s, res: res, objects: newObjectStore(res, st, s.codecs.storage, s.serverMetrics, conv)}
 	indexedFields := []string{}
 	if res.SelectableFields != nil {
 		if _, ok := res.SelectableFields(res.New())["spec.nodeName"]; ok {
@@ -191,7 +204,7 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 		}
 	}
 	c, err := cache.New(cache.Config{
-		Store:         s.cfg.Store,
+		Store:         st,
 		Prefix:        h.objects.prefix(),
 		Resource:      cacheMetricsName(res, conv),
 		ClusterScoped: !res.Namespaced,
@@ -355,7 +368,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apierrors.NewServiceUnavailable("the cache for "+info.Resource+" is not ready yet"))
 		return
 	}
-	h.serve(w, r, info)
+	h.serve(w, withWarnings(w, r, info), info)
 }
 
 func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {

@@ -125,7 +125,7 @@ func (h *resourceHandler) guaranteedUpdate(ctx context.Context, ns, name, subres
 			finish(false)
 			return nil, err
 		}
-		if bytes.Equal(data, cur.raw) {
+		if bytes.Equal(data, cur.raw) && !cur.stale {
 			// A no-op neither writes nor bumps resourceVersion, as upstream;
 			// a cached copy must be confirmed first.
 			finish(false)
@@ -164,6 +164,10 @@ type objectState struct {
 	raw []byte // the stored bytes; shared, read-only
 	// cached: from the watch cache, which may be behind the store.
 	cached bool
+	// stale: stored encrypted with a key that no longer writes, so even
+	// an unchanged object is written again (key rotation by rewriting,
+	// as upstream's GuaranteedUpdate).
+	stale bool
 }
 
 // current is the object a write starts from: the watch cache's copy unless
@@ -176,11 +180,11 @@ func (h *resourceHandler) current(ctx context.Context, ns, name string, fresh bo
 			}
 		}
 	}
-	kv, obj, err := h.objects.read(ctx, ns, name)
+	kv, obj, stale, err := h.objects.readStale(ctx, ns, name)
 	if err != nil {
 		return objectState{}, err
 	}
-	return objectState{obj: obj, rev: kv.ModRevision, raw: kv.Value}, nil
+	return objectState{obj: obj, rev: kv.ModRevision, raw: kv.Value, stale: stale}, nil
 }
 
 // prepareUpdate applies the strategy of the main resource or of a

@@ -107,6 +107,24 @@ func (c *Cache) GetStored(key string) (kv storage.KeyValue, ok bool) {
 	return kv, err == nil
 }
 
+// KeyRevision is the ModRevision of key's object as the cache holds it now,
+// without decoding it: what a caller that keeps its own decoded copy of a
+// hot object (the namespace every pod create is admitted against)
+// compares to know that copy is current. ok is false when the cache is
+// not ready or does not hold key.
+func (c *Cache) KeyRevision(key string) (rev int64, ok bool) {
+	if !c.Ready() {
+		return 0, false
+	}
+	c.mu.RLock()
+	e := c.mu.st.get(key)
+	c.mu.RUnlock()
+	if e == nil || undecodableErr(e) != nil {
+		return 0, false
+	}
+	return e.rev, true
+}
+
 // HasNamespace reports whether the cache holds an object in namespace ns
 // now, without waiting and in O(log n): the check an admission plugin
 // makes on every write to skip namespaces without its policy objects

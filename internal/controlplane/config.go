@@ -49,6 +49,13 @@ type Config struct {
 	Authentication authnconfig.Options
 	// Audit configures the audit log (package audit); off by default.
 	Audit audit.Config
+	// AdmissionControlConfigFile is upstream's
+	// --admission-control-config-file (an AdmissionConfiguration; its
+	// PodSecurity entry is read). Empty: PodSecurity's defaults.
+	AdmissionControlConfigFile string
+	// EncryptionProviderConfig is upstream's --encryption-provider-config
+	// (an EncryptionConfiguration). Empty: nothing is encrypted.
+	EncryptionProviderConfig string
 	// ShutdownTimeout bounds graceful shutdown (default 10 s).
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger

@@ -34,6 +34,10 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		return err
 	}
 	log := cfg.Logger
+	files, err := loadSecurityFiles(cfg)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("creating data dir: %w", err)
 	}
@@ -71,6 +75,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		IndexedLabels: cfg.IndexedLabels, EventTTL: cfg.EventTTL, Logger: log.With("component", "apiserver"), Metrics: metrics,
 		Version:       versionInfo(),
 		PublicAddress: publicAddress(cfg.BindAddress), PublicPort: int32(cfg.SecurePort),
+		PodSecurity: files.podSecurity, Encryption: files.encryption,
 	})
 	if err != nil {
 		return err
