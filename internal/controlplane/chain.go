@@ -19,7 +19,10 @@ const maxRequestTimeout = 60 * time.Second
 
 // buildChain wraps h in the request filters, outermost first, in the order
 // package filters documents.
-func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, metrics prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
+//
+// tokens are the bearer tokens accepted and az the authorizer: the same
+// ones the review APIs answer with.
+func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, tokens authn.TokenAuthenticator, az authz.Authorizer, metrics prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
 	withMetrics, err := filters.WithMetrics(filters.MetricsConfig{Registerer: metrics})
 	if err != nil {
 		return nil, err
@@ -32,7 +35,7 @@ func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, metrics prom
 	if err != nil {
 		return nil, err
 	}
-	auth := authn.Union(authn.BearerToken(authn.NewAdminToken(creds.Token)), authn.NewClientCertAuthenticator(creds.CAPool()))
+	auth := authn.Union(authn.BearerToken(tokens), authn.NewClientCertAuthenticator(creds.CAPool()))
 	return filters.Chain(h,
 		filters.WithWriteStack,
 		filters.WithPanicRecovery(log),
@@ -43,8 +46,6 @@ func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, metrics prom
 		filters.WithBodyLimit(cfg.MaxRequestBodyBytes),
 		authn.WithAuthentication(auth, authn.Config{Logger: log}),
 		withInflight,
-		// RBAC and the Node authorizer come later; the Authorizer sits in
-		// the path now so they slot in without touching handlers.
-		authz.WithAuthorization(authz.AlwaysAllow(), log),
+		authz.WithAuthorization(az, log),
 	), nil
 }

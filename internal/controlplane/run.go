@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver"
+	"github.com/myriad-k8s/myriad/internal/apiserver/authn"
 	"github.com/myriad-k8s/myriad/internal/pki"
 	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
@@ -68,6 +69,16 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	if err != nil {
 		return err
 	}
+	// The authorizer is built from the server's caches before they start,
+	// and the same one guards requests and answers the review APIs.
+	authorizer, rules, err := buildAuthorizer(authorizerDeps{ctx: ctx, api: api, cfg: cfg.Authorization, log: log.With("component", "authorizer")})
+	if err != nil {
+		return err
+	}
+	tokens := authn.NewAdminToken(creds.Token)
+	if err := errors.Join(api.SetAuthorization(authorizer, rules), api.SetTokenAuthenticator(tokens)); err != nil {
+		return err
+	}
 	if err := api.Start(ctx); err != nil {
 		return err
 	}
@@ -81,7 +92,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	handler, err := buildChain(mux, cfg, creds, metrics, log)
+	handler, err := buildChain(mux, cfg, creds, tokens, authorizer, metrics, log)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,174 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/myriad-k8s/myriad/internal/apiserver"
+	"github.com/myriad-k8s/myriad/internal/apiserver/authz"
+	"github.com/myriad-k8s/myriad/internal/apiserver/authz/webhook"
+	"github.com/myriad-k8s/myriad/internal/apiserver/request"
+)
+
+// Authorization modes, spelled as upstream's --authorization-mode.
+const (
+	ModeAlwaysAllow = "AlwaysAllow"
+	ModeAlwaysDeny  = "AlwaysDeny"
+	ModeNode        = "Node"
+	ModeRBAC        = "RBAC"
+	ModeWebhook     = "Webhook"
+)
+
+// DefaultAuthorizationModes is --authorization-mode's default. Upstream's
+// is "Node,RBAC"; it stays AlwaysAllow until the Node and RBAC
+// constructors in authorizationModes are wired, so that a default start
+// does not fail on a mode this build cannot build yet.
+const DefaultAuthorizationModes = ModeAlwaysAllow
+
+// AuthorizationConfig selects and configures the authorizers. Zero values
+// take the stated defaults.
+type AuthorizationConfig struct {
+	// Modes are asked in order after system:masters, which is always
+	// allowed first, as upstream; the first Allow or Deny decides
+	// (default DefaultAuthorizationModes).
+	Modes []string
+	// WebhookConfigFile is the kubeconfig of the Webhook mode's service;
+	// required with Webhook and refused without it.
+	WebhookConfigFile string
+	// WebhookCacheAuthorizedTTL (default 5 minutes) and
+	// WebhookCacheUnauthorizedTTL (default 30 seconds) are how long the
+	// webhook's answers are cached.
+	WebhookCacheAuthorizedTTL   time.Duration
+	WebhookCacheUnauthorizedTTL time.Duration
+}
+
+// authorizerDeps is what a mode's constructor may build from. It runs
+// after apiserver.New and before Start: the API's objects are read
+// through api.ListerWatcher and api.GetObject (the watch caches, no
+// HTTP), and an authorizer whose index must be complete before the server
+// answers registers api.AddReadinessCheck.
+type authorizerDeps struct {
+	// ctx ends when the control plane shuts down: informers an authorizer
+	// starts run until then.
+	ctx context.Context
+	api *apiserver.Server
+	cfg AuthorizationConfig
+	log *slog.Logger
+}
+
+// modeConstructor builds one mode's authorizer and the resolver that
+// lists what it allows (SelfSubjectRulesReview).
+type modeConstructor func(d authorizerDeps) (authz.Authorizer, authz.RuleResolver, error)
+
+// authorizationModes maps every mode name upstream knows to its
+// constructor; nil marks a mode this build cannot build yet.
+func authorizationModes() map[string]modeConstructor {
+	return map[string]modeConstructor{
+		ModeAlwaysAllow: func(authorizerDeps) (authz.Authorizer, authz.RuleResolver, error) {
+			return authz.AlwaysAllow(), authz.AlwaysAllowRules(), nil
+		},
+		ModeAlwaysDeny: func(authorizerDeps) (authz.Authorizer, authz.RuleResolver, error) {
+			return authz.AlwaysDeny(), authz.NoRules(), nil
+		},
+		ModeWebhook: newWebhookMode,
+		// The lead wires these: the Node authorizer and RBAC, both built
+		// from d.api's caches.
+		ModeNode: nil,
+		ModeRBAC: nil,
+	}
+}
+
+func newWebhookMode(d authorizerDeps) (authz.Authorizer, authz.RuleResolver, error) {
+	w, err := webhook.New(webhook.Config{
+		KubeconfigFile:  d.cfg.WebhookConfigFile,
+		AuthorizedTTL:   d.cfg.WebhookCacheAuthorizedTTL,
+		UnauthorizedTTL: d.cfg.WebhookCacheUnauthorizedTTL,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, w, nil
+}
+
+// ParseAuthorizationModes splits a --authorization-mode value.
+func ParseAuthorizationModes(v string) []string {
+	return splitComma(v)
+}
+
+func splitComma(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// validateAuthorization checks cfg as upstream's authorization options
+// do, so a mistake stops the start with a message naming the flag.
+func validateAuthorization(cfg AuthorizationConfig, known map[string]modeConstructor) error {
+	if len(cfg.Modes) == 0 {
+		return errors.New("--authorization-mode: at least one authorization mode must be given")
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, m := range cfg.Modes {
+		build, ok := known[m]
+		switch {
+		case !ok:
+			names := make([]string, 0, len(known))
+			for n := range known {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			errs = append(errs, fmt.Errorf("--authorization-mode: unknown authorization mode %q (valid: %s)", m, strings.Join(names, ", ")))
+		case seen[m]:
+			errs = append(errs, fmt.Errorf("--authorization-mode: %q is specified more than once", m))
+		case build == nil:
+			errs = append(errs, fmt.Errorf("--authorization-mode: mode %q is not available in this build", m))
+		}
+		seen[m] = true
+	}
+	if seen[ModeWebhook] && cfg.WebhookConfigFile == "" {
+		errs = append(errs, errors.New("--authorization-mode=Webhook needs --authorization-webhook-config-file"))
+	}
+	if !seen[ModeWebhook] && cfg.WebhookConfigFile != "" {
+		errs = append(errs, errors.New("--authorization-webhook-config-file is set but --authorization-mode does not include Webhook"))
+	}
+	if cfg.WebhookCacheAuthorizedTTL < 0 || cfg.WebhookCacheUnauthorizedTTL < 0 {
+		errs = append(errs, errors.New("--authorization-webhook-cache-*-ttl must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// buildAuthorizer returns the authorizer the filter chain and the review
+// APIs share — system:masters first, then each mode in order — and the
+// union of the modes' rule resolvers.
+func buildAuthorizer(d authorizerDeps) (authz.Authorizer, authz.RuleResolver, error) {
+	if len(d.cfg.Modes) == 0 {
+		d.cfg.Modes = ParseAuthorizationModes(DefaultAuthorizationModes)
+	}
+	known := authorizationModes()
+	if err := validateAuthorization(d.cfg, known); err != nil {
+		return nil, nil, err
+	}
+	authorizers := []authz.Authorizer{authz.PrivilegedGroups(request.GroupMasters)}
+	var resolvers []authz.RuleResolver
+	for _, m := range d.cfg.Modes {
+		az, rules, err := known[m](d)
+		if err != nil {
+			return nil, nil, fmt.Errorf("authorization mode %s: %w", m, err)
+		}
+		authorizers = append(authorizers, az)
+		if rules != nil {
+			resolvers = append(resolvers, rules)
+		}
+	}
+	return authz.Union(authorizers...), authz.RuleResolverUnion(resolvers...), nil
+}
