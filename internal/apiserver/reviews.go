@@ -159,6 +159,11 @@ func (s *Server) tokenReview(ctx context.Context, obj runtime.Object) (runtime.O
 	auds := tr.Spec.Audiences
 	resp, ok, err := tokens.AuthenticateToken(ctx, tr.Spec.Token, auds)
 	tr.Status.Authenticated = ok
+	if !ok && err == nil {
+		// No authenticator knows the token: what the bearer-token filter
+		// would refuse it with.
+		err = authn.ErrInvalidToken
+	}
 	if err != nil {
 		tr.Status.Error = err.Error()
 	}
