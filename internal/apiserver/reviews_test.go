@@ -111,7 +111,7 @@ var reviewUsers = map[string]*request.User{
 	"broken-token":   {Name: "broken"},
 }
 
-func newReviewEnv(t *testing.T, rules authz.RuleResolver, extraTokens ...authn.TokenAuthenticator) *reviewEnv {
+func newReviewEnv(t testing.TB, rules authz.RuleResolver, extraTokens ...authn.TokenAuthenticator) *reviewEnv {
 	t.Helper()
 	tokens := authn.TokenUnion(append([]authn.TokenAuthenticator{authn.NewAdminToken("admin-token"), authn.NewStaticTokens(reviewUsers)}, extraTokens...)...)
 	az := authz.Union(authz.PrivilegedGroups(request.GroupMasters), reviewRules)
