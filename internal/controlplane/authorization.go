@@ -111,10 +111,10 @@ func splitComma(v string) []string {
 }
 
 // validateAuthorization checks cfg as upstream's authorization options
-// do, so a mistake stops the start with a message naming the flag.
+// do, with upstream's messages, so a mistake stops the start.
 func validateAuthorization(cfg AuthorizationConfig, known map[string]modeConstructor) error {
 	if len(cfg.Modes) == 0 {
-		return errors.New("--authorization-mode: at least one authorization mode must be given")
+		return errors.New("at least one authorization-mode must be passed")
 	}
 	var errs []error
 	seen := map[string]bool{}
@@ -127,19 +127,19 @@ func validateAuthorization(cfg AuthorizationConfig, known map[string]modeConstru
 				names = append(names, n)
 			}
 			sort.Strings(names)
-			errs = append(errs, fmt.Errorf("--authorization-mode: unknown authorization mode %q (valid: %s)", m, strings.Join(names, ", ")))
+			errs = append(errs, fmt.Errorf("authorization-mode %q is not a valid mode (valid: %s)", m, strings.Join(names, ", ")))
 		case seen[m]:
-			errs = append(errs, fmt.Errorf("--authorization-mode: %q is specified more than once", m))
+			errs = append(errs, fmt.Errorf("authorization-mode %q has mode specified more than once", strings.Join(cfg.Modes, ",")))
 		case build == nil:
-			errs = append(errs, fmt.Errorf("--authorization-mode: mode %q is not available in this build", m))
+			errs = append(errs, fmt.Errorf("authorization-mode %q is not available in this build yet", m))
 		}
 		seen[m] = true
 	}
 	if seen[ModeWebhook] && cfg.WebhookConfigFile == "" {
-		errs = append(errs, errors.New("--authorization-mode=Webhook needs --authorization-webhook-config-file"))
+		errs = append(errs, errors.New("authorization-mode Webhook's authorization config file not passed"))
 	}
 	if !seen[ModeWebhook] && cfg.WebhookConfigFile != "" {
-		errs = append(errs, errors.New("--authorization-webhook-config-file is set but --authorization-mode does not include Webhook"))
+		errs = append(errs, errors.New("cannot specify --authorization-webhook-config-file without mode Webhook"))
 	}
 	if cfg.WebhookCacheAuthorizedTTL < 0 || cfg.WebhookCacheUnauthorizedTTL < 0 {
 		errs = append(errs, errors.New("--authorization-webhook-cache-*-ttl must not be negative"))

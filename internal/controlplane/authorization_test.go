@@ -55,11 +55,11 @@ func TestBuildAuthorizerModes(t *testing.T) {
 		{"always allow", AuthorizationConfig{Modes: []string{ModeAlwaysAllow}}, ""},
 		{"deny then allow", AuthorizationConfig{Modes: []string{ModeAlwaysDeny, ModeAlwaysAllow}}, ""},
 		{"webhook", AuthorizationConfig{Modes: []string{ModeWebhook, ModeAlwaysDeny}, WebhookConfigFile: webhookFile}, ""},
-		{"unknown", AuthorizationConfig{Modes: []string{"ABAC"}}, `unknown authorization mode "ABAC" (valid: AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook)`},
-		{"wrong case", AuthorizationConfig{Modes: []string{"rbac"}}, `unknown authorization mode "rbac"`},
-		{"twice", AuthorizationConfig{Modes: []string{ModeAlwaysAllow, ModeAlwaysAllow}}, `"AlwaysAllow" is specified more than once`},
-		{"webhook without file", AuthorizationConfig{Modes: []string{ModeWebhook}}, "needs --authorization-webhook-config-file"},
-		{"file without webhook", AuthorizationConfig{Modes: []string{ModeAlwaysAllow}, WebhookConfigFile: webhookFile}, "does not include Webhook"},
+		{"unknown", AuthorizationConfig{Modes: []string{"ABAC"}}, `authorization-mode "ABAC" is not a valid mode (valid: AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook)`},
+		{"wrong case", AuthorizationConfig{Modes: []string{"rbac"}}, `authorization-mode "rbac" is not a valid mode`},
+		{"twice", AuthorizationConfig{Modes: []string{ModeAlwaysAllow, ModeAlwaysAllow}}, `authorization-mode "AlwaysAllow,AlwaysAllow" has mode specified more than once`},
+		{"webhook without file", AuthorizationConfig{Modes: []string{ModeWebhook}}, "authorization-mode Webhook's authorization config file not passed"},
+		{"file without webhook", AuthorizationConfig{Modes: []string{ModeAlwaysAllow}, WebhookConfigFile: webhookFile}, "cannot specify --authorization-webhook-config-file without mode Webhook"},
 		{"webhook file missing", AuthorizationConfig{Modes: []string{ModeWebhook}, WebhookConfigFile: filepath.Join(t.TempDir(), "none")}, "authorization mode Webhook: webhook authorizer: loading"},
 		{"negative ttl", AuthorizationConfig{Modes: []string{ModeWebhook}, WebhookConfigFile: webhookFile, WebhookCacheAuthorizedTTL: -1}, "must not be negative"},
 	}
@@ -71,7 +71,7 @@ func TestBuildAuthorizerModes(t *testing.T) {
 				name string
 				cfg  AuthorizationConfig
 				err  string
-			}{m + " unavailable", AuthorizationConfig{Modes: []string{m}}, `mode "` + m + `" is not available in this build`})
+			}{m + " unavailable", AuthorizationConfig{Modes: []string{m}}, `authorization-mode "` + m + `" is not available in this build yet`})
 		}
 	}
 	for _, tt := range tests {

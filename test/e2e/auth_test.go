@@ -194,7 +194,7 @@ func TestAuthorizationModes(t *testing.T) {
 	badDir := filepath.Join(t.TempDir(), "bad")
 	bad := exec.CommandContext(ctx, binary, "up", "--data-dir", badDir, "--secure-port", strconv.Itoa(port+1), "--authorization-mode=RBAC,Bogus")
 	outb, err := bad.CombinedOutput()
-	if err == nil || !strings.Contains(string(outb), `unknown authorization mode "Bogus"`) {
+	if err == nil || !strings.Contains(string(outb), `authorization-mode "Bogus" is not a valid mode`) {
 		t.Fatalf("myriad up with an unknown mode: %v\n%s", err, outb)
 	}
 	if _, err := os.Stat(filepath.Join(badDir, "kubeconfig")); err == nil {
