@@ -3,16 +3,22 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/myriad-k8s/myriad/internal/pki"
 )
@@ -199,5 +205,95 @@ func TestAuthorizationModes(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(badDir, "kubeconfig")); err == nil {
 		t.Fatal("a kubeconfig was written")
+	}
+}
+
+// TestAuthorizationWebhook runs `myriad apiserver` with
+// --authorization-mode=Webhook against a real HTTPS webhook in this
+// process: its answers decide jane's requests, and its reason is in the
+// 403 message.
+func TestAuthorizationWebhook(t *testing.T) {
+	var mu sync.Mutex
+	asked := map[string]int{}
+	hook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var sar authorizationv1.SubjectAccessReview
+		if err := json.NewDecoder(r.Body).Decode(&sar); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		spec := sar.Spec
+		sar.Status = authorizationv1.SubjectAccessReviewStatus{Reason: "no policy for " + spec.User}
+		switch ra, nra := spec.ResourceAttributes, spec.NonResourceAttributes; {
+		case nra != nil && nra.Verb == "get":
+			sar.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: true} // discovery
+		case ra != nil && ra.Group == "authorization.k8s.io" && ra.Resource == "selfsubjectaccessreviews" && ra.Verb == "create":
+			sar.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: true}
+		case ra != nil && spec.User == "jane" && ra.Resource == "pods" && (ra.Verb == "list" || ra.Verb == "get"):
+			sar.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: "jane reads pods"}
+		case ra != nil && spec.User == "jane" && ra.Resource == "secrets":
+			sar.Status = authorizationv1.SubjectAccessReviewStatus{Denied: true, Reason: "never secrets"}
+		}
+		if ra := spec.ResourceAttributes; ra != nil {
+			mu.Lock()
+			asked[spec.User+" "+ra.Verb+" "+ra.Resource]++
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&sar)
+	}))
+	defer hook.Close()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["hook"] = &clientcmdapi.Cluster{Server: hook.URL + "/authorize",
+		CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})}
+	kc.AuthInfos["apiserver"] = &clientcmdapi.AuthInfo{}
+	kc.Contexts["hook"] = &clientcmdapi.Context{Cluster: "hook", AuthInfo: "apiserver"}
+	kc.CurrentContext = "hook"
+	hookConfig := filepath.Join(t.TempDir(), "webhook.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, hookConfig); err != nil {
+		t.Fatal(err)
+	}
+
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := startCommand("apiserver", filepath.Join(t.TempDir(), "webhook"), port,
+		"--authorization-mode=Webhook", "--authorization-webhook-config-file="+hookConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Errorf("stopping: %v", err)
+		}
+	})
+	jane := userKubeconfig(t, s, "jane")
+	if out := jane.mustKubectl(t, "", "get", "pods"); strings.TrimSpace(out) != "No resources found in default namespace." {
+		t.Fatalf("jane get pods: %q", out)
+	}
+	out, err := jane.kubectl(t, "", "get", "secrets")
+	if want := `Error from server (Forbidden): secrets is forbidden: User "jane" cannot list resource "secrets" in API group "" in the namespace "default": never secrets`; err == nil || strings.TrimSpace(out) != want {
+		t.Fatalf("jane get secrets: %v\n%s\nwant %s", err, out, want)
+	}
+	out, err = jane.kubectl(t, "", "get", "configmaps")
+	if want := `Error from server (Forbidden): configmaps is forbidden: User "jane" cannot list resource "configmaps" in API group "" in the namespace "default": no policy for jane`; err == nil || strings.TrimSpace(out) != want {
+		t.Fatalf("jane get configmaps: %v\n%s\nwant %s", err, out, want)
+	}
+	for verbResource, want := range map[string]string{"list pods": "yes", "list secrets": "no - never secrets", "delete pods": "no - no policy for jane"} {
+		out, _ := jane.kubectl(t, "", append([]string{"auth", "can-i"}, strings.Fields(verbResource)...)...)
+		if strings.TrimSpace(out) != want {
+			t.Errorf("jane can-i %s: %q, want %s", verbResource, out, want)
+		}
+	}
+	// Allowed answers are cached (five minutes by default): listing pods
+	// again does not ask the webhook again.
+	jane.mustKubectl(t, "", "get", "pods")
+	mu.Lock()
+	n := asked["jane list pods"]
+	mu.Unlock()
+	// Twice: once by the request, once by the can-i review (which asks
+	// about version "*", a different question).
+	if n != 2 {
+		t.Fatalf("the webhook was asked %d times about jane listing pods, want 2", n)
 	}
 }
