@@ -45,8 +45,8 @@ func controlPlaneFlags(fs *flag.FlagSet) (*controlplane.Config, *string) {
 		return nil
 	})
 	fs.StringVar(&cfg.Authorization.WebhookConfigFile, "authorization-webhook-config-file", "", "kubeconfig of the Webhook authorization mode's service")
-	fs.DurationVar(&cfg.Authorization.WebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", 5*time.Minute, "how long the webhook's allowed answers are cached")
-	fs.DurationVar(&cfg.Authorization.WebhookCacheUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", 30*time.Second, "how long the webhook's denied answers are cached")
+	fs.DurationVar(&cfg.Authorization.WebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", 5*time.Minute, "how long the webhook's allowed answers are cached (0: the default)")
+	fs.DurationVar(&cfg.Authorization.WebhookCacheUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", 30*time.Second, "how long the webhook's denied answers are cached (0: the default)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	return cfg, level
 }
