@@ -61,19 +61,34 @@ type authorizerDeps struct {
 	log *slog.Logger
 }
 
-// modeConstructor builds one mode's authorizer and the resolver that
-// lists what it allows (SelfSubjectRulesReview).
-type modeConstructor func(d authorizerDeps) (authz.Authorizer, authz.RuleResolver, error)
+// mode is one built authorization mode.
+type mode struct {
+	authorizer authz.Authorizer
+	// rules lists what authorizer allows (SelfSubjectRulesReview); nil
+	// when it cannot say.
+	rules authz.RuleResolver
+	// stop, if set, ends what the constructor started (informers) and
+	// waits for it; it runs at shutdown, before the API server stops.
+	stop func()
+}
+
+// modeConstructor builds one mode. For example, RBAC (main's
+// internal/apiserver/authz/rbac) would be
+//
+//	a, err := rbac.New(d.api.ListerWatcher, rbac.Options{Logger: d.log})
+//	... a.Start(d.ctx); d.api.AddReadinessCheck("rbac", a.HasSynced)
+//	return mode{authorizer: a, rules: a, stop: a.Stop}, nil
+type modeConstructor func(d authorizerDeps) (mode, error)
 
 // authorizationModes maps every mode name upstream knows to its
 // constructor; nil marks a mode this build cannot build yet.
 func authorizationModes() map[string]modeConstructor {
 	return map[string]modeConstructor{
-		ModeAlwaysAllow: func(authorizerDeps) (authz.Authorizer, authz.RuleResolver, error) {
-			return authz.AlwaysAllow(), authz.AlwaysAllowRules(), nil
+		ModeAlwaysAllow: func(authorizerDeps) (mode, error) {
+			return mode{authorizer: authz.AlwaysAllow(), rules: authz.AlwaysAllowRules()}, nil
 		},
-		ModeAlwaysDeny: func(authorizerDeps) (authz.Authorizer, authz.RuleResolver, error) {
-			return authz.AlwaysDeny(), authz.NoRules(), nil
+		ModeAlwaysDeny: func(authorizerDeps) (mode, error) {
+			return mode{authorizer: authz.AlwaysDeny(), rules: authz.NoRules()}, nil
 		},
 		ModeWebhook: newWebhookMode,
 		// The lead wires these: the Node authorizer and RBAC, both built
@@ -83,16 +98,16 @@ func authorizationModes() map[string]modeConstructor {
 	}
 }
 
-func newWebhookMode(d authorizerDeps) (authz.Authorizer, authz.RuleResolver, error) {
+func newWebhookMode(d authorizerDeps) (mode, error) {
 	w, err := webhook.New(webhook.Config{
 		KubeconfigFile:  d.cfg.WebhookConfigFile,
 		AuthorizedTTL:   d.cfg.WebhookCacheAuthorizedTTL,
 		UnauthorizedTTL: d.cfg.WebhookCacheUnauthorizedTTL,
 	})
 	if err != nil {
-		return nil, nil, err
+		return mode{}, err
 	}
-	return w, w, nil
+	return mode{authorizer: w, rules: w}, nil
 }
 
 // ParseAuthorizationModes splits a --authorization-mode value.
@@ -148,27 +163,42 @@ func validateAuthorization(cfg AuthorizationConfig, known map[string]modeConstru
 }
 
 // buildAuthorizer returns the authorizer the filter chain and the review
-// APIs share — system:masters first, then each mode in order — and the
-// union of the modes' rule resolvers.
-func buildAuthorizer(d authorizerDeps) (authz.Authorizer, authz.RuleResolver, error) {
+// APIs share — system:masters first, then each mode in order — the union
+// of the modes' rule resolvers, and stop, which ends what the modes
+// started (call it before the API server stops; it is never nil).
+func buildAuthorizer(d authorizerDeps) (az authz.Authorizer, rules authz.RuleResolver, stop func(), err error) {
+	return buildAuthorizerFrom(d, authorizationModes())
+}
+
+// buildAuthorizerFrom is buildAuthorizer with the constructors given.
+func buildAuthorizerFrom(d authorizerDeps, known map[string]modeConstructor) (az authz.Authorizer, rules authz.RuleResolver, stop func(), err error) {
 	if len(d.cfg.Modes) == 0 {
 		d.cfg.Modes = ParseAuthorizationModes(DefaultAuthorizationModes)
 	}
-	known := authorizationModes()
 	if err := validateAuthorization(d.cfg, known); err != nil {
-		return nil, nil, err
+		return nil, nil, func() {}, err
 	}
 	authorizers := []authz.Authorizer{authz.PrivilegedGroups(request.GroupMasters)}
 	var resolvers []authz.RuleResolver
-	for _, m := range d.cfg.Modes {
-		az, rules, err := known[m](d)
-		if err != nil {
-			return nil, nil, fmt.Errorf("authorization mode %s: %w", m, err)
-		}
-		authorizers = append(authorizers, az)
-		if rules != nil {
-			resolvers = append(resolvers, rules)
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
 		}
 	}
-	return authz.Union(authorizers...), authz.RuleResolverUnion(resolvers...), nil
+	for _, name := range d.cfg.Modes {
+		m, err := known[name](d)
+		if err != nil {
+			stop()
+			return nil, nil, func() {}, fmt.Errorf("authorization mode %s: %w", name, err)
+		}
+		authorizers = append(authorizers, m.authorizer)
+		if m.rules != nil {
+			resolvers = append(resolvers, m.rules)
+		}
+		if m.stop != nil {
+			stops = append(stops, m.stop)
+		}
+	}
+	return authz.Union(authorizers...), authz.RuleResolverUnion(resolvers...), stop, nil
 }

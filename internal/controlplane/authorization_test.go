@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -76,7 +77,8 @@ func TestBuildAuthorizerModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			az, rules, err := buildAuthorizer(authorizerDeps{ctx: context.Background(), cfg: tt.cfg})
+			az, rules, stop, err := buildAuthorizer(authorizerDeps{ctx: context.Background(), cfg: tt.cfg})
+			stop()
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err %v, want %q", err, tt.err)
@@ -108,7 +110,7 @@ func TestAuthorizerDecisions(t *testing.T) {
 		{[]string{ModeAlwaysAllow, ModeAlwaysDeny}, bob, authz.DecisionAllow},
 	}
 	for _, tt := range tests {
-		az, _, err := buildAuthorizer(authorizerDeps{ctx: ctx, cfg: AuthorizationConfig{Modes: tt.modes}})
+		az, _, _, err := buildAuthorizer(authorizerDeps{ctx: ctx, cfg: AuthorizationConfig{Modes: tt.modes}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +121,7 @@ func TestAuthorizerDecisions(t *testing.T) {
 
 	// The rule lists: AlwaysAllow reports "*" everywhere, as upstream;
 	// AlwaysDeny nothing; a webhook cannot list and says so.
-	_, rules, err := buildAuthorizer(authorizerDeps{ctx: ctx, cfg: AuthorizationConfig{Modes: []string{ModeAlwaysDeny, ModeWebhook, ModeAlwaysAllow}, WebhookConfigFile: writeWebhookKubeconfig(t)}})
+	_, rules, _, err := buildAuthorizer(authorizerDeps{ctx: ctx, cfg: AuthorizationConfig{Modes: []string{ModeAlwaysDeny, ModeWebhook, ModeAlwaysAllow}, WebhookConfigFile: writeWebhookKubeconfig(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +148,7 @@ func BenchmarkAuthorizationFilter(b *testing.B) {
 		}
 	}
 	build := func(modes ...string) authz.Authorizer {
-		az, _, err := buildAuthorizer(authorizerDeps{ctx: context.Background(), cfg: AuthorizationConfig{Modes: modes}})
+		az, _, _, err := buildAuthorizer(authorizerDeps{ctx: context.Background(), cfg: AuthorizationConfig{Modes: modes}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -192,7 +194,7 @@ func BenchmarkAuthorizer(b *testing.B) {
 		{"AlwaysAllow", []string{ModeAlwaysAllow}, bob},
 		{"AlwaysDeny", []string{ModeAlwaysDeny}, bob},
 	} {
-		az, _, err := buildAuthorizer(authorizerDeps{ctx: ctx, cfg: AuthorizationConfig{Modes: c.modes}})
+		az, _, _, err := buildAuthorizer(authorizerDeps{ctx: ctx, cfg: AuthorizationConfig{Modes: c.modes}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -203,5 +205,38 @@ func BenchmarkAuthorizer(b *testing.B) {
 				_, _, _ = az.Authorize(ctx, a)
 			}
 		})
+	}
+}
+
+// TestAuthorizerStop: what the modes started is stopped in reverse order,
+// and a mode that fails to build stops those built before it.
+func TestAuthorizerStop(t *testing.T) {
+	var events []string
+	starting := func(name string, fail bool) modeConstructor {
+		return func(authorizerDeps) (mode, error) {
+			if fail {
+				return mode{}, errors.New("cannot start")
+			}
+			events = append(events, "start "+name)
+			return mode{authorizer: authz.AlwaysAllow(), stop: func() { events = append(events, "stop "+name) }}, nil
+		}
+	}
+	known := map[string]modeConstructor{"A": starting("A", false), "B": starting("B", false), "Broken": starting("Broken", true)}
+	_, _, stop, err := buildAuthorizerFrom(authorizerDeps{cfg: AuthorizationConfig{Modes: []string{"A", "B"}}}, known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if want := []string{"start A", "start B", "stop B", "stop A"}; !reflect.DeepEqual(events, want) {
+		t.Fatalf("events %v, want %v", events, want)
+	}
+	events = nil
+	_, _, stop, err = buildAuthorizerFrom(authorizerDeps{cfg: AuthorizationConfig{Modes: []string{"A", "Broken", "B"}}}, known)
+	stop()
+	if err == nil || err.Error() != "authorization mode Broken: cannot start" {
+		t.Fatalf("err %v", err)
+	}
+	if want := []string{"start A", "stop A"}; !reflect.DeepEqual(events, want) {
+		t.Fatalf("events %v, want %v", events, want)
 	}
 }

@@ -71,10 +71,11 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	}
 	// The authorizer is built from the server's caches before they start,
 	// and the same one guards requests and answers the review APIs.
-	authorizer, rules, err := buildAuthorizer(authorizerDeps{ctx: ctx, api: api, cfg: cfg.Authorization, log: log.With("component", "authorizer")})
+	authorizer, rules, stopAuthorizer, err := buildAuthorizer(authorizerDeps{ctx: ctx, api: api, cfg: cfg.Authorization, log: log.With("component", "authorizer")})
 	if err != nil {
 		return err
 	}
+	defer stopAuthorizer()
 	tokens := authn.NewAdminToken(creds.Token)
 	if err := errors.Join(api.SetAuthorization(authorizer, rules), api.SetTokenAuthenticator(tokens)); err != nil {
 		return err
