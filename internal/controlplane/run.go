@@ -75,15 +75,19 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	if err != nil {
 		return err
 	}
-	defer stopAuthorizer()
 	tokens := authn.NewAdminToken(creds.Token)
 	if err := errors.Join(api.SetAuthorization(authorizer, rules), api.SetTokenAuthenticator(tokens)); err != nil {
+		stopAuthorizer()
 		return err
 	}
 	if err := api.Start(ctx); err != nil {
+		stopAuthorizer()
 		return err
 	}
 	defer api.Stop()
+	// Deferred after api.Stop so it runs first: the authorizers' informers
+	// read the API server's caches.
+	defer stopAuthorizer()
 
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
