@@ -22,6 +22,7 @@ PACKAGES=(
   k8s.io/api/core/v1
   k8s.io/api/apps/v1
   k8s.io/api/authentication/v1
+  k8s.io/api/authorization/v1
   k8s.io/api/autoscaling/v1
   k8s.io/api/autoscaling/v2
   k8s.io/api/batch/v1

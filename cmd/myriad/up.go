@@ -41,6 +41,14 @@ func controlPlaneFlags(fs *flag.FlagSet) (*controlplane.Config, *string) {
 		cfg.ExtraSANs = splitList(v)
 		return nil
 	})
+	cfg.Authorization.Modes = controlplane.ParseAuthorizationModes(controlplane.DefaultAuthorizationModes)
+	fs.Func("authorization-mode", "comma-separated authorizers asked in order after system:masters: AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook (default "+controlplane.DefaultAuthorizationModes+")", func(v string) error {
+		cfg.Authorization.Modes = splitList(v)
+		return nil
+	})
+	fs.StringVar(&cfg.Authorization.WebhookConfigFile, "authorization-webhook-config-file", "", "kubeconfig of the Webhook authorization mode's service")
+	fs.DurationVar(&cfg.Authorization.WebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", 5*time.Minute, "how long the webhook's allowed answers are cached (0: the default)")
+	fs.DurationVar(&cfg.Authorization.WebhookCacheUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", 30*time.Second, "how long the webhook's denied answers are cached (0: the default)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	securityFlags(fs, cfg)
 	return cfg, level

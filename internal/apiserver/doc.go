@@ -5,7 +5,9 @@
 // strategy (binding, eviction, scale, and status and approval, which write
 // a part of the object through the registry's PartStrategy), and the
 // resources with no stored objects (componentstatuses, computed when read;
-// the legacy bindings).
+// the legacy bindings; the authentication and authorization review APIs,
+// answered from the authorizer and token authenticator given to the
+// Server between New and Start, see reviews.go).
 //
 // Request flow: filters (authn, authz, limits, metrics; see package
 // filters) → Server.ServeHTTP → resourceHandler.serve → reads from the

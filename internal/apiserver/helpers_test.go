@@ -36,6 +36,11 @@ type testEnv struct {
 
 	configure func(*Config)
 	wrap      func(http.Handler) http.Handler
+	// beforeStart runs between New and Start (SetAuthorization, ...).
+	beforeStart func(*Server)
+	// token is the bearer token e.cs and e.proto send (for a wrap that
+	// authenticates).
+	token string
 }
 
 func quietLogger() *slog.Logger {
@@ -86,6 +91,9 @@ func (e *testEnv) startServer() {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	if e.beforeStart != nil {
+		e.beforeStart(api)
+	}
 	if err := api.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -98,7 +106,7 @@ func (e *testEnv) startServer() {
 	}
 	e.srv = httptest.NewServer(h)
 	t.Cleanup(e.srv.Close)
-	e.cfg = &rest.Config{Host: e.srv.URL, QPS: -1}
+	e.cfg = &rest.Config{Host: e.srv.URL, QPS: -1, BearerToken: e.token}
 	if e.cs, err = kubernetes.NewForConfig(e.cfg); err != nil {
 		t.Fatal(err)
 	}

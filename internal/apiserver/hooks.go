@@ -8,6 +8,7 @@ import (
 // resources need beyond their registry strategy. (Admission is not a
 // hook: see admission.go.)
 func (s *Server) installHooks() {
+	s.installReviewHooks()
 	for gvr, h := range s.handlers {
 		switch {
 		case gvr == schema.GroupVersionResource{Version: "v1", Resource: "pods"}:

@@ -104,6 +104,8 @@ type Server struct {
 	listWriters sync.Pool
 	// readiness holds the checks Ready waits for beyond the caches.
 	readiness readinessChecks
+	// reviewers answer the review APIs (reviews.go); set before Start.
+	reviewers reviewers
 
 	mu struct {
 		sync.Mutex

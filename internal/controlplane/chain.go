@@ -21,7 +21,10 @@ const maxRequestTimeout = 60 * time.Second
 
 // buildChain wraps h in the request filters, outermost first, in the order
 // package filters documents.
-func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, sec *security, metrics prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
+//
+// sec holds the token authenticators, audit and authentication options; az
+// is the authorizer: the same ones the review APIs answer with.
+func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, sec *security, az authz.Authorizer, metrics prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
 	withMetrics, err := filters.WithMetrics(filters.MetricsConfig{Registerer: metrics})
 	if err != nil {
 		return nil, err
@@ -35,8 +38,6 @@ func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, sec *securit
 		return nil, err
 	}
 	auth := authn.Union(authn.BearerToken(sec.tokens), authn.NewClientCertAuthenticator(creds.CAPool()))
-	// One authorizer for impersonation and for the request itself.
-	az := authz.AlwaysAllow()
 	return filters.Chain(h,
 		filters.WithWriteStack,
 		filters.WithPanicRecovery(log),
@@ -51,8 +52,6 @@ func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, sec *securit
 		sec.auditor.WithAudit(),
 		impersonation.WithImpersonation(az, log),
 		withInflight,
-		// RBAC and the Node authorizer come later; the Authorizer sits in
-		// the path now so they slot in without touching handlers.
 		authz.WithAuthorization(az, log),
 	), nil
 }

@@ -16,8 +16,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/myriad-k8s/myriad/internal/admission"
+	"github.com/myriad-k8s/myriad/internal/admission/rbacrestriction"
 	"github.com/myriad-k8s/myriad/internal/apiserver"
 	"github.com/myriad-k8s/myriad/internal/pki"
 	"github.com/myriad-k8s/myriad/internal/registry"
@@ -69,21 +73,45 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	if err != nil {
 		return err
 	}
-	api, err := apiserver.New(apiserver.Config{
+	// Writes of roles and bindings may grant only what the writer holds
+	// (upstream's RBAC escalation check), judged by the authorizer built
+	// below.
+	late := &lateAuthorization{}
+	var api *apiserver.Server
+	escalation := rbacrestriction.New(late, late, func(ctx context.Context, gvr schema.GroupVersionResource, ns, name, rv string) (k8sruntime.Object, error) {
+		return api.GetObject(ctx, gvr, ns, name, rv)
+	})
+	api, err = apiserver.New(apiserver.Config{
 		Store: store, Registry: reg, Scheme: scheme,
 		ServiceClusterIPRange: cfg.ServiceClusterIPRange, ServiceNodePortRange: cfg.ServiceNodePortRange,
 		IndexedLabels: cfg.IndexedLabels, EventTTL: cfg.EventTTL, Logger: log.With("component", "apiserver"), Metrics: metrics,
 		Version:       versionInfo(),
 		PublicAddress: publicAddress(cfg.BindAddress), PublicPort: int32(cfg.SecurePort),
 		PodSecurity: files.podSecurity, Encryption: files.encryption,
+		AdmissionPlugins: []admission.Interface{escalation},
 	})
 	if err != nil {
 		return err
 	}
+	// The authorizer is built from the server's caches before they start,
+	// and the same one guards requests and answers the review APIs.
+	authorizer, rules, stopAuthorizer, err := buildAuthorizer(authorizerDeps{ctx: ctx, api: api, cfg: cfg.Authorization, log: log.With("component", "authorizer")})
+	if err != nil {
+		return err
+	}
+	late.authorizer, late.rules = authorizer, rules
+	if err := errors.Join(api.SetAuthorization(authorizer, rules), api.SetTokenAuthenticator(sec.tokens)); err != nil {
+		stopAuthorizer()
+		return err
+	}
 	if err := api.Start(ctx); err != nil {
+		stopAuthorizer()
 		return err
 	}
 	defer api.Stop()
+	// Deferred after api.Stop so it runs first: the authorizers' informers
+	// read the API server's caches.
+	defer stopAuthorizer()
 
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
@@ -93,7 +121,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	handler, err := buildChain(mux, cfg, creds, sec, metrics, log)
+	handler, err := buildChain(mux, cfg, creds, sec, authorizer, metrics, log)
 	if err != nil {
 		return err
 	}

@@ -207,13 +207,7 @@ var excluded = map[string]exclusion{
 	"apiregistration.k8s.io/v1/apiservices":                              {issueExtensibility, "API aggregation"},
 	"apiregistration.k8s.io/v1/apiservices/status":                       {issueExtensibility, "API aggregation"},
 
-	// Authentication and authorization.
-	"authentication.k8s.io/v1/selfsubjectreviews":                        {issueSecurity, "who am I"},
-	"authentication.k8s.io/v1/tokenreviews":                              {issueSecurity, "token authentication"},
-	"authorization.k8s.io/v1/localsubjectaccessreviews":                  {issueSecurity, "authorization reviews"},
-	"authorization.k8s.io/v1/selfsubjectaccessreviews":                   {issueSecurity, "authorization reviews (kubectl auth can-i)"},
-	"authorization.k8s.io/v1/selfsubjectrulesreviews":                    {issueSecurity, "authorization reviews"},
-	"authorization.k8s.io/v1/subjectaccessreviews":                       {issueSecurity, "authorization reviews"},
+	// Flow control.
 	"flowcontrol.apiserver.k8s.io/v1/flowschemas":                        {issueFlowControl, "API priority and fairness"},
 	"flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations":        {issueFlowControl, "API priority and fairness"},
 	"flowcontrol.apiserver.k8s.io/v1/flowschemas/status":                 {issueFlowControl, "API priority and fairness"},

@@ -33,7 +33,7 @@ func NewWithOptions(opts Options) (*Registry, error) {
 	}
 	c := clock(opts.Now)
 	// Discovery order mirrors upstream: groups in the API server's group
-	// priority order (core, apps, events, batch, certificates, networking, policy, rbac,
+	// priority order (core, apps, events, authentication, authorization, batch, certificates, networking, policy, rbac,
 	// storage, scheduling, coordination, node, discovery), resources
 	// alphabetical within a group.
 	rs := []*Resource{
@@ -62,6 +62,14 @@ func NewWithOptions(opts Options) (*Registry, error) {
 		statefulSetResource(c),
 
 		eventsV1EventResource(c),
+
+		selfSubjectReviewResource(),
+		tokenReviewResource(),
+
+		localSubjectAccessReviewResource(),
+		selfSubjectAccessReviewResource(),
+		selfSubjectRulesReviewResource(),
+		subjectAccessReviewResource(),
 
 		hpaV2Resource(c),
 		hpaV1Resource(c),
