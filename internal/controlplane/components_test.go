@@ -32,7 +32,7 @@ func freePort(t *testing.T) int {
 func TestComponentsUseLoopbackAndStopFirst(t *testing.T) {
 	started := make(chan error, 1)
 	finalCall := make(chan error, 1)
-	comp := Component{Name: "probe", Identity: pki.Identity{User: "probe"}, Run: func(ctx context.Context, loopback *rest.Config, _ prometheus.Registerer) error {
+	comp := Component{Name: "probe", Identity: pki.Identity{User: "probe", Groups: []string{"system:masters"}}, Run: func(ctx context.Context, loopback *rest.Config, _ prometheus.Registerer) error {
 		c, err := kubernetes.NewForConfig(loopback)
 		if err != nil {
 			return err
