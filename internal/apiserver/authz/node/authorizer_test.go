@@ -34,7 +34,7 @@ func newFixture(t testing.TB) *fixture {
 		pvs:   &graphStore{g: g, resource: "persistentvolumes", log: log},
 		atts:  &graphStore{g: g, resource: "volumeattachments", log: log},
 	}
-	f.a = &Authorizer{graph: g, pop: &populator{stores: []*graphStore{f.pods, f.pvs, f.atts}}, log: log}
+	f.a = &Authorizer{graph: g, pop: &populator{stores: []*graphStore{f.pods, f.pvs, f.atts}}, log: log, rules: nodeRules()}
 	for _, s := range f.a.pop.stores {
 		if err := s.Replace(nil, "1"); err != nil {
 			t.Fatal(err)
@@ -298,7 +298,7 @@ func TestAuthorizeNonNodes(t *testing.T) {
 func TestAuthorizeBeforeSyncAsksToRetry(t *testing.T) {
 	g := NewGraph()
 	s := &graphStore{g: g, resource: "pods", log: slog.New(slog.DiscardHandler)}
-	a := &Authorizer{graph: g, pop: &populator{stores: []*graphStore{s}}}
+	a := &Authorizer{graph: g, pop: &populator{stores: []*graphStore{s}}, rules: nodeRules()}
 	at := res(nodeUser("a"), "get", "", "secrets", "", "ns", "s")
 	d, _, err := a.Authorize(context.Background(), at)
 	if d != authz.DecisionNoOpinion || !apierrors.IsTooManyRequests(err) {

@@ -2,59 +2,35 @@ package node
 
 import (
 	"github.com/myriad-k8s/myriad/internal/apiserver/authz"
+	"github.com/myriad-k8s/myriad/internal/rbac/bootstrappolicy"
 )
 
-// rule is one PolicyRule of upstream's system:node role (bootstrappolicy
-// NodeRules). Resources are "resource" or "resource/subresource".
+// rule is one PolicyRule of upstream's system:node role. Resources are
+// "resource" or "resource/subresource" (the node rules use no wildcards).
 type rule struct {
 	verbs, groups, resources []string
 }
 
-var (
-	read = []string{"get", "list", "watch"}
-	core = []string{""}
-)
-
-// nodeRules are upstream v1.34's NodeRules with its default feature gates
-// (DynamicResourceAllocation on, KubeletServiceAccountTokenForCredentialProviders
-// on, ClusterTrustBundle and PodCertificateRequest off): what a node may do
-// beyond the resources the authorizer subdivides.
-var nodeRules = []rule{
-	{[]string{"create"}, []string{"authentication.k8s.io"}, []string{"tokenreviews"}},
-	{[]string{"create"}, []string{"authorization.k8s.io"}, []string{"subjectaccessreviews", "localsubjectaccessreviews"}},
-	{read, core, []string{"services"}},
-	{[]string{"create", "get", "list", "watch"}, core, []string{"nodes"}},
-	{[]string{"update", "patch"}, core, []string{"nodes/status"}},
-	{[]string{"update", "patch"}, core, []string{"nodes"}},
-	{[]string{"create", "update", "patch"}, core, []string{"events"}},
-	{read, core, []string{"pods"}},
-	{[]string{"create", "delete"}, core, []string{"pods"}},
-	{[]string{"update", "patch"}, core, []string{"pods/status"}},
-	{[]string{"create"}, core, []string{"pods/eviction"}},
-	{[]string{"get", "list", "watch"}, core, []string{"secrets", "configmaps"}},
-	{[]string{"get"}, core, []string{"persistentvolumeclaims", "persistentvolumes"}},
-	{[]string{"get"}, core, []string{"endpoints"}},
-	{[]string{"create", "get", "list", "watch"}, []string{"certificates.k8s.io"}, []string{"certificatesigningrequests"}},
-	{[]string{"get", "create", "update", "patch", "delete"}, []string{"coordination.k8s.io"}, []string{"leases"}},
-	{[]string{"get"}, []string{"storage.k8s.io"}, []string{"volumeattachments"}},
-	{[]string{"create"}, core, []string{"serviceaccounts/token"}},
-	{[]string{"get", "update", "patch"}, core, []string{"persistentvolumeclaims/status"}},
-	{[]string{"get", "watch", "list"}, []string{"storage.k8s.io"}, []string{"csidrivers"}},
-	{[]string{"get", "create", "update", "patch", "delete"}, []string{"storage.k8s.io"}, []string{"csinodes"}},
-	{read, []string{"node.k8s.io"}, []string{"runtimeclasses"}},
-	{[]string{"get"}, []string{"resource.k8s.io"}, []string{"resourceclaims"}},
-	{[]string{"deletecollection"}, []string{"resource.k8s.io"}, []string{"resourceslices"}},
-	{[]string{"get"}, core, []string{"serviceaccounts"}},
+// nodeRules are bootstrappolicy.NodeRules — upstream v1.34's, with its
+// default feature gates — in the form staticRulesAllow reads: what a node
+// may do beyond the resources the authorizer subdivides.
+func nodeRules() []rule {
+	policy := bootstrappolicy.NodeRules()
+	out := make([]rule, len(policy))
+	for i, r := range policy {
+		out[i] = rule{verbs: r.Verbs, groups: r.APIGroups, resources: r.Resources}
+	}
+	return out
 }
 
 // staticRulesAllow reports whether a node rule covers a resource request,
 // as RBAC's RulesAllow. The rules name no non-resource URLs.
-func staticRulesAllow(a authz.Attributes) bool {
+func staticRulesAllow(rules []rule, a authz.Attributes) bool {
 	if !a.IsResourceRequest {
 		return false
 	}
-	for i := range nodeRules {
-		r := &nodeRules[i]
+	for i := range rules {
+		r := &rules[i]
 		if has(r.verbs, a.Verb) && has(r.groups, a.APIGroup) && coversResource(r.resources, a.Resource, a.Subresource) {
 			return true
 		}
