@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 
 	jose "github.com/go-jose/go-jose/v4"
 )
@@ -53,7 +54,7 @@ func DiscoveryHandler(issuer, jwksURI string, keys []crypto.PublicKey) (http.Han
 			return nil, err
 		}
 		set.Keys = append(set.Keys, jose.JSONWebKey{Key: k, KeyID: id, Algorithm: string(alg), Use: "sig"})
-		if !contains(algs, string(alg)) {
+		if !slices.Contains(algs, string(alg)) {
 			algs = append(algs, string(alg))
 		}
 	}
@@ -89,13 +90,4 @@ func DiscoveryHandler(issuer, jwksURI string, keys []crypto.PublicKey) (http.Han
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		_, _ = w.Write(body)
 	}), nil
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
