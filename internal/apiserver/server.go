@@ -51,6 +51,10 @@ type Config struct {
 	// Priority, the Service allocator), in order, in each phase they
 	// implement (see package admission). Default none.
 	AdmissionPlugins []admission.Interface
+	// ServiceAccounts, when set, serves serviceaccounts/token and runs the
+	// ServiceAccount admission plugin (see ServiceAccountConfig). Nil:
+	// neither — a server without a signing key.
+	ServiceAccounts *ServiceAccountConfig
 	// IndexedLabels are label keys the caches index besides "app".
 	IndexedLabels []string
 	// CompactionInterval is how often history older than one interval is

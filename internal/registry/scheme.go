@@ -2,6 +2,7 @@ package registry
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -38,6 +39,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		metav1.AddMetaToScheme,
 		corev1.AddToScheme,
 		appsv1.AddToScheme,
+		authenticationv1.AddToScheme, // TokenRequest, the body of serviceaccounts/token
 		autoscalingv1.AddToScheme,
 		autoscalingv2.AddToScheme,
 		batchv1.AddToScheme,
