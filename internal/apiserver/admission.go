@@ -37,7 +37,8 @@ var (
 )
 
 // newAdmission builds the admission chain over the server's handlers, in
-// upstream's plugin order: NamespaceLifecycle, LimitRanger, Priority,
+// upstream's plugin order: NamespaceLifecycle, LimitRanger, ServiceAccount
+// (with Config.ServiceAccounts), Priority,
 // DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
 // CertificateSubjectRestriction, DefaultIngressClass, then the ClusterIP
 // and node port allocation, then Config.AdmissionPlugins, then
@@ -54,6 +55,9 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 		plugins = append(plugins, limitranger.New(func(ctx context.Context, ns string) ([]*corev1.LimitRange, error) {
 			return cachedList[*corev1.LimitRange](ctx, h, ns)
 		}))
+	}
+	if sa := s.serviceAccountAdmission(); sa != nil {
+		plugins = append(plugins, sa)
 	}
 	if pcs, ok := s.handlers[priorityClassesGVR]; ok {
 		plugins = append(plugins, priority.New(func(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
