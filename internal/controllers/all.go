@@ -21,6 +21,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/resourcequota"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
+	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccounttoken"
 	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
 	"github.com/myriad-k8s/myriad/internal/controllers/volumeprotection"
 )
@@ -29,6 +30,7 @@ import (
 func All() []controllerctx.Descriptor {
 	return []controllerctx.Descriptor{
 		serviceaccount.Descriptor(),
+		serviceaccounttoken.Descriptor(),
 		rootcacert.Descriptor(),
 		namespace.Descriptor(),
 		garbagecollector.Descriptor(),

@@ -19,7 +19,7 @@ const maxRequestTimeout = 60 * time.Second
 
 // buildChain wraps h in the request filters, outermost first, in the order
 // package filters documents.
-func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, metrics prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
+func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, saTokens authn.TokenAuthenticator, metrics prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
 	withMetrics, err := filters.WithMetrics(filters.MetricsConfig{Registerer: metrics})
 	if err != nil {
 		return nil, err
@@ -32,7 +32,8 @@ func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, metrics prom
 	if err != nil {
 		return nil, err
 	}
-	auth := authn.Union(authn.BearerToken(authn.NewAdminToken(creds.Token)), authn.NewClientCertAuthenticator(creds.CAPool()))
+	tokens := authn.TokenUnion(authn.NewAdminToken(creds.Token), saTokens)
+	auth := authn.Union(authn.BearerToken(tokens), authn.NewClientCertAuthenticator(creds.CAPool()))
 	return filters.Chain(h,
 		filters.WithWriteStack,
 		filters.WithPanicRecovery(log),

@@ -34,6 +34,8 @@ type Config struct {
 	// EventTTL is how long events are kept after their last write
 	// (default one hour; negative: forever).
 	EventTTL time.Duration
+	// ServiceAccounts configure ServiceAccount tokens (serviceaccounts.go).
+	ServiceAccounts ServiceAccountOptions
 	// ExtraSANs are more names/IPs for the serving certificate.
 	ExtraSANs []string
 	// Components run in-process once the server is ready (the scheduler

@@ -41,6 +41,10 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	if err != nil {
 		return err
 	}
+	sa, err := newServiceAccounts(cfg)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	store, err := embedded.Open(ctx, embedded.Options{Dir: filepath.Join(cfg.DataDir, "store"), Logger: log.With("component", "store")})
 	if err != nil {
@@ -64,6 +68,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		IndexedLabels: cfg.IndexedLabels, EventTTL: cfg.EventTTL, Logger: log.With("component", "apiserver"), Metrics: metrics,
 		Version:       versionInfo(),
 		PublicAddress: publicAddress(cfg.BindAddress), PublicPort: int32(cfg.SecurePort),
+		ServiceAccounts: sa.apiserverConfig(),
 	})
 	if err != nil {
 		return err
@@ -81,7 +86,12 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	handler, err := buildChain(mux, cfg, creds, metrics, log)
+	sa.installDiscovery(mux, pki.ServerURL(cfg.BindAddress, cfg.SecurePort), log)
+	saTokens, err := sa.authenticator(api)
+	if err != nil {
+		return err
+	}
+	handler, err := buildChain(mux, cfg, creds, saTokens, metrics, log)
 	if err != nil {
 		return err
 	}

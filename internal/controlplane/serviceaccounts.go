@@ -1,0 +1,125 @@
+package controlplane
+
+import (
+	"crypto"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/myriad-k8s/myriad/internal/apiserver"
+	"github.com/myriad-k8s/myriad/internal/apiserver/authn"
+	"github.com/myriad-k8s/myriad/internal/apiserver/authn/serviceaccount"
+	"github.com/myriad-k8s/myriad/internal/pki"
+)
+
+// DefaultServiceAccountIssuer is the iss of tokens when
+// --service-account-issuer is not given: the in-cluster name of the API
+// server, as kubeadm configures.
+const DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+
+// ServiceAccountOptions configure ServiceAccount tokens; the flags are
+// upstream's kube-apiserver ones.
+type ServiceAccountOptions struct {
+	// Issuers (--service-account-issuer, repeatable): the first is put in
+	// new tokens, all are accepted. Default DefaultServiceAccountIssuer.
+	Issuers []string
+	// SigningKeyFile (--service-account-signing-key-file) is the PEM
+	// private key tokens are signed with. Default DataDir/sa.key, created
+	// on first start (package pki).
+	SigningKeyFile string
+	// KeyFiles (--service-account-key-file, repeatable) hold the public
+	// keys tokens are verified with — the signing key's and those of
+	// keys rotated out whose tokens are still in use. Default the signing
+	// key's public half.
+	KeyFiles []string
+	// APIAudiences (--api-audiences) are the audiences the API server
+	// accepts and gives tokens that ask for none. Default Issuers.
+	APIAudiences []string
+	// MaxTokenExpiration (--service-account-max-token-expiration) caps a
+	// TokenRequest's lifetime; zero: no cap. Between 1 h and 2^32 s.
+	MaxTokenExpiration time.Duration
+}
+
+// ServiceAccountSigningKeyFile is the file tokens are signed with: the one
+// the legacy token controller must sign with too (the controller
+// manager's --service-account-private-key-file).
+func (c Config) ServiceAccountSigningKeyFile() string {
+	if c.ServiceAccounts.SigningKeyFile != "" {
+		return c.ServiceAccounts.SigningKeyFile
+	}
+	return filepath.Join(c.DataDir, pki.ServiceAccountKeyFile)
+}
+
+// serviceAccounts is the token machinery of one control plane.
+type serviceAccounts struct {
+	opts   ServiceAccountOptions
+	signer *serviceaccount.Signer
+	keys   []crypto.PublicKey
+}
+
+// newServiceAccounts loads (or, for the default file, creates) the
+// signing key and the verification keys.
+func newServiceAccounts(cfg Config) (*serviceAccounts, error) {
+	o := cfg.ServiceAccounts
+	if len(o.Issuers) == 0 {
+		o.Issuers = []string{DefaultServiceAccountIssuer}
+	}
+	if len(o.APIAudiences) == 0 {
+		o.APIAudiences = o.Issuers
+	}
+	if m := o.MaxTokenExpiration; m != 0 && (m < time.Hour || m > (1<<32)*time.Second) {
+		return nil, errors.New("--service-account-max-token-expiration must be between 1 hour and 2^32 seconds")
+	}
+	var key crypto.Signer
+	var err error
+	if o.SigningKeyFile == "" {
+		key, err = pki.EnsureServiceAccountKey(cfg.DataDir)
+	} else {
+		key, err = pki.LoadPrivateKey(o.SigningKeyFile)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("service account signing key: %w", err)
+	}
+	sa := &serviceAccounts{opts: o}
+	if sa.signer, err = serviceaccount.NewSigner(o.Issuers[0], key); err != nil {
+		return nil, err
+	}
+	for _, f := range o.KeyFiles {
+		keys, err := pki.LoadPublicKeys(f)
+		if err != nil {
+			return nil, fmt.Errorf("--service-account-key-file: %w", err)
+		}
+		sa.keys = append(sa.keys, keys...)
+	}
+	if len(sa.keys) == 0 {
+		sa.keys = []crypto.PublicKey{key.Public()}
+	}
+	return sa, nil
+}
+
+// apiserverConfig is what the API server needs to issue tokens.
+func (sa *serviceAccounts) apiserverConfig() *apiserver.ServiceAccountConfig {
+	return &apiserver.ServiceAccountConfig{Signer: sa.signer, APIAudiences: sa.opts.APIAudiences, MaxExpiration: sa.opts.MaxTokenExpiration}
+}
+
+// authenticator checks bound and legacy tokens against api's caches.
+func (sa *serviceAccounts) authenticator(api *apiserver.Server) (authn.TokenAuthenticator, error) {
+	return serviceaccount.NewAuthenticator(serviceaccount.AuthenticatorConfig{
+		Issuers: sa.opts.Issuers, Keys: sa.keys, APIAudiences: sa.opts.APIAudiences, Legacy: true, Getter: api,
+	})
+}
+
+// installDiscovery serves the OIDC discovery documents on mux when the
+// issuer is an https URL (upstream serves them only then).
+func (sa *serviceAccounts) installDiscovery(mux *http.ServeMux, serverURL string, log *slog.Logger) {
+	h, err := serviceaccount.DiscoveryHandler(sa.opts.Issuers[0], serverURL+serviceaccount.JWKSPath, sa.keys)
+	if err != nil {
+		log.Warn("not serving service account issuer discovery", "err", err)
+		return
+	}
+	mux.Handle(serviceaccount.OpenIDConfigurationPath, h)
+	mux.Handle(serviceaccount.JWKSPath, h)
+}
