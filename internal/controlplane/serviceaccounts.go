@@ -12,6 +12,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/apiserver"
 	"github.com/myriad-k8s/myriad/internal/apiserver/authn"
 	"github.com/myriad-k8s/myriad/internal/apiserver/authn/serviceaccount"
+	"github.com/myriad-k8s/myriad/internal/apiserver/authn/tokencache"
 	"github.com/myriad-k8s/myriad/internal/pki"
 )
 
@@ -105,11 +106,16 @@ func (sa *serviceAccounts) apiserverConfig() *apiserver.ServiceAccountConfig {
 	return &apiserver.ServiceAccountConfig{Signer: sa.signer, APIAudiences: sa.opts.APIAudiences, MaxExpiration: sa.opts.MaxTokenExpiration}
 }
 
-// authenticator checks bound and legacy tokens against api's caches.
+// authenticator checks bound and legacy tokens against api's caches,
+// remembering successes for upstream's 10 s (package tokencache).
 func (sa *serviceAccounts) authenticator(api *apiserver.Server) (authn.TokenAuthenticator, error) {
-	return serviceaccount.NewAuthenticator(serviceaccount.AuthenticatorConfig{
+	a, err := serviceaccount.NewAuthenticator(serviceaccount.AuthenticatorConfig{
 		Issuers: sa.opts.Issuers, Keys: sa.keys, APIAudiences: sa.opts.APIAudiences, Legacy: true, Getter: api,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return tokencache.New(a, tokencache.Config{}), nil
 }
 
 // installDiscovery serves the OIDC discovery documents on mux when the
