@@ -245,3 +245,40 @@ func keys(m map[string][]byte) []string {
 	}
 	return out
 }
+
+// TestRemoteTokenController: `myriad controllers` against a separate
+// `myriad apiserver` fills token Secrets with the key it is given
+// (--service-account-private-key-file, the server's sa.key), and the server
+// accepts the tokens.
+func TestRemoteTokenController(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "api")
+	s, err := startAPIServer(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.stop() })
+	startControllerManager(t, s, "--controllers=serviceaccount,serviceaccount-token",
+		"--service-account-private-key-file", filepath.Join(dir, "sa.key"))
+	ctx := context.Background()
+	cs := s.client(t)
+	s.mustKubectl(t, "", "create", "serviceaccount", "remote")
+	s.mustKubectl(t, `apiVersion: v1
+kind: Secret
+metadata:
+  name: remote-token
+  annotations: {kubernetes.io/service-account.name: remote}
+type: kubernetes.io/service-account-token
+`, "apply", "-f", "-")
+	var token string
+	eventually(t, "token secret filled by the remote controller", func() bool {
+		sec, err := cs.CoreV1().Secrets("default").Get(ctx, "remote-token", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		token = string(sec.Data["token"])
+		return token != ""
+	})
+	if out, err := runKubectl(t, "--kubeconfig", bareKubeconfig(t, s), "--token", token, "get", "serviceaccounts", "remote", "-o", "name"); err != nil {
+		t.Fatalf("legacy token from the remote controller: %v\n%s", err, out)
+	}
+}
