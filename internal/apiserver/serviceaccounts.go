@@ -18,7 +18,7 @@ var serviceAccountsGVR = corev1.SchemeGroupVersion.WithResource("serviceaccounts
 // so, without a serviceaccount controller to create "default").
 func (s *Server) serviceAccountAdmission() *saadmission.Plugin {
 	h, ok := s.handlers[serviceAccountsGVR]
-	if !ok || s.cfg.ServiceAccounts == nil || s.cfg.ServiceAccounts.Signer == nil {
+	if !ok || s.cfg.ServiceAccounts == nil || s.cfg.ServiceAccounts.Signer == nil || s.cfg.ServiceAccounts.DisableAdmission {
 		return nil
 	}
 	return saadmission.New(func(ctx context.Context, ns, name string, consistent bool) (*corev1.ServiceAccount, error) {

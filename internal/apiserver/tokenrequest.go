@@ -33,6 +33,10 @@ type ServiceAccountConfig struct {
 	// MaxExpiration caps a requested lifetime
 	// (--service-account-max-token-expiration; zero: no cap).
 	MaxExpiration time.Duration
+	// DisableAdmission leaves the ServiceAccount admission plugin out
+	// (--disable-admission-plugins=ServiceAccount), for a server whose
+	// namespaces get no default account because no controllers run.
+	DisableAdmission bool
 }
 
 // Token lifetimes, as upstream's TokenRequest.

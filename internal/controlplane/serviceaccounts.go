@@ -42,6 +42,12 @@ type ServiceAccountOptions struct {
 	// MaxTokenExpiration (--service-account-max-token-expiration) caps a
 	// TokenRequest's lifetime; zero: no cap. Between 1 h and 2^32 s.
 	MaxTokenExpiration time.Duration
+	// DisableAdmission leaves out the ServiceAccount admission plugin
+	// (--disable-admission-plugins=ServiceAccount): for an API server
+	// without the serviceaccount controller, whose pods would otherwise
+	// be refused for want of a "default" account, as upstream's
+	// integration tests run kube-apiserver.
+	DisableAdmission bool
 }
 
 // ServiceAccountSigningKeyFile is the file tokens are signed with: the one
@@ -103,7 +109,8 @@ func newServiceAccounts(cfg Config) (*serviceAccounts, error) {
 
 // apiserverConfig is what the API server needs to issue tokens.
 func (sa *serviceAccounts) apiserverConfig() *apiserver.ServiceAccountConfig {
-	return &apiserver.ServiceAccountConfig{Signer: sa.signer, APIAudiences: sa.opts.APIAudiences, MaxExpiration: sa.opts.MaxTokenExpiration}
+	return &apiserver.ServiceAccountConfig{Signer: sa.signer, APIAudiences: sa.opts.APIAudiences, MaxExpiration: sa.opts.MaxTokenExpiration,
+		DisableAdmission: sa.opts.DisableAdmission}
 }
 
 // authenticator checks bound and legacy tokens against api's caches,
