@@ -2,7 +2,6 @@ package serviceaccounttoken
 
 import (
 	"context"
-	"crypto"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -93,7 +92,7 @@ func TestSync(t *testing.T) {
 				return
 			}
 			// The token is the legacy token for robot and this secret.
-			signer, _ := serviceaccount.NewSigner(serviceaccount.LegacyIssuer, key.(crypto.Signer))
+			signer, _ := serviceaccount.NewSigner(serviceaccount.LegacyIssuer, key)
 			want, _ := signer.SignLegacy(sa, got)
 			if tok != want {
 				t.Fatalf("token %q, want %q", tok, want)
