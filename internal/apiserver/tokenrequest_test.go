@@ -57,6 +57,17 @@ func TestTokenRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The ServiceAccount admission plugin runs with a signer: the pod got
+	// its token volume, and a pod of a missing account is refused.
+	if !hasTokenVolume(pod) {
+		t.Errorf("pod has no kube-api-access volume: %+v", pod.Spec.Volumes)
+	}
+	_, err = e.cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orphan"},
+		Spec: corev1.PodSpec{ServiceAccountName: "ghost", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "error looking up service account default/ghost") {
+		t.Fatalf("pod of a missing account: %v", err)
+	}
+
 	tests := []struct {
 		name     string
 		sa       string
@@ -143,4 +154,13 @@ func decodePayload(t *testing.T, token string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+func hasTokenVolume(pod *corev1.Pod) bool {
+	for _, v := range pod.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") && v.Projected != nil {
+			return true
+		}
+	}
+	return false
 }
