@@ -31,6 +31,8 @@ func TestServiceAccountTokens(t *testing.T) {
 	s.mustKubectl(t, "", "create", "namespace", ns)
 	t.Cleanup(func() { _, _ = s.kubectl(t, "", "delete", "namespace", ns, "--wait=false") })
 	s.mustKubectl(t, "", "-n", ns, "create", "serviceaccount", "robot")
+	// Under RBAC the account may read its namespace (upstream's view role).
+	s.mustKubectl(t, "", "-n", ns, "create", "rolebinding", "robot-view", "--clusterrole=view", "--serviceaccount="+ns+":robot")
 
 	// A kubeconfig that trusts the CA and holds no credentials at all.
 	bare := bareKubeconfig(t, s)
@@ -49,6 +51,15 @@ func TestServiceAccountTokens(t *testing.T) {
 	}
 	if out, err := asToken(tok, "-n", ns, "get", "serviceaccounts", "robot", "-o", "name"); err != nil || strings.TrimSpace(out) != "serviceaccount/robot" {
 		t.Fatalf("the token as only credential: %v\n%s", err, out)
+	}
+	// Who the server takes the token's bearer for, where SelfSubjectReview
+	// is served (it is not on a server without the review APIs).
+	if out, err := asToken(tok, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}"); err == nil {
+		if !strings.HasPrefix(out, "system:serviceaccount:"+ns+":robot ") || !strings.Contains(out, "system:serviceaccounts:"+ns) {
+			t.Fatalf("whoami: %s", out)
+		}
+	} else if !strings.Contains(out, "not enabled") && !strings.Contains(out, "NotFound") && !strings.Contains(out, "not found") {
+		t.Fatalf("whoami: %v\n%s", err, out)
 	}
 	// Tampered and foreign tokens are 401.
 	if out, err := asToken(tok[:len(tok)-4]+"AAAA", "-n", ns, "get", "pods"); err == nil || !strings.Contains(out, "Unauthorized") {
@@ -262,6 +273,7 @@ func TestRemoteTokenController(t *testing.T) {
 	ctx := context.Background()
 	cs := s.client(t)
 	s.mustKubectl(t, "", "create", "serviceaccount", "remote")
+	s.mustKubectl(t, "", "create", "rolebinding", "remote-view", "--clusterrole=view", "--serviceaccount=default:remote")
 	s.mustKubectl(t, `apiVersion: v1
 kind: Secret
 metadata:
