@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver"
@@ -103,6 +104,11 @@ func newServiceAccounts(cfg Config) (*serviceAccounts, error) {
 	}
 	if len(sa.keys) == 0 {
 		sa.keys = []crypto.PublicKey{key.Public()}
+	}
+	type equaler interface{ Equal(crypto.PublicKey) bool }
+	if !slices.ContainsFunc(sa.keys, func(k crypto.PublicKey) bool { return key.Public().(equaler).Equal(k) }) {
+		// Every token this server issued would be refused by itself.
+		return nil, errors.New("--service-account-key-file does not hold the public key of the signing key")
 	}
 	return sa, nil
 }
