@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/go-logr/logr v1.4.4
 	github.com/google/btree v1.1.3
 	github.com/google/uuid v1.6.0

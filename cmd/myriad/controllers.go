@@ -44,6 +44,7 @@ func runControllers(ctx context.Context, args []string, _ io.Writer) error {
 	fs.IntVar(&cfg.NodeLifecycle.LargeClusterSizeThreshold, "large-cluster-size-threshold", 50, "zones up to this size stop evicting when partially disrupted")
 	fs.StringVar(&cfg.ClusterSigning.CertFile, "cluster-signing-cert-file", "", "PEM CA certificate the csrsigning controller issues certificates from (with --cluster-signing-key-file; none: no signing)")
 	fs.StringVar(&cfg.ClusterSigning.KeyFile, "cluster-signing-key-file", "", "PEM PKCS#8 key of --cluster-signing-cert-file")
+	fs.StringVar(&cfg.ServiceAccountKeyFile, "service-account-private-key-file", "", "PEM private key the API server signs ServiceAccount tokens with (myriad up's <data-dir>/sa.key), to fill service-account-token Secrets (none: not filled)")
 	fs.DurationVar(&cfg.ClusterSigning.Duration, "cluster-signing-duration", signer.DefaultDuration, "longest validity of an issued certificate")
 	qps := fs.Float64("kube-api-qps", 500, "client QPS to the API server")
 	burst := fs.Int("kube-api-burst", 1000, "client burst to the API server")

@@ -49,6 +49,7 @@ func controlPlaneFlags(fs *flag.FlagSet) (*controlplane.Config, *string) {
 	fs.StringVar(&cfg.Authorization.WebhookConfigFile, "authorization-webhook-config-file", "", "kubeconfig of the Webhook authorization mode's service")
 	fs.DurationVar(&cfg.Authorization.WebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", 5*time.Minute, "how long the webhook's allowed answers are cached (0: the default)")
 	fs.DurationVar(&cfg.Authorization.WebhookCacheUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", 30*time.Second, "how long the webhook's denied answers are cached (0: the default)")
+	serviceAccountFlags(fs, &cfg.ServiceAccounts)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	securityFlags(fs, cfg)
 	return cfg, level
@@ -74,11 +75,12 @@ func runUp(ctx context.Context, args []string, _ io.Writer) error {
 //
 // The controllers sign certificate signing requests with the cluster CA
 // that `myriad up` keeps in dataDir (ca.crt, ca.key).
-func upComponents(fs *flag.FlagSet) func(log *slog.Logger, dataDir string) []controlplane.Component {
+func upComponents(fs *flag.FlagSet) func(log *slog.Logger, cfg *controlplane.Config) []controlplane.Component {
 	runScheduler := fs.Bool("scheduler", true, "run the scheduler in-process")
 	enabled := fs.String("controllers", "*", "controllers to run in-process: * for all, -name to disable one, empty for none")
 	signingDuration := fs.Duration("cluster-signing-duration", signer.DefaultDuration, "longest validity of a certificate the csrsigning controller issues")
-	return func(log *slog.Logger, dataDir string) []controlplane.Component {
+	return func(log *slog.Logger, cfg *controlplane.Config) []controlplane.Component {
+		dataDir := cfg.DataDir
 		var out []controlplane.Component
 		if *runScheduler {
 			out = append(out, controlplane.Component{Name: "scheduler", Identity: pki.Identity{User: pki.SchedulerUser}, Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
@@ -87,7 +89,8 @@ func upComponents(fs *flag.FlagSet) func(log *slog.Logger, dataDir string) []con
 		}
 		if names := splitList(*enabled); len(names) > 0 {
 			out = append(out, controlplane.Component{Name: "controllers", Identity: pki.Identity{User: pki.ControllerManagerUser}, Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
-				return controllers.Run(ctx, controllers.Config{RESTConfig: rc, Controllers: names, LeaderElect: true, Logger: log, Metrics: m,
+				return controllers.Run(ctx, controllers.Config{RESTConfig: rc, Controllers: names, LeaderElect: true, UseServiceAccountCredentials: true, Logger: log, Metrics: m,
+					ServiceAccountKeyFile: cfg.ServiceAccountSigningKeyFile(),
 					ClusterSigning: signer.Options{
 						CertFile: filepath.Join(dataDir, pki.CACertFile),
 						KeyFile:  filepath.Join(dataDir, pki.CAKeyFile),
@@ -107,7 +110,7 @@ func runControlPlane(ctx context.Context, name string, args []string) error {
 	fs := flag.NewFlagSet("myriad "+name, flag.ContinueOnError)
 	cfg, level := controlPlaneFlags(fs)
 	applyMemoryLimit := memoryLimitFlag(fs)
-	var components func(*slog.Logger, string) []controlplane.Component
+	var components func(*slog.Logger, *controlplane.Config) []controlplane.Component
 	if name == "up" {
 		components = upComponents(fs)
 	}
@@ -130,7 +133,7 @@ func runControlPlane(ctx context.Context, name string, args []string) error {
 	}
 	cfg.Logger = log
 	if components != nil {
-		cfg.Components = components(log, cfg.DataDir)
+		cfg.Components = components(log, cfg)
 	}
 	return controlplane.Run(ctx, *cfg, nil)
 }

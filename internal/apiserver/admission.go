@@ -38,8 +38,9 @@ var (
 )
 
 // newAdmission builds the admission chain over the server's handlers, in
-// upstream's plugin order: NamespaceLifecycle, LimitRanger, NodeRestriction,
-// PodSecurity, Priority, DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
+// upstream's plugin order: NamespaceLifecycle, LimitRanger, ServiceAccount
+// (with Config.ServiceAccounts), NodeRestriction, PodSecurity, Priority,
+// DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
 // CertificateSubjectRestriction, DefaultIngressClass, then the ClusterIP
 // and node port allocation, then Config.AdmissionPlugins, then
 // ResourceQuota (last, as upstream's, so it charges what is stored). A
@@ -55,6 +56,9 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 		plugins = append(plugins, limitranger.New(func(ctx context.Context, ns string) ([]*corev1.LimitRange, error) {
 			return cachedList[*corev1.LimitRange](ctx, h, ns)
 		}))
+	}
+	if sa := s.serviceAccountAdmission(); sa != nil {
+		plugins = append(plugins, sa)
 	}
 	nodeRestriction, err := noderestriction.New(noderestriction.Config{Objects: s})
 	if err != nil {

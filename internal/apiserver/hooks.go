@@ -19,6 +19,8 @@ func (s *Server) installHooks() {
 			s.bindingHooks(h)
 		case gvr == schema.GroupVersionResource{Version: "v1", Resource: "componentstatuses"}:
 			s.componentStatusHooks(h)
+		case gvr == schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}:
+			s.serviceAccountHooks(h)
 		}
 		if h.res.HasSubresource("scale") {
 			if h.hooks.subresources == nil {

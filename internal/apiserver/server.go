@@ -59,6 +59,10 @@ type Config struct {
 	// Encryption encrypts the resources it names at rest
 	// (--encryption-provider-config); nil: none.
 	Encryption *encryption.Config
+	// ServiceAccounts, when set, serves serviceaccounts/token and runs the
+	// ServiceAccount admission plugin (see ServiceAccountConfig). Nil:
+	// neither — a server without a signing key.
+	ServiceAccounts *ServiceAccountConfig
 	// IndexedLabels are label keys the caches index besides "app".
 	IndexedLabels []string
 	// CompactionInterval is how often history older than one interval is

@@ -22,6 +22,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/resourcequota"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
+	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccounttoken"
 	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
 	"github.com/myriad-k8s/myriad/internal/controllers/volumeprotection"
 )
@@ -30,6 +31,7 @@ import (
 func All() []controllerctx.Descriptor {
 	return []controllerctx.Descriptor{
 		serviceaccount.Descriptor(),
+		serviceaccounttoken.Descriptor(),
 		rootcacert.Descriptor(),
 		namespace.Descriptor(),
 		garbagecollector.Descriptor(),

@@ -55,6 +55,13 @@ type Config struct {
 	// year). Without CertFile and KeyFile that controller does not run.
 	ClusterSigning signer.Options
 
+	// ServiceAccountKeyFile is the PEM private key the serviceaccount-token
+	// controller signs legacy tokens with: the API server's ServiceAccount
+	// signing key (kube-controller-manager's
+	// --service-account-private-key-file). Empty: that controller does not
+	// run.
+	ServiceAccountKeyFile string
+
 	// NodeLifecycle holds the node lifecycle controller's knobs (grace
 	// period 40 s, eviction rates 0.1 and 0.01 nodes/s, ...).
 	NodeLifecycle nodelifecycle.Options

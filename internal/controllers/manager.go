@@ -22,6 +22,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/nodelifecycle"
 	"github.com/myriad-k8s/myriad/internal/controllers/podautoscaler"
 	"github.com/myriad-k8s/myriad/internal/controllers/rootcacert"
+	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccounttoken"
 	"github.com/myriad-k8s/myriad/internal/leaderelect"
 )
 
@@ -171,6 +172,10 @@ func build(cc *controllerctx.Context, cfg Config) ([]built, error) {
 			cfg.Logger.Warn("no CA in the client configuration; not publishing kube-root-ca.crt")
 			continue
 		}
+		if d.Name == serviceaccounttoken.Name && cfg.ServiceAccountKeyFile == "" {
+			cfg.Logger.Warn("no service account private key configured; not filling service account token secrets")
+			continue
+		}
 		if d.Name == signer.Name && (cfg.ClusterSigning.CertFile == "" || cfg.ClusterSigning.KeyFile == "") {
 			cfg.Logger.Warn("no cluster signing CA configured; not signing certificate signing requests")
 			continue
@@ -207,6 +212,11 @@ func descriptors(cfg Config) []controllerctx.Descriptor {
 		case rootcacert.Name:
 			ca := cfg.RootCA
 			ds[i].New = func(c *controllerctx.Context) (controllerctx.Controller, error) { return rootcacert.New(c, ca) }
+		case serviceaccounttoken.Name:
+			opts := serviceaccounttoken.Options{KeyFile: cfg.ServiceAccountKeyFile, RootCA: cfg.RootCA}
+			ds[i].New = func(c *controllerctx.Context) (controllerctx.Controller, error) {
+				return serviceaccounttoken.New(c, opts)
+			}
 		case signer.Name:
 			opts := cfg.ClusterSigning
 			ds[i].New = func(c *controllerctx.Context) (controllerctx.Controller, error) { return signer.New(c, opts) }

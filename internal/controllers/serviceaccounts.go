@@ -80,8 +80,9 @@ func newServiceAccountContexts(cc *controllerctx.Context, base *rest.Config) *se
 }
 
 // forController returns the context controller name runs with. A
-// controller without a ServiceAccount here runs as the manager, as
-// upstream's token controller does.
+// controller without a ServiceAccount here runs as the manager: the
+// legacy token controller, as upstream's, since it makes the tokens
+// accounts use.
 func (s *serviceAccountContexts) forController(name string) (*controllerctx.Context, error) {
 	sa, ok := serviceAccountNames()[name]
 	if !ok {

@@ -38,6 +38,8 @@ type Config struct {
 	EventTTL time.Duration
 	// Authorization selects the authorizers (authorization.go).
 	Authorization AuthorizationConfig
+	// ServiceAccounts configure ServiceAccount tokens (serviceaccounts.go).
+	ServiceAccounts ServiceAccountOptions
 	// ExtraSANs are more names/IPs for the serving certificate.
 	ExtraSANs []string
 	// Components run in-process once the server is ready (the scheduler

@@ -56,6 +56,10 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		return err
 	}
 	defer sec.Close()
+	sa, err := newServiceAccounts(cfg)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	store, err := embedded.Open(ctx, embedded.Options{Dir: filepath.Join(cfg.DataDir, "store"), Logger: log.With("component", "store")})
 	if err != nil {
@@ -89,6 +93,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		PublicAddress: publicAddress(cfg.BindAddress), PublicPort: int32(cfg.SecurePort),
 		PodSecurity: files.podSecurity, Encryption: files.encryption,
 		AdmissionPlugins: []admission.Interface{escalation},
+		ServiceAccounts: sa.apiserverConfig(),
 	})
 	if err != nil {
 		return err
@@ -100,6 +105,12 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		return err
 	}
 	late.authorizer, late.rules = authorizer, rules
+	saTokens, err := sa.authenticator(api)
+	if err != nil {
+		stopAuthorizer()
+		return err
+	}
+	sec.addServiceAccountTokens(saTokens)
 	if err := errors.Join(api.SetAuthorization(authorizer, rules), api.SetTokenAuthenticator(sec.tokens)); err != nil {
 		stopAuthorizer()
 		return err
@@ -121,6 +132,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	sa.installDiscovery(mux, pki.ServerURL(cfg.BindAddress, cfg.SecurePort), log)
 	handler, err := buildChain(mux, cfg, creds, sec, authorizer, metrics, log)
 	if err != nil {
 		return err

@@ -16,9 +16,11 @@ type security struct {
 	authn   *authnconfig.Authenticators
 	auditor *audit.Auditor
 	// tokens accepts every bearer token the server does: the admin
-	// token, then the token file, JWT issuers and webhook. TokenReview
-	// answers with it.
+	// token, ServiceAccount tokens (once addServiceAccountTokens), then the
+	// token file, JWT issuers and webhook. TokenReview answers with it.
 	tokens authn.TokenAuthenticator
+	// admin is the admin token's authenticator.
+	admin authn.TokenAuthenticator
 }
 
 func newSecurity(ctx context.Context, cfg Config, creds *pki.Credentials) (*security, error) {
@@ -31,11 +33,24 @@ func newSecurity(ctx context.Context, cfg Config, creds *pki.Credentials) (*secu
 		a.Close()
 		return nil, err
 	}
-	tokens := authn.TokenAuthenticator(authn.NewAdminToken(creds.Token))
-	if a.Tokens != nil {
-		tokens = authn.TokenUnion(tokens, a.Tokens)
+	admin := authn.NewAdminToken(creds.Token)
+	sec := &security{authn: a, auditor: aud, admin: admin}
+	sec.addServiceAccountTokens(nil)
+	return sec, nil
+}
+
+// addServiceAccountTokens puts the ServiceAccount token authenticator
+// (built once the API server it reads exists) after the admin token and
+// before the configured ones, as upstream orders them; nil: none.
+func (s *security) addServiceAccountTokens(sa authn.TokenAuthenticator) {
+	tokens := []authn.TokenAuthenticator{s.admin}
+	if sa != nil {
+		tokens = append(tokens, sa)
 	}
-	return &security{authn: a, auditor: aud, tokens: tokens}, nil
+	if s.authn.Tokens != nil {
+		tokens = append(tokens, s.authn.Tokens)
+	}
+	s.tokens = authn.TokenUnion(tokens...)
 }
 
 // Close flushes the audit log and stops the JWT authenticators.

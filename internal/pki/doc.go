@@ -4,6 +4,8 @@
 //	ca.crt, ca.key            a self-signed ECDSA P-256 certificate authority
 //	apiserver.crt, .key       the serving certificate, signed by the CA
 //	admin.token               a random 256-bit bearer token for system:admin
+//	sa.key, sa.pub            the RSA-2048 key ServiceAccount tokens are signed with
+//	                          (EnsureServiceAccountKey; created on first use)
 //
 // and later starts reuse them. The CA and token are never replaced once
 // created — every kubeconfig handed out depends on them — but the serving

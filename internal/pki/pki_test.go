@@ -2,6 +2,7 @@ package pki
 
 import (
 	"bytes"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
@@ -258,5 +259,52 @@ func TestLoadCA(t *testing.T) {
 				t.Fatal("LoadCA returned another CA")
 			}
 		})
+	}
+}
+
+func TestServiceAccountKeyCreatedOnceAndReused(t *testing.T) {
+	dir := t.TempDir()
+	first, err := EnsureServiceAccountKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := first.(*rsa.PrivateKey); !ok {
+		t.Fatalf("created key is %T, want RSA", first)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, ServiceAccountKeyFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("sa.key: %v %v", fi, err)
+	}
+	second, err := EnsureServiceAccountKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.(*rsa.PrivateKey).Equal(second) {
+		t.Fatal("second call replaced the key")
+	}
+	pubs, err := LoadPublicKeys(filepath.Join(dir, ServiceAccountPublicKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pubs) != 1 || !first.Public().(*rsa.PublicKey).Equal(pubs[0]) {
+		t.Fatal("sa.pub does not hold the key's public half")
+	}
+	// The private key file also serves as a public key file, as upstream.
+	if pubs, err := LoadPublicKeys(filepath.Join(dir, ServiceAccountKeyFile)); err != nil || len(pubs) != 1 {
+		t.Fatalf("public keys from sa.key: %v %v", pubs, err)
+	}
+	if _, err := EnsureCredentials(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadPublicKeys(filepath.Join(dir, CACertFile)); err != nil {
+		t.Fatalf("public key from a certificate: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.key"), []byte("not pem"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadPrivateKey(filepath.Join(dir, "bad.key")); err == nil {
+		t.Fatal("garbage accepted as a private key")
+	}
+	if _, err := LoadPublicKeys(filepath.Join(dir, "bad.key")); err == nil {
+		t.Fatal("garbage accepted as public keys")
 	}
 }

@@ -194,7 +194,6 @@ var excluded = map[string]exclusion{
 	"core/v1/pods/ephemeralcontainers": {issueRealNodes, "only a real kubelet starts the containers it adds"},
 	"core/v1/pods/resize":              {issueRealNodes, "only a real kubelet actuates an in-place resize"},
 	"core/v1/services/proxy":           {issueRealNodes, "proxies to endpoints on real nodes"},
-	"core/v1/serviceaccounts/token":    {issueSecurity, "issuing service account tokens"},
 
 	// Admission, extensions, aggregation.
 	"admissionregistration.k8s.io/v1/mutatingwebhookconfigurations":      {issueExtensibility, "admission webhooks"},

@@ -66,12 +66,12 @@ func defaultPod(p *corev1.Pod) {
 	defaultPodSpec(&p.Spec)
 	defaultTolerations(&p.Spec)
 	defaultPriority(&p.Spec)
-	// The ServiceAccount admission plugin's naming half; token volume
-	// projection is the API server's concern.
-	// Not for mirror pods, as upstream's plugin: they may reference no
-	// API object (NodeRestriction refuses them if they do).
-	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; p.Spec.ServiceAccountName == "" && !mirror {
-		p.Spec.ServiceAccountName = "default"
+	// v1's two spellings are one field upstream (its conversion fills
+	// each from the other). Naming the "default" account when neither is
+	// set is the ServiceAccount admission plugin's job, not a default:
+	// mirror pods must keep none.
+	if p.Spec.ServiceAccountName == "" {
+		p.Spec.ServiceAccountName = p.Spec.DeprecatedServiceAccount
 	}
 	if p.Spec.DeprecatedServiceAccount == "" {
 		p.Spec.DeprecatedServiceAccount = p.Spec.ServiceAccountName

@@ -36,7 +36,7 @@ func TestPodDefaults(t *testing.T) {
 	s := p.Spec
 	if s.RestartPolicy != corev1.RestartPolicyAlways || s.DNSPolicy != corev1.DNSClusterFirst ||
 		*s.TerminationGracePeriodSeconds != 30 || s.SchedulerName != "default-scheduler" ||
-		s.SecurityContext == nil || !*s.EnableServiceLinks || *s.Priority != 0 || s.ServiceAccountName != "default" {
+		s.SecurityContext == nil || !*s.EnableServiceLinks || *s.Priority != 0 || s.ServiceAccountName != "" {
 		t.Errorf("pod spec defaults: %+v", s)
 	}
 	pulls := []corev1.PullPolicy{corev1.PullIfNotPresent, corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullAlways}
@@ -157,7 +157,7 @@ func TestPodStatusUpdate(t *testing.T) {
 
 func TestPodFields(t *testing.T) {
 	r := mustLookup(t, newTestRegistry(t), "", "pods")
-	p := testPod()
+	p := testPod(func(p *corev1.Pod) { p.Spec.DeprecatedServiceAccount = "default" })
 	create(r, p)
 	p.Spec.NodeName = "n1"
 	p.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.1"}}

@@ -83,7 +83,7 @@ func TestDiscovery(t *testing.T) {
 		"/endpoints":                 {true, "ep", "", "", true},
 		"/configmaps":                {true, "cm", "", "", true},
 		"/secrets":                   {true, "", "", "", true},
-		"/serviceaccounts":           {true, "sa", "", "", true},
+		"/serviceaccounts":           {true, "sa", "", "token", true},
 		"/events":                    {true, "ev", "", "", true},
 		"/limitranges":               {true, "limits", "", "", true},
 		"/resourcequotas":            {true, "quota", "", "status", true},

@@ -22,6 +22,7 @@ func serviceAccountResource(c clock) *Resource {
 		Namespaced:       true,
 		ShortNames:       []string{"sa"},
 		Verbs:            allVerbs(),
+		Subresources:     []string{"token"},
 		New:              func() runtime.Object { return &corev1.ServiceAccount{} },
 		NewList:          func() runtime.Object { return &corev1.ServiceAccountList{} },
 		Strategy:         s,

@@ -14,6 +14,7 @@ import (
 var controllerQueues = map[string][]string{
 	"serviceaccount":           {"serviceaccount"},
 	"root-ca-cert-publisher":   {"root-ca-cert-publisher"},
+	"serviceaccount-token":     {"serviceaccount-token"},
 	"namespace":                {"namespace"},
 	"garbagecollector":         {"garbage_collector_attempt_to_delete", "garbage_collector_attempt_to_orphan"},
 	"endpointslice":            {"endpointslice"},

@@ -91,13 +91,15 @@ func startServerOnPort(dataDir string, port int) (*server, error) {
 
 // startAPIServer starts `myriad apiserver` (the API alone: no scheduler, no
 // controllers) on dataDir and a free port, for tests that run their own
-// components against it.
+// components against it. Without the serviceaccount controller no
+// namespace gets its "default" account, so the ServiceAccount admission
+// plugin is off, as in upstream's integration tests.
 func startAPIServer(dataDir string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	return startCommand("apiserver", dataDir, port)
+	return startCommand("apiserver", dataDir, port, "--disable-admission-plugins=ServiceAccount")
 }
 
 func startCommand(command, dataDir string, port int, extraArgs ...string) (*server, error) {
