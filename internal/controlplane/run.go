@@ -93,7 +93,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		PublicAddress: publicAddress(cfg.BindAddress), PublicPort: int32(cfg.SecurePort),
 		PodSecurity: files.podSecurity, Encryption: files.encryption,
 		AdmissionPlugins: []admission.Interface{escalation},
-		ServiceAccounts: sa.apiserverConfig(),
+		ServiceAccounts:  sa.apiserverConfig(),
 	})
 	if err != nil {
 		return err
