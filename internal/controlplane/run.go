@@ -51,6 +51,9 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	}
 	// Before the API server, which will need the token authenticators for
 	// TokenReview; closed last, after in-flight requests are audited.
+	// --api-audiences (default: the ServiceAccount issuers) is every
+	// token authenticator's, as upstream.
+	cfg.Authentication.APIAudiences = cfg.ServiceAccounts.withDefaults().APIAudiences
 	sec, err := newSecurity(ctx, cfg, creds)
 	if err != nil {
 		return err

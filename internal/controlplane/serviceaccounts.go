@@ -61,6 +61,18 @@ func (c Config) ServiceAccountSigningKeyFile() string {
 	return filepath.Join(c.DataDir, pki.ServiceAccountKeyFile)
 }
 
+// withDefaults fills in upstream's defaults: the issuer, and the API
+// audiences are the issuers.
+func (o ServiceAccountOptions) withDefaults() ServiceAccountOptions {
+	if len(o.Issuers) == 0 {
+		o.Issuers = []string{DefaultServiceAccountIssuer}
+	}
+	if len(o.APIAudiences) == 0 {
+		o.APIAudiences = o.Issuers
+	}
+	return o
+}
+
 // serviceAccounts is the token machinery of one control plane.
 type serviceAccounts struct {
 	opts   ServiceAccountOptions
@@ -71,13 +83,7 @@ type serviceAccounts struct {
 // newServiceAccounts loads (or, for the default file, creates) the
 // signing key and the verification keys.
 func newServiceAccounts(cfg Config) (*serviceAccounts, error) {
-	o := cfg.ServiceAccounts
-	if len(o.Issuers) == 0 {
-		o.Issuers = []string{DefaultServiceAccountIssuer}
-	}
-	if len(o.APIAudiences) == 0 {
-		o.APIAudiences = o.Issuers
-	}
+	o := cfg.ServiceAccounts.withDefaults()
 	if m := o.MaxTokenExpiration; m != 0 && (m < time.Hour || m > (1<<32)*time.Second) {
 		return nil, errors.New("--service-account-max-token-expiration must be between 1 hour and 2^32 seconds")
 	}
