@@ -37,7 +37,9 @@ func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, sec *securit
 	if err != nil {
 		return nil, err
 	}
-	auth := authn.Union(authn.BearerToken(sec.tokens), authn.NewClientCertAuthenticator(creds.CAPool()))
+	// Client certificates first, then bearer tokens, as upstream orders them:
+	// a request carrying both is its certificate's.
+	auth := authn.Union(authn.NewClientCertAuthenticator(creds.CAPool()), authn.BearerToken(sec.tokens))
 	return filters.Chain(h,
 		filters.WithWriteStack,
 		filters.WithPanicRecovery(log),
