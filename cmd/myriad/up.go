@@ -14,6 +14,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/controllers"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
+	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
 	"github.com/myriad-k8s/myriad/internal/controlplane"
 	"github.com/myriad-k8s/myriad/internal/pki"
 	"github.com/myriad-k8s/myriad/internal/scheduler"
@@ -88,6 +89,9 @@ func upComponents(fs *flag.FlagSet) func(log *slog.Logger, cfg *controlplane.Con
 			}})
 		}
 		if names := splitList(*enabled); len(names) > 0 {
+			// Pods are refused until the default ServiceAccount exists:
+			// the kubeconfig waits for the controller that makes it.
+			cfg.WaitForDefaultServiceAccount = controllers.Enabled(names, serviceaccount.Name)
 			out = append(out, controlplane.Component{Name: "controllers", Identity: pki.Identity{User: pki.ControllerManagerUser}, Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
 				return controllers.Run(ctx, controllers.Config{RESTConfig: rc, Controllers: names, LeaderElect: true, UseServiceAccountCredentials: true, Logger: log, Metrics: m,
 					ServiceAccountKeyFile: cfg.ServiceAccountSigningKeyFile(),

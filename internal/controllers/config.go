@@ -124,9 +124,9 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// enabled reports whether name is selected by the --controllers list:
+// Enabled reports whether name is selected by the --controllers list:
 // an explicit "-name" or "name" wins over "*".
-func enabled(list []string, name string) bool {
+func Enabled(list []string, name string) bool {
 	star := false
 	for _, s := range list {
 		s = strings.TrimSpace(s)

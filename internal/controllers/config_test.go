@@ -24,8 +24,8 @@ func TestEnabled(t *testing.T) {
 		{nil, "namespace", false},
 	}
 	for _, tc := range tests {
-		if got := enabled(tc.list, tc.name); got != tc.want {
-			t.Errorf("enabled(%v, %q) = %v, want %v", tc.list, tc.name, got, tc.want)
+		if got := Enabled(tc.list, tc.name); got != tc.want {
+			t.Errorf("Enabled(%v, %q) = %v, want %v", tc.list, tc.name, got, tc.want)
 		}
 	}
 }

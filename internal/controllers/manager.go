@@ -165,7 +165,7 @@ func build(cc *controllerctx.Context, cfg Config) ([]built, error) {
 		accounts = newServiceAccountContexts(cc, cc.RESTConfig)
 	}
 	for _, d := range descriptors(cfg) {
-		if !enabled(cfg.Controllers, d.Name) {
+		if !Enabled(cfg.Controllers, d.Name) {
 			continue
 		}
 		if d.Name == rootcacert.Name && len(cfg.RootCA) == 0 {

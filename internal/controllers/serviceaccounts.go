@@ -88,19 +88,31 @@ func (s *serviceAccountContexts) forController(name string) (*controllerctx.Cont
 	if !ok {
 		return s.cc, nil
 	}
+	c := *s.cc
+	var err error
+	if c.Client, c.Metadata, c.RESTConfig, err = s.clients(sa); err != nil {
+		return nil, fmt.Errorf("controllers: %s: %w", name, err)
+	}
+	c.AccountClient = func(sa string) (kubernetes.Interface, error) {
+		client, _, _, err := s.clients(sa)
+		return client, err
+	}
+	return &c, nil
+}
+
+// clients builds the clients of kube-system's ServiceAccount sa.
+func (s *serviceAccountContexts) clients(sa string) (kubernetes.Interface, metadata.Interface, *rest.Config, error) {
 	rc := s.builder.Config(sa)
 	proto := rest.CopyConfig(rc)
 	proto.ContentType = runtime.ContentTypeProtobuf
 	proto.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	client, err := kubernetes.NewForConfig(proto)
 	if err != nil {
-		return nil, fmt.Errorf("controllers: %s client: %w", name, err)
+		return nil, nil, nil, fmt.Errorf("client: %w", err)
 	}
 	md, err := metadata.NewForConfig(rc)
 	if err != nil {
-		return nil, fmt.Errorf("controllers: %s metadata client: %w", name, err)
+		return nil, nil, nil, fmt.Errorf("metadata client: %w", err)
 	}
-	c := *s.cc
-	c.Client, c.Metadata, c.RESTConfig = client, md, rc
-	return &c, nil
+	return client, md, rc, nil
 }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"testing"
 
+	"github.com/myriad-k8s/myriad/internal/controllers/job"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccounttoken"
 	"github.com/myriad-k8s/myriad/internal/rbac/bootstrappolicy"
 )
@@ -22,6 +23,11 @@ func TestServiceAccountsHaveRoles(t *testing.T) {
 	roles := map[string]bool{}
 	for _, r := range bootstrappolicy.ControllerRoles() {
 		roles[r.Name] = true
+	}
+	// The Job controller also deletes finished Jobs as upstream's
+	// ttl-after-finished controller.
+	if sa := job.TTLServiceAccount; !roles["system:controller:"+sa] || !bound[sa] {
+		t.Errorf("ServiceAccount %s has no bound role", sa)
 	}
 	for _, d := range All() {
 		sa, ok := serviceAccountNames()[d.Name]

@@ -45,6 +45,11 @@ type Config struct {
 	// Components run in-process once the server is ready (the scheduler
 	// and controllers of `myriad up`); they stop before the server does.
 	Components []Component
+	// WaitForDefaultServiceAccount delays writing the kubeconfig until the
+	// components have made the default namespace's default ServiceAccount
+	// (myriad up, whose controllers make it), so pods can be created the
+	// moment it appears.
+	WaitForDefaultServiceAccount bool
 	// Metrics is the registry /metrics serves; components register on it
 	// too. Default: a new registry.
 	Metrics *prometheus.Registry

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -167,16 +168,23 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		return err
 	}
 	url := pki.ServerURL(cfg.BindAddress, cfg.SecurePort)
-	if err := pki.WriteKubeconfig(cfg.KubeconfigPath(), url, creds); err != nil {
-		_ = srv.Close()
-		return err
-	}
-	log.Info("serving", "address", url, "kubeconfig", cfg.KubeconfigPath(), "startup", time.Since(start).Round(time.Millisecond))
+	log.Info("serving", "address", url, "startup", time.Since(start).Round(time.Millisecond))
 	components, err := startComponents(cfg.Components, url, creds, metrics, log)
 	if err != nil {
 		_ = srv.Close()
 		return err
 	}
+	if cfg.WaitForDefaultServiceAccount {
+		waitForDefaultServiceAccount(ctx, api, log)
+	}
+	// The kubeconfig appears when the control plane is usable: scripts
+	// and tests wait for it, then create pods at once.
+	if err := pki.WriteKubeconfig(cfg.KubeconfigPath(), url, creds); err != nil {
+		components.stop(ctx)
+		_ = srv.Close()
+		return err
+	}
+	log.Info("ready", "kubeconfig", cfg.KubeconfigPath(), "startup", time.Since(start).Round(time.Millisecond))
 	if ready != nil {
 		close(ready)
 	}
@@ -202,6 +210,25 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		_ = srv.Close()
 	}
 	return runErr
+}
+
+// waitForDefaultServiceAccount waits, for at most a minute, until the
+// serviceaccount controller has made the "default" namespace's "default"
+// ServiceAccount: before it exists, the ServiceAccount admission plugin
+// refuses pods there, so an all-in-one control plane is not usable yet.
+func waitForDefaultServiceAccount(ctx context.Context, api *apiserver.Server, log *slog.Logger) {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+	deadline := time.Now().Add(time.Minute)
+	for ctx.Err() == nil {
+		if _, err := api.GetObject(ctx, gvr, "default", "default", "0"); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			log.Warn("the default ServiceAccount did not appear within a minute; pods in namespace default are refused until it does")
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // waitReady waits until every cache is synced.

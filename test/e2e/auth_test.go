@@ -136,13 +136,19 @@ func TestAuthReviews(t *testing.T) {
 		}
 	})
 	t.Run("subject access review by kubectl create", func(t *testing.T) {
-		sar := `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"jane","resourceAttributes":{"verb":"get","resource":"pods","namespace":"default"}}}`
 		// --validate=false: kubectl finds no PATCH for the kind (there is
 		// none upstream either) and then asks for CRDs, which Myriad does
 		// not serve yet (issue "Extensibility").
-		out := s.mustKubectl(t, sar, "create", "--validate=false", "-f", "-", "-o", "jsonpath={.status.allowed}")
-		if out != "true" {
-			t.Fatalf("allowed = %q", out)
+		review := func(group string) string {
+			sar := `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"jane","groups":["` + group + `"],"resourceAttributes":{"verb":"get","resource":"pods","namespace":"default"}}}`
+			return s.mustKubectl(t, sar, "create", "--validate=false", "-f", "-", "-o", "jsonpath={.status.allowed}{\" \"}{.status.reason}")
+		}
+		// jane holds nothing; as a member of system:masters she may.
+		if out := review("devs"); out != "false " {
+			t.Fatalf("jane in devs: allowed, reason = %q", out)
+		}
+		if out := review("system:masters"); !strings.HasPrefix(out, "true") {
+			t.Fatalf("jane in system:masters: allowed, reason = %q", out)
 		}
 		bad := `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}}`
 		out, err := s.kubectl(t, bad, "create", "--validate=false", "-f", "-")

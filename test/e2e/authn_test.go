@@ -42,9 +42,15 @@ func TestTokenFileImpersonationAudit(t *testing.T) {
 		}
 	}()
 
+	// carol may read (RBAC); the binding reaches the index through its
+	// watch, so her first call is retried briefly.
+	s.mustKubectl(t, "", "create", "clusterrolebinding", "carol-view", "--clusterrole=view", "--user=carol")
 	// Each kubectl call names its own namespace, so its event is found by
 	// the request URI alone.
-	s.mustKubectl(t, "", "--token", "e2e-token-of-carol-0123456789", "get", "configmaps", "-n", "carol-ns")
+	waitFor(t, 10*time.Second, func() bool {
+		_, err := s.kubectl(t, "", "--token", "e2e-token-of-carol-0123456789", "get", "configmaps", "-n", "carol-ns")
+		return err == nil
+	})
 	if out, err := s.kubectl(t, "", "--token", "not-a-token", "get", "configmaps", "-n", "nobody-ns"); err == nil || !strings.Contains(out, "Unauthorized") {
 		t.Fatalf("a wrong token was accepted: %v\n%s", err, out)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -238,13 +239,25 @@ func TestCertificateSigningRequests(t *testing.T) {
 	if err := ac.Discovery().RESTClient().Get().AbsPath("/api").Do(context.Background()).Error(); err != nil {
 		t.Fatalf("GET /api with the issued certificate: %v", err)
 	}
+	// Asking for a certificate takes a role that allows it (RBAC): upstream's
+	// system:node-bootstrapper, bound here to alice's group.
+	binding := name("bootstrapper")
+	shared.mustKubectl(t, "", "create", "clusterrolebinding", binding, "--clusterrole=system:node-bootstrapper", "--group=csr-e2e-team")
+	defer func() { _, _ = shared.kubectl(t, "", "delete", "clusterrolebinding", binding) }()
 	whoami := name("whoami")
-	mine, err := ac.CertificatesV1().CertificateSigningRequests().Create(context.Background(), &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: whoami},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request: alice.request(t, "x"), SignerName: "example.com/none", Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth},
-		},
-	}, metav1.CreateOptions{})
+	var mine *certificatesv1.CertificateSigningRequest
+	// The binding reaches the RBAC index through its watch: retry briefly.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		mine, err = ac.CertificatesV1().CertificateSigningRequests().Create(context.Background(), &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: whoami},
+			Spec: certificatesv1.CertificateSigningRequestSpec{
+				Request: alice.request(t, "x"), SignerName: "example.com/none", Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth},
+			},
+		}, metav1.CreateOptions{})
+		if err == nil || !apierrors.IsForbidden(err) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

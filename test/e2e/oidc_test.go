@@ -101,6 +101,8 @@ anonymous:
 		}
 	}()
 
+	// oidc:alice may read (RBAC).
+	s.mustKubectl(t, "", "create", "clusterrolebinding", "oidc-alice-view", "--clusterrole=view", "--user=oidc:alice")
 	// The issuer's keys are fetched in the background after start.
 	var out string
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {

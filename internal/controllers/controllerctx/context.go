@@ -30,6 +30,10 @@ type Context struct {
 	// controller that needs clients of its own (the HPA's scale and
 	// metrics clients): the same identity.
 	RESTConfig *rest.Config
+	// AccountClient, when set, returns a client acting as the named
+	// kube-system ServiceAccount (the manager runs controllers under their
+	// own accounts). Use ClientForAccount.
+	AccountClient func(serviceAccount string) (kubernetes.Interface, error)
 
 	Informers         informers.SharedInformerFactory
 	MetadataInformers metadatainformer.SharedInformerFactory
@@ -74,4 +78,16 @@ func Describe[C Controller](name string, workers int, build func(c *Context) (C,
 		}
 		return ctrl, nil
 	}}
+}
+
+// ClientForAccount is a client acting as kube-system's serviceAccount when
+// the manager runs controllers under their own accounts, else Client: for
+// a controller doing the work of two upstream controllers under both
+// identities (the Job controller deletes finished Jobs as upstream's
+// ttl-after-finished controller).
+func (c *Context) ClientForAccount(serviceAccount string) (kubernetes.Interface, error) {
+	if c.AccountClient == nil {
+		return c.Client, nil
+	}
+	return c.AccountClient(serviceAccount)
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -20,6 +21,10 @@ import (
 
 // Name is the controller's name, as kube-controller-manager's.
 const Name = "job"
+
+// TTLServiceAccount is the account finished Jobs are deleted as, upstream's
+// ttl-after-finished controller's.
+const TTLServiceAccount = "ttl-after-finished-controller"
 
 // Labels put on a Job's pods, as upstream.
 const (
@@ -40,6 +45,9 @@ var controllerKind = batchv1.SchemeGroupVersion.WithKind("Job")
 // Controller is the Job controller.
 type Controller struct {
 	reconcile.Base
+	// ttlClient deletes finished Jobs: upstream's ttl-after-finished
+	// controller's work, done here under its identity.
+	ttlClient kubernetes.Interface
 	factory   informers.SharedInformerFactory
 	jobLister batchlisters.JobLister
 	pods      corelisters.PodLister
@@ -61,10 +69,15 @@ func Descriptor() controllerctx.Descriptor {
 // New builds the controller. Unlike the apps controllers it registers its
 // handlers in Warm, once the API is known to serve batch/v1 jobs.
 func New(c *controllerctx.Context) (*Controller, error) {
+	ttl, err := c.ClientForAccount(TTLServiceAccount)
+	if err != nil {
+		return nil, err
+	}
 	jc := &Controller{
-		factory:  c.Informers,
-		exp:      podcontrol.NewExpectations(c.Clock),
-		recorder: podcontrol.Recorder(c, "job-controller"),
+		ttlClient: ttl,
+		factory:   c.Informers,
+		exp:       podcontrol.NewExpectations(c.Clock),
+		recorder:  podcontrol.Recorder(c, "job-controller"),
 	}
 	jc.Base = reconcile.NewBase(c, Name, jc.sync, reconcile.Options[string]{})
 	jc.served = reconcile.Deferred{Discovery: c.Client.Discovery(), GroupVersion: "batch/v1", Resource: "jobs",

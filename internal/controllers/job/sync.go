@@ -264,7 +264,7 @@ func (jc *Controller) ttlCleanup(ctx context.Context, job *batchv1.Job, finished
 		jc.Queue.AddAfter(key, wait)
 		return nil
 	}
-	fresh, err := jc.Client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+	fresh, err := jc.ttlClient.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -276,7 +276,7 @@ func (jc *Controller) ttlCleanup(ctx context.Context, job *batchv1.Job, finished
 		jc.Queue.Add(key)
 		return nil
 	}
-	err = jc.Client.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
+	err = jc.ttlClient.BatchV1().Jobs(job.Namespace).Delete(ctx, job.Name, metav1.DeleteOptions{
 		PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
 		Preconditions:     &metav1.Preconditions{UID: &job.UID, ResourceVersion: &fresh.ResourceVersion},
 	})
