@@ -240,9 +240,11 @@ func TestCertificateSigningRequests(t *testing.T) {
 		t.Fatalf("GET /api with the issued certificate: %v", err)
 	}
 	// Asking for a certificate takes a role that allows it (RBAC): upstream's
-	// system:node-bootstrapper, bound here to alice's group.
+	// system:node-bootstrapper, bound here to alice's group, the stranger and
+	// the bootstrap tokens' group (as kubeadm binds it).
 	binding := name("bootstrapper")
-	shared.mustKubectl(t, "", "create", "clusterrolebinding", binding, "--clusterrole=system:node-bootstrapper", "--group=csr-e2e-team")
+	shared.mustKubectl(t, "", "create", "clusterrolebinding", binding, "--clusterrole=system:node-bootstrapper",
+		"--group=csr-e2e-team", "--group=system:bootstrappers", "--user=csr-e2e-stranger")
 	defer func() { _, _ = shared.kubectl(t, "", "delete", "clusterrolebinding", binding) }()
 	whoami := name("whoami")
 	var mine *certificatesv1.CertificateSigningRequest

@@ -101,8 +101,10 @@ anonymous:
 		}
 	}()
 
-	// oidc:alice may read (RBAC).
-	s.mustKubectl(t, "", "create", "clusterrolebinding", "oidc-alice-view", "--clusterrole=view", "--user=oidc:alice")
+	// oidc:alice may read (RBAC: a role of its own, since view's rules are
+	// aggregated by a controller this server does not run).
+	s.mustKubectl(t, "", "create", "clusterrole", "read-configmaps", "--verb=list", "--resource=configmaps")
+	s.mustKubectl(t, "", "create", "clusterrolebinding", "oidc-alice-read", "--clusterrole=read-configmaps", "--user=oidc:alice")
 	// The issuer's keys are fetched in the background after start.
 	var out string
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {

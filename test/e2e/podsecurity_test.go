@@ -125,7 +125,9 @@ plugins:
 	}
 	start := func() *server {
 		t.Helper()
-		s, err := startCommand("up", dataDir, port, "--encryption-provider-config", encPath, "--admission-control-config-file", admPath, "--controllers=", "--scheduler=false")
+		s, err := startCommand("up", dataDir, port, "--encryption-provider-config", encPath, "--admission-control-config-file", admPath, "--controllers=", "--scheduler=false",
+			// No controllers make the default ServiceAccount.
+			"--disable-admission-plugins=ServiceAccount")
 		if err != nil {
 			t.Fatal(err)
 		}
