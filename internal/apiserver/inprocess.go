@@ -153,6 +153,7 @@ func (lw *cacheListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 		Field:             field,
 		AllowBookmarks:    opts.AllowWatchBookmarks,
 		SendInitialEvents: opts.SendInitialEvents,
+		Buffer:            inProcessWatchBuffer,
 	})
 	if err != nil {
 		cancel()
@@ -162,6 +163,13 @@ func (lw *cacheListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 	go cw.run(ctx)
 	return cw, nil
 }
+
+// inProcessWatchBuffer is the event buffer of an in-process watch: a
+// consumer that falls this far behind is ended and relists everything (for
+// the Node authorizer, every pod), so a burst of pod writes during a GC
+// pause must fit. 64 Ki pointers cost 512 KiB per watch, and only a few
+// in-process watches exist.
+const inProcessWatchBuffer = 1 << 16
 
 func selectors(opts metav1.ListOptions) (labels.Selector, fields.Selector, error) {
 	label, field := labels.Everything(), fields.Everything()

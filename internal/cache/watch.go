@@ -28,6 +28,12 @@ type WatchOptions struct {
 	// revision, "0" = the cache's). The API server validates the upstream
 	// rule that it requires resourceVersionMatch=NotOlderThan.
 	SendInitialEvents *bool
+	// Buffer, when positive, is the watcher's channel capacity instead of
+	// Config.WatcherBuffer (times ten for a whole-resource watcher): for
+	// in-process consumers (the Node authorizer's graph, RBAC's index) that
+	// must not be ended for a burst they would then answer with a relist
+	// of everything.
+	Buffer int
 }
 
 // Watcher is one watch on the cache. Events arrive on ResultChan in
@@ -260,6 +266,9 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	buffer := c.cfg.WatcherBuffer
 	if !w.indexed {
 		buffer *= 10 // it gets every event of the resource
+	}
+	if opts.Buffer > 0 {
+		buffer = opts.Buffer
 	}
 	w.out = make(chan *Event, buffer)
 

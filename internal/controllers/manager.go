@@ -162,7 +162,10 @@ func build(cc *controllerctx.Context, cfg Config) ([]built, error) {
 	var out []built
 	var accounts *serviceAccountContexts
 	if cfg.UseServiceAccountCredentials {
-		accounts = newServiceAccountContexts(cc, cc.RESTConfig)
+		var err error
+		if accounts, err = newServiceAccountContexts(cc, cc.RESTConfig); err != nil {
+			return nil, err
+		}
 	}
 	for _, d := range descriptors(cfg) {
 		if !Enabled(cfg.Controllers, d.Name) {

@@ -75,8 +75,12 @@ type serviceAccountContexts struct {
 	builder *saclient.Builder
 }
 
-func newServiceAccountContexts(cc *controllerctx.Context, base *rest.Config) *serviceAccountContexts {
-	return &serviceAccountContexts{cc: cc, builder: saclient.NewBuilder(cc.Client, base, cc.Clock)}
+func newServiceAccountContexts(cc *controllerctx.Context, base *rest.Config) (*serviceAccountContexts, error) {
+	b, err := saclient.NewBuilder(cc.Client, base, cc.Clock)
+	if err != nil {
+		return nil, err
+	}
+	return &serviceAccountContexts{cc: cc, builder: b}, nil
 }
 
 // forController returns the context controller name runs with. A
@@ -89,6 +93,7 @@ func (s *serviceAccountContexts) forController(name string) (*controllerctx.Cont
 		return s.cc, nil
 	}
 	c := *s.cc
+	c.InformerClient = s.cc.Client
 	var err error
 	if c.Client, c.Metadata, c.RESTConfig, err = s.clients(sa); err != nil {
 		return nil, fmt.Errorf("controllers: %s: %w", name, err)

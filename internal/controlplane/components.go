@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,14 +12,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
+	"github.com/myriad-k8s/myriad/internal/apiserver/authn"
+	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 	"github.com/myriad-k8s/myriad/internal/pki"
 )
 
 // Component is a client of the API that runs in the same process — the
 // scheduler and the controller manager in `myriad up`. It talks to the API
 // server over the loopback address through client-go, under its own
-// identity (a client certificate from the cluster CA), exactly as it would
-// from another process: RBAC decides what it may do, never the admin's
+// identity (a loopback bearer token; see componentTokens), exactly as it
+// would from another process: RBAC decides what it may do, never the admin's
 // rights.
 type Component struct {
 	Name string
@@ -29,20 +33,54 @@ type Component struct {
 	Run func(ctx context.Context, loopback *rest.Config, metrics prometheus.Registerer) error
 }
 
+// componentTokens are the loopback bearer tokens of the in-process
+// components, one per component, made fresh at every start and known only
+// to this process (as upstream's loopback token for the API server's own
+// clients). Bearer tokens rather than client certificates so that every
+// component's client shares client-go's one cached transport: the
+// scheduler, the controller manager and the controllers' ServiceAccount
+// clients multiplex over one HTTP/2 connection, as one process's clients
+// should, instead of one connection each.
+type componentTokens struct {
+	byName map[string]string
+	auth   *authn.StaticTokens
+}
+
+func newComponentTokens(components []Component) (*componentTokens, error) {
+	t := &componentTokens{byName: map[string]string{}}
+	users := map[string]*request.User{}
+	for _, c := range components {
+		if c.Identity.User == "" {
+			return nil, fmt.Errorf("component %s has no identity", c.Name)
+		}
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return nil, fmt.Errorf("component %s: token: %w", c.Name, err)
+		}
+		tok := base64.RawURLEncoding.EncodeToString(b)
+		t.byName[c.Name] = tok
+		users[tok] = &request.User{Name: c.Identity.User, Groups: c.Identity.Groups}
+	}
+	t.auth = authn.NewStaticTokens(users)
+	return t, nil
+}
+
 // loopbackConfig is the client configuration in-process component c
-// uses: a client certificate for its identity.
-func loopbackConfig(serverURL string, creds *pki.Credentials, c Component) (*rest.Config, error) {
-	if c.Identity.User == "" {
+// uses: its loopback token and the cluster CA.
+func loopbackConfig(serverURL string, creds *pki.Credentials, tokens *componentTokens, c Component) (*rest.Config, error) {
+	tok, ok := tokens.byName[c.Name]
+	if !ok {
 		return nil, fmt.Errorf("component %s has no identity", c.Name)
 	}
-	rc, err := creds.ClientConfig(serverURL, c.Identity)
-	if err != nil {
-		return nil, fmt.Errorf("component %s: %w", c.Name, err)
-	}
-	// In-process components are trusted peers of the server; their rate
-	// limit is the server's inflight limits, not a client one.
-	rc.QPS, rc.Burst = 5000, 10000
-	return rc, nil
+	return &rest.Config{
+		Host:            serverURL,
+		BearerToken:     tok,
+		TLSClientConfig: rest.TLSClientConfig{CAData: creds.CAPEM},
+		// In-process components are trusted peers of the server; their
+		// rate limit is the server's inflight limits, not a client one.
+		QPS:   5000,
+		Burst: 10000,
+	}, nil
 }
 
 // runningComponents tracks the components started after the server is ready.
@@ -54,11 +92,11 @@ type runningComponents struct {
 
 // startComponents runs each component on its own goroutine. A component
 // that fails reports on errs; the caller shuts the process down.
-func startComponents(components []Component, serverURL string, creds *pki.Credentials, metrics prometheus.Registerer, log *slog.Logger) (*runningComponents, error) {
+func startComponents(components []Component, serverURL string, creds *pki.Credentials, tokens *componentTokens, metrics prometheus.Registerer, log *slog.Logger) (*runningComponents, error) {
 	configs := make([]*rest.Config, len(components))
 	for i, c := range components {
 		var err error
-		if configs[i], err = loopbackConfig(serverURL, creds, c); err != nil {
+		if configs[i], err = loopbackConfig(serverURL, creds, tokens, c); err != nil {
 			return nil, err
 		}
 	}

@@ -114,7 +114,12 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		stopAuthorizer()
 		return err
 	}
-	sec.addServiceAccountTokens(saTokens)
+	compTokens, err := newComponentTokens(cfg.Components)
+	if err != nil {
+		stopAuthorizer()
+		return err
+	}
+	sec.addServiceAccountTokens(saTokens, compTokens.auth)
 	if err := errors.Join(api.SetAuthorization(authorizer, rules), api.SetTokenAuthenticator(sec.tokens)); err != nil {
 		stopAuthorizer()
 		return err
@@ -169,7 +174,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	}
 	url := pki.ServerURL(cfg.BindAddress, cfg.SecurePort)
 	log.Info("serving", "address", url, "startup", time.Since(start).Round(time.Millisecond))
-	components, err := startComponents(cfg.Components, url, creds, metrics, log)
+	components, err := startComponents(cfg.Components, url, creds, compTokens, metrics, log)
 	if err != nil {
 		_ = srv.Close()
 		return err

@@ -42,8 +42,11 @@ func newSecurity(ctx context.Context, cfg Config, creds *pki.Credentials) (*secu
 // addServiceAccountTokens puts the ServiceAccount token authenticator
 // (built once the API server it reads exists) after the admin token and
 // before the configured ones, as upstream orders them; nil: none.
-func (s *security) addServiceAccountTokens(sa authn.TokenAuthenticator) {
-	tokens := []authn.TokenAuthenticator{s.admin}
+//
+// extra are further authenticators tried right after the admin token (the
+// in-process components' loopback tokens).
+func (s *security) addServiceAccountTokens(sa authn.TokenAuthenticator, extra ...authn.TokenAuthenticator) {
+	tokens := append([]authn.TokenAuthenticator{s.admin}, extra...)
 	if sa != nil {
 		tokens = append(tokens, sa)
 	}

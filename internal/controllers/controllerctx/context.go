@@ -34,6 +34,12 @@ type Context struct {
 	// kube-system ServiceAccount (the manager runs controllers under their
 	// own accounts). Use ClientForAccount.
 	AccountClient func(serviceAccount string) (kubernetes.Interface, error)
+	// InformerClient lists and watches for informers a controller builds
+	// beside the shared factories (the root CA publisher's filtered
+	// ConfigMap informer): the manager's identity, as the shared
+	// informers', since a controller's own role need not allow reads.
+	// Nil: Client.
+	InformerClient kubernetes.Interface
 
 	Informers         informers.SharedInformerFactory
 	MetadataInformers metadatainformer.SharedInformerFactory
@@ -90,4 +96,12 @@ func (c *Context) ClientForAccount(serviceAccount string) (kubernetes.Interface,
 		return c.Client, nil
 	}
 	return c.AccountClient(serviceAccount)
+}
+
+// ReadClient is InformerClient, or Client when it is unset.
+func (c *Context) ReadClient() kubernetes.Interface {
+	if c.InformerClient == nil {
+		return c.Client
+	}
+	return c.InformerClient
 }

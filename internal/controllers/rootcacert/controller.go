@@ -52,7 +52,7 @@ func New(c *controllerctx.Context, ca []byte) (*Controller, error) {
 		return nil, errors.New("rootcacert: no CA bundle to publish")
 	}
 	nsInf := c.Informers.Core().V1().Namespaces()
-	lw := cache.NewFilteredListWatchFromClient(c.Client.CoreV1().RESTClient(), "configmaps", metav1.NamespaceAll,
+	lw := cache.NewFilteredListWatchFromClient(c.ReadClient().CoreV1().RESTClient(), "configmaps", metav1.NamespaceAll,
 		func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", ConfigMapName).String()
 		})

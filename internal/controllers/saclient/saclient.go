@@ -26,8 +26,13 @@ const DefaultExpiration = time.Hour
 // Builder makes per-ServiceAccount client configurations. Safe for
 // concurrent use.
 type Builder struct {
-	root       kubernetes.Interface
-	base       *rest.Config
+	root kubernetes.Interface
+	base *rest.Config
+	// transport is base's, without its credentials, shared by every
+	// account's client: the controllers of one process multiplex over one
+	// connection as they did under one identity, instead of a connection
+	// each.
+	transport  http.RoundTripper
 	expiration time.Duration
 	clock      clock.PassiveClock
 }
@@ -35,11 +40,15 @@ type Builder struct {
 // NewBuilder returns a Builder whose ServiceAccounts are created and whose
 // tokens are requested through root, and whose configurations are base
 // (server, CA, rate limits) with base's own credentials removed.
-func NewBuilder(root kubernetes.Interface, base *rest.Config, clk clock.PassiveClock) *Builder {
+func NewBuilder(root kubernetes.Interface, base *rest.Config, clk clock.PassiveClock) (*Builder, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Builder{root: root, base: base, expiration: DefaultExpiration, clock: clk}
+	rt, err := rest.TransportFor(rest.AnonymousClientConfig(base))
+	if err != nil {
+		return nil, fmt.Errorf("saclient: transport: %w", err)
+	}
+	return &Builder{root: root, base: base, transport: rt, expiration: DefaultExpiration, clock: clk}, nil
 }
 
 // Config is a client configuration that authenticates as
@@ -49,6 +58,10 @@ func NewBuilder(root kubernetes.Interface, base *rest.Config, clk clock.PassiveC
 // token.
 func (b *Builder) Config(serviceAccount string) *rest.Config {
 	rc := rest.AnonymousClientConfig(b.base)
+	// The TLS settings live in the shared transport now (client-go
+	// refuses both).
+	rc.TLSClientConfig = rest.TLSClientConfig{}
+	rc.Transport = b.transport
 	rc.UserAgent = b.base.UserAgent + "/" + serviceAccount
 	src := &tokenSource{b: b, name: serviceAccount}
 	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
