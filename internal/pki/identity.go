@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -43,23 +42,6 @@ func (id Identity) validity() time.Duration {
 		return 365 * 24 * time.Hour
 	}
 	return id.Validity
-}
-
-// ClientConfig is a client configuration for serverURL that trusts the CA
-// and authenticates as id with a freshly issued client certificate: how
-// the in-process components of `myriad up` reach the server under their
-// own names rather than the admin's.
-func (c *Credentials) ClientConfig(serverURL string, id Identity) (*rest.Config, error) {
-	certPEM, keyPEM, err := c.IssueClientCertificate(id.User, id.Groups, id.validity())
-	if err != nil {
-		return nil, err
-	}
-	return &rest.Config{
-		Host: serverURL,
-		TLSClientConfig: rest.TLSClientConfig{
-			CAData: c.CAPEM, CertData: certPEM, KeyData: keyPEM,
-		},
-	}, nil
 }
 
 // Kubeconfig encodes a kubeconfig for serverURL that trusts the CA and
