@@ -1,6 +1,8 @@
 package cache
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -183,7 +185,7 @@ func (c *Cache) dispatch(evs []*winEvent) {
 	c.metrics.dispatched.Add(float64(delivered))
 	if len(dead) > 0 {
 		c.metrics.terminated.Add(float64(len(dead)))
-		c.cfg.Logger.Info("ended watchers that could not keep up or met an undecodable object", "count", len(dead))
+		c.cfg.Logger.Info("ended watchers that could not keep up or met an undecodable object", "count", len(dead), "watching", describeWatchers(dead))
 	}
 }
 
@@ -217,4 +219,27 @@ func (c *Cache) bookmarkEvent(rev int64, initialEnd bool) *Event {
 		}
 	}
 	return &Event{Type: watch.Bookmark, Object: obj, Revision: rev}
+}
+
+// describeWatchers says what the first few of ws watched ("all", or the
+// index bucket: "ns=default", "spec.nodeName=n1"), so a log line tells
+// which clients fall behind.
+func describeWatchers(ws []*Watcher) string {
+	const most = 5
+	var b strings.Builder
+	for i, w := range ws {
+		if i == most {
+			fmt.Fprintf(&b, " and %d more", len(ws)-most)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if !w.indexed {
+			b.WriteString("all")
+			continue
+		}
+		b.WriteString(w.key.index + "=" + w.key.value)
+	}
+	return b.String()
 }
