@@ -267,85 +267,65 @@ func qualified(ns, name string) string {
 	return ns + "/" + name
 }
 
-// ownerModifier is the reconciliation library's RuleOwnerModifier over
-// Objects. The library's interface has no context: the modifier carries
-// Reconcile's.
-type ownerModifier struct {
+// reconciled is what the reconciliation library hands its modifiers: a
+// RuleOwner (role) or a RoleBinding.
+type reconciled interface {
+	GetNamespace() string
+	GetObject() runtime.Object
+}
+
+// modifier is the reconciliation library's RuleOwnerModifier (T
+// RuleOwner) and RoleBindingModifier (T RoleBinding) over Objects. The
+// library's interfaces have no context: the modifier carries Reconcile's.
+type modifier[T reconciled] struct {
 	ctx        context.Context
 	objs       Objects
 	gvr        schema.GroupVersionResource
-	wrap       func(runtime.Object) (reconciliation.RuleOwner, error)
+	wrap       func(runtime.Object) (T, error)
 	namespaced bool
 }
 
-func (m ownerModifier) Get(namespace, name string) (reconciliation.RuleOwner, error) {
+type (
+	ownerModifier   = modifier[reconciliation.RuleOwner]
+	bindingModifier = modifier[reconciliation.RoleBinding]
+)
+
+func (m modifier[T]) Get(namespace, name string) (T, error) {
 	obj, err := m.objs.Get(m.ctx, m.gvr, namespace, name)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	return m.wrap(obj)
 }
 
-func (m ownerModifier) Create(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+func (m modifier[T]) Create(in T) (T, error) {
 	if m.namespaced {
 		if err := ensureNamespace(m.ctx, m.objs, in.GetNamespace()); err != nil {
-			return nil, err
+			var zero T
+			return zero, err
 		}
 	}
 	obj, err := m.objs.Create(m.ctx, m.gvr, in.GetObject())
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	return m.wrap(obj)
 }
 
-func (m ownerModifier) Update(in reconciliation.RuleOwner) (reconciliation.RuleOwner, error) {
+func (m modifier[T]) Update(in T) (T, error) {
 	obj, err := m.objs.Update(m.ctx, m.gvr, in.GetObject())
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	return m.wrap(obj)
 }
 
-// bindingModifier is the library's RoleBindingModifier over Objects.
-type bindingModifier struct {
-	ctx        context.Context
-	objs       Objects
-	gvr        schema.GroupVersionResource
-	wrap       func(runtime.Object) (reconciliation.RoleBinding, error)
-	namespaced bool
-}
-
-func (m bindingModifier) Get(namespace, name string) (reconciliation.RoleBinding, error) {
-	obj, err := m.objs.Get(m.ctx, m.gvr, namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	return m.wrap(obj)
-}
-
-func (m bindingModifier) Create(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
-	if m.namespaced {
-		if err := ensureNamespace(m.ctx, m.objs, in.GetNamespace()); err != nil {
-			return nil, err
-		}
-	}
-	obj, err := m.objs.Create(m.ctx, m.gvr, in.GetObject())
-	if err != nil {
-		return nil, err
-	}
-	return m.wrap(obj)
-}
-
-func (m bindingModifier) Update(in reconciliation.RoleBinding) (reconciliation.RoleBinding, error) {
-	obj, err := m.objs.Update(m.ctx, m.gvr, in.GetObject())
-	if err != nil {
-		return nil, err
-	}
-	return m.wrap(obj)
-}
-
-func (m bindingModifier) Delete(namespace, name string, uid types.UID) error {
+// Delete is the RoleBindingModifier's: a binding whose roleRef changed is
+// recreated.
+func (m modifier[T]) Delete(namespace, name string, uid types.UID) error {
 	return m.objs.Delete(m.ctx, m.gvr, namespace, name, uid)
 }
 
