@@ -59,11 +59,18 @@ func (b *bench) pod(i int) *corev1.Pod {
 	}
 }
 
-// ensureNamespace creates ns unless it exists.
+// ensureNamespace creates ns unless it exists, with its "default"
+// ServiceAccount: the bench runs against an API server alone (myriad
+// apiserver), where no controller makes it, and ServiceAccount admission
+// refuses pods without it.
 func (b *bench) ensureNamespace(ctx context.Context, ns string) error {
 	_, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("apibench: creating namespace %s: %w", ns, err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}
+	if _, err := b.cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("apibench: creating the default ServiceAccount of %s: %w", ns, err)
 	}
 	return nil
 }
