@@ -217,19 +217,19 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	return runErr
 }
 
-// waitForDefaultServiceAccount waits, for at most a minute, until the
+// waitForDefaultServiceAccount waits, for at most 20 seconds, until the
 // serviceaccount controller has made the "default" namespace's "default"
 // ServiceAccount: before it exists, the ServiceAccount admission plugin
 // refuses pods there, so an all-in-one control plane is not usable yet.
 func waitForDefaultServiceAccount(ctx context.Context, api *apiserver.Server, log *slog.Logger) {
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(20 * time.Second)
 	for ctx.Err() == nil {
 		if _, err := api.GetObject(ctx, gvr, "default", "default", "0"); err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			log.Warn("the default ServiceAccount did not appear within a minute; pods in namespace default are refused until it does")
+			log.Warn("the default ServiceAccount did not appear within 20 s; pods in namespace default are refused until it does")
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
