@@ -104,7 +104,7 @@ func (f AuthorizerFunc) Authorize(ctx context.Context, a Attributes) (Decision, 
 	return f(ctx, a)
 }
 
-// AlwaysAllow permits everything: the authorizer until RBAC exists, and
+// AlwaysAllow permits everything: --authorization-mode=AlwaysAllow, and
 // for tests.
 func AlwaysAllow() Authorizer {
 	return AuthorizerFunc(func(context.Context, Attributes) (Decision, string, error) {

@@ -29,14 +29,14 @@ type Authorizer interface {
 	Authorize(ctx context.Context, requestor *certificatesv1.CertificateSigningRequestSpec, subresource string) (bool, error)
 }
 
-// GroupAuthorizer stands in for authorization until Myriad has one: it
-// allows nodeclient to members of system:bootstrappers or system:nodes,
-// and selfnodeclient to members of system:nodes (the recognizer has
-// already checked that the requestor is the node named in the request).
-// These are the grants a kubeadm cluster's RBAC bindings make.
-//
-// Issue 21 (security) replaces it with a SubjectAccessReview against the
-// cluster's authorizer, as upstream's csrapproving does.
+// GroupAuthorizer allows nodeclient to members of system:bootstrappers or
+// system:nodes, and selfnodeclient to members of system:nodes (the
+// recognizer has already checked that the requestor is the node named in
+// the request): the grants a kubeadm cluster's RBAC bindings make, which
+// Myriad's default policy (upstream's) does not contain. Node bootstrap
+// (issue 27) adds those bindings and replaces this with a
+// SubjectAccessReview against the cluster's authorizer, as upstream's
+// csrapproving does.
 type GroupAuthorizer struct{}
 
 var _ Authorizer = GroupAuthorizer{}
