@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -127,18 +126,7 @@ func (lw *cacheListerWatcher) ListWithContext(ctx context.Context, opts metav1.L
 	if err != nil {
 		return nil, err
 	}
-	list := lw.h.res.NewList()
-	list.GetObjectKind().SetGroupVersionKind(lw.h.res.GroupVersion.WithKind(lw.h.res.Kind + "List"))
-	if err := meta.SetList(list, items); err != nil {
-		return nil, err
-	}
-	la, err := meta.ListAccessor(list)
-	if err != nil {
-		return nil, err
-	}
-	la.SetResourceVersion(res.ResourceVersion)
-	la.SetContinue(res.Continue)
-	return list, nil
+	return lw.h.typedList(items, metav1.ListMeta{ResourceVersion: res.ResourceVersion, Continue: res.Continue, RemainingItemCount: res.RemainingItemCount})
 }
 
 func (lw *cacheListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {

@@ -241,6 +241,12 @@ func (h *resourceHandler) listObject(choice mediaChoice, lm metav1.ListMeta, ite
 		}
 		return l, nil
 	}
+	return h.typedList(items, lm)
+}
+
+// typedList is the resource's own list kind holding items, with lm's
+// resourceVersion, continue token and remaining count.
+func (h *resourceHandler) typedList(items []runtime.Object, lm metav1.ListMeta) (runtime.Object, error) {
 	list := h.res.NewList()
 	gvk := h.res.GroupVersion.WithKind(h.res.Kind + "List")
 	list.GetObjectKind().SetGroupVersionKind(gvk)
