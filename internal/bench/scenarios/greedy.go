@@ -93,23 +93,24 @@ func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
 	podNames := make([][]string, len(namespaces))
 	for i := range c.Pods {
 		ns := i % len(namespaces)
-		name := fmt.Sprintf("p-%d", i)
-		if _, err := env.Client.CoreV1().Pods(namespaces[ns]).Create(ctx, pod(name, ""), metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("prefill: %w", err)
-		}
-		podNames[ns] = append(podNames[ns], name)
-		env.Progress.Add(1)
+		podNames[ns] = append(podNames[ns], fmt.Sprintf("p-%d", i))
 	}
-	for i := range c.Services {
+	if err := prefill(ctx, env, c.Pods, func(ctx context.Context, i int) error {
+		_, err := env.Client.CoreV1().Pods(namespaces[i%len(namespaces)]).Create(ctx, pod(fmt.Sprintf("p-%d", i), ""), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := prefill(ctx, env, c.Services, func(ctx context.Context, i int) error {
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%d", i)},
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "myriad-bench"},
 				Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
 		}
-		if _, err := env.Client.CoreV1().Services(namespaces[i%len(namespaces)]).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("prefill: %w", err)
-		}
-		env.Progress.Add(1)
+		_, err := env.Client.CoreV1().Services(namespaces[i%len(namespaces)]).Create(ctx, svc, metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
 	}
 
 	var phaseRec atomic.Pointer[loadtest.Recorder]

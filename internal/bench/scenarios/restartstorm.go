@@ -141,11 +141,11 @@ func (c RestartStorm) Run(ctx context.Context, env *loadtest.Env) error {
 	ns := namespaces[0]
 	defer cleanupNamespaces(ctx, env, namespaces)
 	env.Progress.Phase("prefill", int64(c.Pods), time.Time{}, nil)
-	for i := range c.Pods {
-		if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod(fmt.Sprintf("p-%d", i), names[i%len(names)]), metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("prefill: %w", err)
-		}
-		env.Progress.Add(1)
+	if err := prefill(ctx, env, c.Pods, func(ctx context.Context, i int) error {
+		_, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod(fmt.Sprintf("p-%d", i), names[i%len(names)]), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return err
 	}
 	for i := range 20 {
 		if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, configMap(fmt.Sprintf("cm-%d", i)), metav1.CreateOptions{}); err != nil {
