@@ -111,6 +111,21 @@ func runWatchLatencyBench(ctx context.Context, args []string, stdout io.Writer) 
 	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
 }
 
+func runKubeletPathBench(ctx context.Context, args []string, stdout io.Writer) error {
+	const name = "kubelet-path"
+	fs := flag.NewFlagSet("myriad bench "+name, flag.ContinueOnError)
+	o := loadtestFlags(fs)
+	var c scenarios.KubeletPath
+	fs.IntVar(&c.Nodes, "nodes", 1000, "hollow nodes serving the kubelet API, one pod each")
+	fs.Float64Var(&c.Rate, "rate", 50, "pods/log calls per second")
+	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "length of the logs phase")
+	fs.IntVar(&c.Streams, "streams", 200, "exec sessions held open together")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
+}
+
 func runGreedyClientsBench(ctx context.Context, args []string, stdout io.Writer) error {
 	const name = "greedy-clients"
 	fs := flag.NewFlagSet("myriad bench "+name, flag.ContinueOnError)

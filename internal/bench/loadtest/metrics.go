@@ -29,6 +29,9 @@ type Scrape struct {
 	// exports them.
 	CPUSeconds, RSSBytes float64
 	HasProcess           bool
+	// HeapInuseBytes is go_memstats_heap_inuse_bytes (0 when not
+	// exported): finer than RSS for what one connection or stream costs.
+	HeapInuseBytes float64
 	// StartTime is process_start_time_seconds: it changes when the server
 	// restarts, which resets every counter.
 	StartTime float64
@@ -74,6 +77,9 @@ func ParseMetrics(r io.Reader) (Scrape, error) {
 	}
 	if f := fams["process_resident_memory_bytes"]; f != nil && len(f.GetMetric()) > 0 {
 		s.RSSBytes = f.GetMetric()[0].GetGauge().GetValue()
+	}
+	if f := fams["go_memstats_heap_inuse_bytes"]; f != nil && len(f.GetMetric()) > 0 {
+		s.HeapInuseBytes = f.GetMetric()[0].GetGauge().GetValue()
 	}
 	if f := fams["process_start_time_seconds"]; f != nil && len(f.GetMetric()) > 0 {
 		s.StartTime = f.GetMetric()[0].GetGauge().GetValue()
