@@ -211,7 +211,9 @@ var fieldSelector = fields.AndSelectors(
 ).String()
 
 // selected is a ListerWatcher over kube-system's bootstrap token Secrets.
-type selected struct{ lw toolscache.ListerWatcherWithContext }
+type selected struct {
+	lw toolscache.ListerWatcherWithContext
+}
 
 var _ toolscache.ListerWatcherWithContext = selected{}
 

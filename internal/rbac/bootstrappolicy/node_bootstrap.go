@@ -1,0 +1,67 @@
+package bootstrappolicy
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Node bootstrap: the grants kubeadm makes when it sets up bootstrap
+// tokens (cmd/kubeadm/app/phases/bootstraptoken), which upstream's
+// default policy leaves to the installer. Myriad is its own installer, so
+// they are part of its default policy, under Myriad's names
+// ("myriad:..." where kubeadm says "kubeadm:...").
+//
+// Like kubeadm, the bootstrap grants go to the group of the default node
+// tokens, not to every bootstrap token (system:bootstrappers): a token
+// made for something else does not join nodes. Both Myriad's group (the
+// tokens `myriad kubeconfig --bootstrap` makes) and kubeadm's (tokens made
+// by `kubeadm token create` against Myriad) are bound.
+const (
+	// NodeBootstrapTokenGroup is the extra group of the tokens `myriad
+	// kubeconfig --bootstrap` makes.
+	NodeBootstrapTokenGroup = "system:bootstrappers:myriad:default-node-token"
+	// KubeadmNodeBootstrapTokenGroup is kubeadm's.
+	KubeadmNodeBootstrapTokenGroup = "system:bootstrappers:kubeadm:default-node-token"
+
+	nodesGroup = "system:nodes"
+)
+
+// NodeBootstrapClusterRoleBindings let default node tokens create CSRs
+// (system:node-bootstrapper) and have node client certificates approved
+// (nodeclient), and nodes have their renewals approved (selfnodeclient).
+func NodeBootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
+	tokens := []rbacv1.Subject{groupSubject(NodeBootstrapTokenGroup), groupSubject(KubeadmNodeBootstrapTokenGroup)}
+	bind := func(name, role string, subjects ...rbacv1.Subject) rbacv1.ClusterRoleBinding {
+		b := clusterBinding(role, subjects...)
+		b.Name = name
+		defaultMetadata(&b.ObjectMeta)
+		return b
+	}
+	return []rbacv1.ClusterRoleBinding{
+		bind("myriad:kubelet-bootstrap", "system:node-bootstrapper", tokens...),
+		bind("myriad:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", tokens...),
+		bind("myriad:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", groupSubject(nodesGroup)),
+	}
+}
+
+// clusterInfoRoleName is the Role letting anyone read cluster-info
+// (kubeadm's kubeadm:bootstrap-signer-clusterinfo).
+const clusterInfoRoleName = "myriad:bootstrap-signer-clusterinfo"
+
+// NodeBootstrapNamespaceRoles lets system:anonymous get kube-public's
+// cluster-info ConfigMap, which a joining node reads before it has any
+// credentials (and verifies by its token's JWS signature), as kubeadm.
+func NodeBootstrapNamespaceRoles() map[string][]rbacv1.Role {
+	r := namespaceRole(clusterInfoRoleName,
+		rule("get").groups(legacyGroup).resources("configmaps").names("cluster-info").build())
+	r.Namespace = metav1.NamespacePublic
+	defaultMetadata(&r.ObjectMeta)
+	return map[string][]rbacv1.Role{metav1.NamespacePublic: {r}}
+}
+
+// NodeBootstrapNamespaceRoleBindings binds NodeBootstrapNamespaceRoles.
+func NodeBootstrapNamespaceRoleBindings() map[string][]rbacv1.RoleBinding {
+	b := roleBinding(clusterInfoRoleName, metav1.NamespacePublic, userSubject("system:anonymous"))
+	defaultMetadata(&b.ObjectMeta)
+	return map[string][]rbacv1.RoleBinding{metav1.NamespacePublic: {b}}
+}
