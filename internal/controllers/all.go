@@ -3,6 +3,7 @@ package controllers
 import (
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/approver"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/cleaner"
+	"github.com/myriad-k8s/myriad/internal/controllers/certificates/servingapprover"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
 	"github.com/myriad-k8s/myriad/internal/controllers/clusterroleaggregation"
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
@@ -51,6 +52,7 @@ func All() []controllerctx.Descriptor {
 		volumeprotection.PVDescriptor(),
 		resourcequota.Descriptor(),
 		approver.Descriptor(),
+		servingapprover.Descriptor(),
 		signer.Descriptor(),
 		cleaner.Descriptor(),
 		podautoscaler.Descriptor(),

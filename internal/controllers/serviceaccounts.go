@@ -10,6 +10,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/approver"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/cleaner"
+	"github.com/myriad-k8s/myriad/internal/controllers/certificates/servingapprover"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
 	"github.com/myriad-k8s/myriad/internal/controllers/clusterroleaggregation"
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
@@ -61,6 +62,7 @@ func serviceAccountNames() map[string]string {
 		approver.Name:               "certificate-controller",
 		signer.Name:                 "certificate-controller",
 		cleaner.Name:                "certificate-controller",
+		servingapprover.Name:        servingapprover.ServiceAccount,
 		podautoscaler.Name:          "horizontal-pod-autoscaler",
 		clusterroleaggregation.Name: "clusterrole-aggregation-controller",
 	}

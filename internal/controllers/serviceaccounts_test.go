@@ -13,7 +13,7 @@ import (
 // refused everything with --use-service-account-credentials.
 func TestServiceAccountsHaveRoles(t *testing.T) {
 	bound := map[string]bool{}
-	for _, b := range bootstrappolicy.ControllerRoleBindings() {
+	for _, b := range append(bootstrappolicy.ControllerRoleBindings(), bootstrappolicy.NodeBootstrapClusterRoleBindings()...) {
 		for _, s := range b.Subjects {
 			if s.Kind == "ServiceAccount" && s.Namespace == "kube-system" && b.RoleRef.Name == "system:controller:"+s.Name {
 				bound[s.Name] = true
@@ -21,7 +21,7 @@ func TestServiceAccountsHaveRoles(t *testing.T) {
 		}
 	}
 	roles := map[string]bool{}
-	for _, r := range bootstrappolicy.ControllerRoles() {
+	for _, r := range append(bootstrappolicy.ControllerRoles(), bootstrappolicy.NodeBootstrapClusterRoles()...) {
 		roles[r.Name] = true
 	}
 	// The Job controller also deletes finished Jobs as upstream's

@@ -41,7 +41,26 @@ func NodeBootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		bind("myriad:kubelet-bootstrap", "system:node-bootstrapper", tokens...),
 		bind("myriad:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", tokens...),
 		bind("myriad:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", groupSubject(nodesGroup)),
+		bind(servingApproverRole, servingApproverRole, saSubject(metav1.NamespaceSystem, "kubelet-serving-approver")),
 	}
+}
+
+// servingApproverRole is the role of Myriad's kubelet-serving-approver
+// controller (package servingapprover), which upstream does not have; named
+// as the controllers' roles are (system:controller:<account>).
+const servingApproverRole = ControllerRolePrefix + "kubelet-serving-approver"
+
+// NodeBootstrapClusterRoles are the ClusterRoles of the node bootstrap
+// grants that upstream's policy lacks.
+func NodeBootstrapClusterRoles() []rbacv1.ClusterRole {
+	r := rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: servingApproverRole}, Rules: []rbacv1.PolicyRule{
+		rule("get", "list", "watch").groups(certificatesGroup).resources("certificatesigningrequests").build(),
+		rule("update").groups(certificatesGroup).resources("certificatesigningrequests/approval").build(),
+		rule("approve").groups(certificatesGroup).resources("signers").names("kubernetes.io/kubelet-serving").build(),
+		rule("get", "list", "watch").groups(legacyGroup).resources("nodes").build(),
+	}}
+	defaultMetadata(&r.ObjectMeta)
+	return []rbacv1.ClusterRole{r}
 }
 
 // clusterInfoRoleName is the Role letting anyone read cluster-info

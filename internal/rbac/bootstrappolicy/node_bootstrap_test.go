@@ -11,13 +11,14 @@ import (
 // the default policy has, to the subjects kubeadm binds them to.
 func TestNodeBootstrapBindings(t *testing.T) {
 	roles := map[string]bool{}
-	for _, r := range ClusterRoles() {
+	for _, r := range append(ClusterRoles(), NodeBootstrapClusterRoles()...) {
 		roles[r.Name] = true
 	}
 	want := map[string][]string{
 		"myriad:kubelet-bootstrap":                     {NodeBootstrapTokenGroup, KubeadmNodeBootstrapTokenGroup},
 		"myriad:node-autoapprove-bootstrap":            {NodeBootstrapTokenGroup, KubeadmNodeBootstrapTokenGroup},
 		"myriad:node-autoapprove-certificate-rotation": {"system:nodes"},
+		"system:controller:kubelet-serving-approver":   {"kubelet-serving-approver"},
 	}
 	got := NodeBootstrapClusterRoleBindings()
 	if len(got) != len(want) {
@@ -29,7 +30,7 @@ func TestNodeBootstrapBindings(t *testing.T) {
 		}
 		var subjects []string
 		for _, s := range b.Subjects {
-			if s.Kind != rbacv1.GroupKind {
+			if s.Kind != rbacv1.GroupKind && s.Kind != rbacv1.ServiceAccountKind {
 				t.Errorf("%s: subject %+v is not a group", b.Name, s)
 			}
 			subjects = append(subjects, s.Name)

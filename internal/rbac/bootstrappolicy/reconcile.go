@@ -114,7 +114,7 @@ func Reconcile(ctx context.Context, objs Objects, log *slog.Logger) (Result, err
 		}()
 	}
 	roles := ownerModifier{ctx: ctx, objs: objs, gvr: clusterRolesGVR, wrap: wrapClusterRole}
-	for _, cr := range append(ClusterRoles(), ControllerRoles()...) {
+	for _, cr := range slices.Concat(ClusterRoles(), ControllerRoles(), NodeBootstrapClusterRoles()) {
 		run("clusterrole", "", cr.Name, func() (reconciliation.ReconcileOperation, bool, any, error) {
 			expected := reconciliation.ClusterRoleRuleOwner{ClusterRole: cr.DeepCopy()}
 			if roleUpToDate(roles, expected) {
