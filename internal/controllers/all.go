@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"github.com/myriad-k8s/myriad/internal/controllers/bootstrapsigner"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/approver"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/cleaner"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/servingapprover"
@@ -25,6 +26,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccounttoken"
 	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
+	"github.com/myriad-k8s/myriad/internal/controllers/tokencleaner"
 	"github.com/myriad-k8s/myriad/internal/controllers/volumeprotection"
 )
 
@@ -55,6 +57,8 @@ func All() []controllerctx.Descriptor {
 		servingapprover.Descriptor(),
 		signer.Descriptor(),
 		cleaner.Descriptor(),
+		tokencleaner.Descriptor(),
+		bootstrapsigner.Descriptor(),
 		podautoscaler.Descriptor(),
 		clusterroleaggregation.Descriptor(),
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/myriad-k8s/myriad/internal/controllers/bootstrapsigner"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/approver"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/cleaner"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/servingapprover"
@@ -32,6 +33,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/saclient"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
 	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
+	"github.com/myriad-k8s/myriad/internal/controllers/tokencleaner"
 	"github.com/myriad-k8s/myriad/internal/controllers/volumeprotection"
 )
 
@@ -63,6 +65,8 @@ func serviceAccountNames() map[string]string {
 		signer.Name:                 "certificate-controller",
 		cleaner.Name:                "certificate-controller",
 		servingapprover.Name:        servingapprover.ServiceAccount,
+		tokencleaner.Name:           "token-cleaner",
+		bootstrapsigner.Name:        "bootstrap-signer",
 		podautoscaler.Name:          "horizontal-pod-autoscaler",
 		clusterroleaggregation.Name: "clusterrole-aggregation-controller",
 	}
