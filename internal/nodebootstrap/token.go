@@ -16,9 +16,10 @@ import (
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 )
 
-// DefaultGroup is the extra group of node tokens: the default policy
-// lets it create CSRs and have node client certificates approved
-// (bootstrappolicy.NodeBootstrapTokenGroup).
+// DefaultGroup is the extra group of node tokens, naming what they are
+// for (kubeadm's is system:bootstrappers:kubeadm:default-node-token). The
+// default policy's grants are to every bootstrap token
+// (system:bootstrappers), which these are too.
 const DefaultGroup = "system:bootstrappers:myriad:default-node-token"
 
 // TokenOptions describe a bootstrap token.

@@ -11,26 +11,23 @@ import (
 // they are part of its default policy, under Myriad's names
 // ("myriad:..." where kubeadm says "kubeadm:...").
 //
-// Like kubeadm, the bootstrap grants go to the group of the default node
-// tokens, not to every bootstrap token (system:bootstrappers): a token
-// made for something else does not join nodes. Both Myriad's group (the
-// tokens `myriad kubeconfig --bootstrap` makes) and kubeadm's (tokens made
-// by `kubeadm token create` against Myriad) are bound.
+// The bootstrap grants go to every bootstrap token (system:bootstrappers),
+// where kubeadm grants them to its default node tokens' group only: on
+// Myriad, bootstrap tokens exist to join nodes, and tokens made by
+// `kubeadm token create` (group system:bootstrappers:kubeadm:default-node-token)
+// work as well as Myriad's own. An administrator who wants kubeadm's
+// narrower grant sets rbac.authorization.kubernetes.io/autoupdate: "false"
+// on the two bindings and edits their subjects.
 const (
-	// NodeBootstrapTokenGroup is the extra group of the tokens `myriad
-	// kubeconfig --bootstrap` makes.
-	NodeBootstrapTokenGroup = "system:bootstrappers:myriad:default-node-token"
-	// KubeadmNodeBootstrapTokenGroup is kubeadm's.
-	KubeadmNodeBootstrapTokenGroup = "system:bootstrappers:kubeadm:default-node-token"
-
-	nodesGroup = "system:nodes"
+	bootstrappersGroup = "system:bootstrappers"
+	nodesGroup         = "system:nodes"
 )
 
-// NodeBootstrapClusterRoleBindings let default node tokens create CSRs
+// NodeBootstrapClusterRoleBindings let bootstrap tokens create CSRs
 // (system:node-bootstrapper) and have node client certificates approved
 // (nodeclient), and nodes have their renewals approved (selfnodeclient).
 func NodeBootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
-	tokens := []rbacv1.Subject{groupSubject(NodeBootstrapTokenGroup), groupSubject(KubeadmNodeBootstrapTokenGroup)}
+	tokens := []rbacv1.Subject{groupSubject(bootstrappersGroup)}
 	bind := func(name, role string, subjects ...rbacv1.Subject) rbacv1.ClusterRoleBinding {
 		b := clusterBinding(role, subjects...)
 		b.Name = name

@@ -15,8 +15,8 @@ func TestNodeBootstrapBindings(t *testing.T) {
 		roles[r.Name] = true
 	}
 	want := map[string][]string{
-		"myriad:kubelet-bootstrap":                     {NodeBootstrapTokenGroup, KubeadmNodeBootstrapTokenGroup},
-		"myriad:node-autoapprove-bootstrap":            {NodeBootstrapTokenGroup, KubeadmNodeBootstrapTokenGroup},
+		"myriad:kubelet-bootstrap":                     {"system:bootstrappers"},
+		"myriad:node-autoapprove-bootstrap":            {"system:bootstrappers"},
 		"myriad:node-autoapprove-certificate-rotation": {"system:nodes"},
 		"system:controller:kubelet-serving-approver":   {"kubelet-serving-approver"},
 	}

@@ -107,7 +107,6 @@ func TestSync(t *testing.T) {
 		{"node renews itself", request{cn: "system:node:n1", orgs: node, user: "system:node:n1", groups: nodes}, nil, self, false, false},
 		{"bootstrap token", request{cn: "system:node:n1", orgs: node, user: "system:bootstrap:abcdef", groups: bootstrappers}, nil, nodeMsg, false, false},
 		{"another node", request{cn: "system:node:n1", orgs: node, user: "system:node:n2", groups: nodes}, nil, "", true, false},
-		{"token outside the default node group", request{cn: "system:node:n1", orgs: node, user: "system:bootstrap:abcdef", groups: []string{"system:bootstrappers", "system:authenticated"}}, nil, "", true, false},
 		{"without key encipherment", request{cn: "system:node:n1", orgs: node, user: "system:node:n1", groups: nodes, usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}, nil, self, false, false},
 		{"ordinary user", request{cn: "system:node:n1", orgs: node, user: "alice", groups: []string{"dev", "system:authenticated"}}, nil, "", true, false},
 		{"node named by the user only", request{cn: "system:node:n1", orgs: node, user: "system:node:n1", groups: []string{"system:authenticated"}}, nil, "", true, false},
@@ -174,8 +173,8 @@ func TestSync(t *testing.T) {
 }
 
 // defaultPolicy answers SubjectAccessReviews for CSR subresources as the
-// default RBAC policy's node bootstrap bindings do: nodeclient for the
-// default node token groups, selfnodeclient for system:nodes. (The real
+// default RBAC policy's node bootstrap bindings do: nodeclient for
+// system:bootstrappers, selfnodeclient for system:nodes. (The real
 // authorizer answers them in test/e2e's TestNodeBootstrap.)
 func defaultPolicy(action k8stesting.Action) (bool, runtime.Object, error) {
 	sar := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
@@ -185,8 +184,7 @@ func defaultPolicy(action k8stesting.Action) (bool, runtime.Object, error) {
 	}
 	switch ra.Subresource {
 	case NodeClient:
-		sar.Status.Allowed = slices.Contains(sar.Spec.Groups, "system:bootstrappers:kubeadm:default-node-token") ||
-			slices.Contains(sar.Spec.Groups, "system:bootstrappers:myriad:default-node-token")
+		sar.Status.Allowed = slices.Contains(sar.Spec.Groups, "system:bootstrappers")
 	case SelfNodeClient:
 		sar.Status.Allowed = slices.Contains(sar.Spec.Groups, "system:nodes")
 	}
