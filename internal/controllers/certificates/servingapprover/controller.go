@@ -3,6 +3,8 @@ package servingapprover
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,21 +38,72 @@ func Descriptor() controllerctx.Descriptor {
 // Controller is the kubelet serving certificate approver.
 type Controller struct {
 	reconcile.Base
-	csrs  certlisters.CertificateSigningRequestLister
-	nodes corelisters.NodeLister
+	csrs   certlisters.CertificateSigningRequestLister
+	byNode cache.Indexer
+	nodes  corelisters.NodeLister
+}
+
+// requestorIndex files kubelet serving CSRs by requestor, so a Node that
+// appears or changes its addresses brings back its pending requests.
+const requestorIndex = "myriad.io/kubelet-serving-requestor"
+
+func indexByRequestor(obj any) ([]string, error) {
+	csr, ok := obj.(*certificatesv1.CertificateSigningRequest)
+	if !ok || csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || !strings.HasPrefix(csr.Spec.Username, certificates.NodeUserPrefix) {
+		return nil, nil
+	}
+	return []string{strings.TrimPrefix(csr.Spec.Username, certificates.NodeUserPrefix)}, nil
 }
 
 // New registers on the shared CSR and Node informers.
 func New(c *controllerctx.Context) (*Controller, error) {
 	csrInf := c.Informers.Certificates().V1().CertificateSigningRequests()
 	nodeInf := c.Informers.Core().V1().Nodes()
-	ctrl := &Controller{csrs: csrInf.Lister(), nodes: nodeInf.Lister()}
+	if err := csrInf.Informer().AddIndexers(cache.Indexers{requestorIndex: indexByRequestor}); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	ctrl := &Controller{csrs: csrInf.Lister(), byNode: csrInf.Informer().GetIndexer(), nodes: nodeInf.Lister()}
 	ctrl.Base = reconcile.NewBase(c, Name, ctrl.sync, reconcile.Options[string]{})
 	ctrl.Synced = []cache.InformerSynced{csrInf.Informer().HasSynced, nodeInf.Informer().HasSynced}
-	if err := reconcile.Watch(csrInf.Informer(), reconcile.Adds|reconcile.Updates, ctrl.Enqueue); err != nil {
+	err := reconcile.AddHandlers(
+		reconcile.Handler{Informer: csrInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    ctrl.Enqueue,
+			UpdateFunc: func(_, cur any) { ctrl.Enqueue(cur) },
+		}},
+		// Node status is written every minute or so; only a new Node or
+		// new addresses can change a verdict.
+		reconcile.Handler{Informer: nodeInf.Informer(), Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc: ctrl.enqueueNode,
+			UpdateFunc: func(old, cur any) {
+				o, ok1 := old.(*corev1.Node)
+				n, ok2 := cur.(*corev1.Node)
+				if ok1 && ok2 && !slices.Equal(o.Status.Addresses, n.Status.Addresses) {
+					ctrl.enqueueNode(n)
+				}
+			},
+		}},
+	)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return ctrl, nil
+}
+
+// enqueueNode queues the node's pending serving requests.
+func (c *Controller) enqueueNode(obj any) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	csrs, err := c.byNode.ByIndex(requestorIndex, n.Name)
+	if err != nil {
+		return
+	}
+	for _, o := range csrs {
+		if csr := o.(*certificatesv1.CertificateSigningRequest); len(csr.Status.Conditions) == 0 {
+			c.Queue.Add(csr.Name)
+		}
+	}
 }
 
 func (c *Controller) sync(ctx context.Context, name string) error {

@@ -146,3 +146,57 @@ func TestSync(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeChanges: a request for an address the node does not report yet
+// is approved once the node reports it, and one made before its Node
+// existed once the Node appears.
+func TestNodeChanges(t *testing.T) {
+	early := makeCSR(t, request{cn: "system:node:n2", orgs: []string{"system:nodes"}, user: "system:node:n2", groups: []string{"system:nodes"}, ips: []string{"10.0.0.2"}})
+	early.Name = "early"
+	moved := makeCSR(t, request{cn: "system:node:n1", orgs: []string{"system:nodes"}, user: "system:node:n1", groups: []string{"system:nodes"}, ips: []string{"10.0.0.9"}})
+	moved.Name = "moved"
+	n1 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}}}
+	cs := fake.NewClientset([]runtime.Object{early, moved, n1}...)
+	f := informers.NewSharedInformerFactory(cs, 0)
+	c, err := New(&controllerctx.Context{Client: cs, Informers: f, Clock: clock.RealClock{}, Logger: slog.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx, 1) }()
+	defer func() { cancel(); <-done }()
+
+	approved := func(name string) bool {
+		got, err := cs.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
+		return err == nil && len(got.Status.Conditions) == 1 && got.Status.Conditions[0].Type == certificatesv1.CertificateApproved
+	}
+	waitApproved := func(name string) {
+		t.Helper()
+		for !approved(name) {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s not approved", name)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if approved("early") || approved("moved") {
+		t.Fatal("approved before the node reported the addresses")
+	}
+	n1 = n1.DeepCopy()
+	n1.Status.Addresses = append(n1.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "10.0.0.9"})
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n1, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitApproved("moved")
+	n2 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.2"}}}}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, n2, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitApproved("early")
+}

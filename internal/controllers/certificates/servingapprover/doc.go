@@ -7,7 +7,9 @@
 // name and IP address it asks for is one of that Node object's
 // status.addresses (or the node's name). Anything else stays pending for
 // a human (kubectl certificate approve) — it is never denied, since the
-// node may not have reported a new address yet.
+// node may not have reported a new address yet: a node that appears or
+// changes its addresses brings its pending requests back (an index of
+// serving requests by requestor).
 //
 // What this trusts: a node's own status. NodeRestriction confines a
 // kubelet to its own Node, so a node can obtain a certificate only for
