@@ -16,6 +16,7 @@ func securityFlags(fs *flag.FlagSet, cfg *controlplane.Config) {
 	fs.StringVar(&a.WebhookConfigFile, "authentication-token-webhook-config-file", "", "kubeconfig of a TokenReview webhook that authenticates bearer tokens")
 	fs.DurationVar(&a.WebhookCacheTTL, "authentication-token-webhook-cache-ttl", 2*time.Minute, "how long the token webhook's verdicts are cached")
 	fs.Var(optionalBool{&a.AnonymousAuth}, "anonymous-auth", "allow requests without credentials as system:anonymous where permitted (default true)")
+	fs.BoolVar(&cfg.EnableBootstrapTokenAuth, "enable-bootstrap-token-auth", true, "accept bootstrap tokens (kube-system Secrets of type bootstrap.kubernetes.io/token) for node TLS bootstrap, as kubeadm sets")
 
 	au := &cfg.Audit
 	fs.StringVar(&au.PolicyFile, "audit-policy-file", "", "audit.k8s.io/v1 Policy; auditing is on with it and a backend")

@@ -30,14 +30,14 @@ func TestBootstrapRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(bootstrappolicy.ClusterRoles()) + len(bootstrappolicy.ControllerRoles()); len(crs.Items) != want {
+	if want := len(bootstrappolicy.ClusterRoles()) + len(bootstrappolicy.ControllerRoles()) + len(bootstrappolicy.NodeBootstrapClusterRoles()); len(crs.Items) != want {
 		t.Fatalf("%d ClusterRoles after start, want %d", len(crs.Items), want)
 	}
 	crbs, err := rbac.ClusterRoleBindings().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(bootstrappolicy.ClusterRoleBindings()) + len(bootstrappolicy.ControllerRoleBindings()); len(crbs.Items) != want {
+	if want := len(bootstrappolicy.ClusterRoleBindings()) + len(bootstrappolicy.ControllerRoleBindings()) + len(bootstrappolicy.NodeBootstrapClusterRoleBindings()); len(crbs.Items) != want {
 		t.Fatalf("%d ClusterRoleBindings after start, want %d", len(crbs.Items), want)
 	}
 	if _, err := rbac.Roles("kube-public").Get(ctx, "system:controller:bootstrap-signer", metav1.GetOptions{}); err != nil {

@@ -1,8 +1,10 @@
 package controllers
 
 import (
+	"github.com/myriad-k8s/myriad/internal/controllers/bootstrapsigner"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/approver"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/cleaner"
+	"github.com/myriad-k8s/myriad/internal/controllers/certificates/servingapprover"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
 	"github.com/myriad-k8s/myriad/internal/controllers/clusterroleaggregation"
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
@@ -24,6 +26,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccounttoken"
 	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
+	"github.com/myriad-k8s/myriad/internal/controllers/tokencleaner"
 	"github.com/myriad-k8s/myriad/internal/controllers/volumeprotection"
 )
 
@@ -51,8 +54,11 @@ func All() []controllerctx.Descriptor {
 		volumeprotection.PVDescriptor(),
 		resourcequota.Descriptor(),
 		approver.Descriptor(),
+		servingapprover.Descriptor(),
 		signer.Descriptor(),
 		cleaner.Descriptor(),
+		tokencleaner.Descriptor(),
+		bootstrapsigner.Descriptor(),
 		podautoscaler.Descriptor(),
 		clusterroleaggregation.Descriptor(),
 	}

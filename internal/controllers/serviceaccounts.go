@@ -8,8 +8,10 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
+	"github.com/myriad-k8s/myriad/internal/controllers/bootstrapsigner"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/approver"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/cleaner"
+	"github.com/myriad-k8s/myriad/internal/controllers/certificates/servingapprover"
 	"github.com/myriad-k8s/myriad/internal/controllers/certificates/signer"
 	"github.com/myriad-k8s/myriad/internal/controllers/clusterroleaggregation"
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
@@ -31,6 +33,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/saclient"
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
 	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
+	"github.com/myriad-k8s/myriad/internal/controllers/tokencleaner"
 	"github.com/myriad-k8s/myriad/internal/controllers/volumeprotection"
 )
 
@@ -61,6 +64,9 @@ func serviceAccountNames() map[string]string {
 		approver.Name:               "certificate-controller",
 		signer.Name:                 "certificate-controller",
 		cleaner.Name:                "certificate-controller",
+		servingapprover.Name:        servingapprover.ServiceAccount,
+		tokencleaner.Name:           "token-cleaner",
+		bootstrapsigner.Name:        "bootstrap-signer",
 		podautoscaler.Name:          "horizontal-pod-autoscaler",
 		clusterroleaggregation.Name: "clusterrole-aggregation-controller",
 	}

@@ -13,15 +13,31 @@ import (
 // refused everything with --use-service-account-credentials.
 func TestServiceAccountsHaveRoles(t *testing.T) {
 	bound := map[string]bool{}
-	for _, b := range bootstrappolicy.ControllerRoleBindings() {
+	for _, b := range append(bootstrappolicy.ControllerRoleBindings(), bootstrappolicy.NodeBootstrapClusterRoleBindings()...) {
 		for _, s := range b.Subjects {
 			if s.Kind == "ServiceAccount" && s.Namespace == "kube-system" && b.RoleRef.Name == "system:controller:"+s.Name {
 				bound[s.Name] = true
 			}
 		}
 	}
+	// Upstream's token-cleaner and bootstrap-signer have namespaced
+	// Roles (kube-system's Secrets, kube-public's cluster-info) instead.
+	for _, bs := range bootstrappolicy.NamespaceRoleBindings() {
+		for _, b := range bs {
+			for _, s := range b.Subjects {
+				if s.Kind == "ServiceAccount" && s.Namespace == "kube-system" && b.RoleRef.Name == "system:controller:"+s.Name {
+					bound[s.Name] = true
+				}
+			}
+		}
+	}
 	roles := map[string]bool{}
-	for _, r := range bootstrappolicy.ControllerRoles() {
+	for _, rs := range bootstrappolicy.NamespaceRoles() {
+		for _, r := range rs {
+			roles[r.Name] = true
+		}
+	}
+	for _, r := range append(bootstrappolicy.ControllerRoles(), bootstrappolicy.NodeBootstrapClusterRoles()...) {
 		roles[r.Name] = true
 	}
 	// The Job controller also deletes finished Jobs as upstream's

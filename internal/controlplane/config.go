@@ -56,6 +56,11 @@ type Config struct {
 	// Authentication configures static tokens, JWT issuers, the token
 	// webhook and anonymous access (package authnconfig).
 	Authentication authnconfig.Options
+	// EnableBootstrapTokenAuth accepts bootstrap tokens (kube-system
+	// Secrets of type bootstrap.kubernetes.io/token) as bearer tokens,
+	// upstream's --enable-bootstrap-token-auth: what kubelets joining with
+	// --bootstrap-kubeconfig use. myriad up and apiserver turn it on.
+	EnableBootstrapTokenAuth bool
 	// Audit configures the audit log (package audit); off by default.
 	Audit audit.Config
 	// AdmissionControlConfigFile is upstream's

@@ -119,6 +119,17 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		stopAuthorizer()
 		return err
 	}
+	if cfg.EnableBootstrapTokenAuth {
+		bt, stopBootstrapTokens, err := startBootstrapTokens(ctx, api, log.With("component", "bootstrap-token-authenticator"))
+		if err != nil {
+			stopAuthorizer()
+			return err
+		}
+		// Stopped with the authorizer, before the caches it reads.
+		stopAuthz := stopAuthorizer
+		stopAuthorizer = func() { stopBootstrapTokens(); stopAuthz() }
+		sec.bootstrap = bt
+	}
 	sec.addServiceAccountTokens(saTokens, compTokens.auth)
 	if err := errors.Join(api.SetAuthorization(authorizer, rules), api.SetTokenAuthenticator(sec.tokens)); err != nil {
 		stopAuthorizer()
@@ -174,6 +185,12 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	}
 	url := pki.ServerURL(cfg.BindAddress, cfg.SecurePort)
 	log.Info("serving", "address", url, "startup", time.Since(start).Round(time.Millisecond))
+	if cfg.EnableBootstrapTokenAuth {
+		if err := ensureClusterInfo(ctx, url, creds); err != nil {
+			_ = srv.Close()
+			return err
+		}
+	}
 	components, err := startComponents(cfg.Components, url, creds, compTokens, metrics, log)
 	if err != nil {
 		_ = srv.Close()

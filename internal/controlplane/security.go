@@ -21,6 +21,9 @@ type security struct {
 	tokens authn.TokenAuthenticator
 	// admin is the admin token's authenticator.
 	admin authn.TokenAuthenticator
+	// bootstrap accepts bootstrap tokens (--enable-bootstrap-token-auth);
+	// nil when off. Set before addServiceAccountTokens.
+	bootstrap authn.TokenAuthenticator
 }
 
 func newSecurity(ctx context.Context, cfg Config, creds *pki.Credentials) (*security, error) {
@@ -49,6 +52,9 @@ func (s *security) addServiceAccountTokens(sa authn.TokenAuthenticator, extra ..
 	tokens := append([]authn.TokenAuthenticator{s.admin}, extra...)
 	if sa != nil {
 		tokens = append(tokens, sa)
+	}
+	if s.bootstrap != nil {
+		tokens = append(tokens, s.bootstrap)
 	}
 	if s.authn.Tokens != nil {
 		tokens = append(tokens, s.authn.Tokens)

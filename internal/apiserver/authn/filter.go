@@ -13,10 +13,16 @@ import (
 
 // DefaultPublicPaths returns the paths open to requests without credentials,
 // as upstream's system:public-info-viewer role: health checks and the
-// version.
+// version; and kube-public's cluster-info ConfigMap, which a joining node
+// reads before it has credentials (kubeadm join's discovery; the default
+// policy lets system:anonymous get it, as kubeadm's does). RBAC still
+// decides every one of them.
 func DefaultPublicPaths() []string {
-	return []string{"/livez", "/readyz", "/healthz", "/version", "/version/"}
+	return []string{"/livez", "/readyz", "/healthz", "/version", "/version/", ClusterInfoPath}
 }
+
+// ClusterInfoPath is the path of kube-public/cluster-info.
+const ClusterInfoPath = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
 
 // Config configures WithAuthentication.
 type Config struct {

@@ -114,7 +114,7 @@ func Reconcile(ctx context.Context, objs Objects, log *slog.Logger) (Result, err
 		}()
 	}
 	roles := ownerModifier{ctx: ctx, objs: objs, gvr: clusterRolesGVR, wrap: wrapClusterRole}
-	for _, cr := range append(ClusterRoles(), ControllerRoles()...) {
+	for _, cr := range slices.Concat(ClusterRoles(), ControllerRoles(), NodeBootstrapClusterRoles()) {
 		run("clusterrole", "", cr.Name, func() (reconciliation.ReconcileOperation, bool, any, error) {
 			expected := reconciliation.ClusterRoleRuleOwner{ClusterRole: cr.DeepCopy()}
 			if roleUpToDate(roles, expected) {
@@ -128,7 +128,7 @@ func Reconcile(ctx context.Context, objs Objects, log *slog.Logger) (Result, err
 		})
 	}
 	bindings := bindingModifier{ctx: ctx, objs: objs, gvr: clusterRoleBindingsGVR, wrap: wrapClusterRoleBinding}
-	for _, crb := range append(ClusterRoleBindings(), ControllerRoleBindings()...) {
+	for _, crb := range slices.Concat(ClusterRoleBindings(), ControllerRoleBindings(), NodeBootstrapClusterRoleBindings()) {
 		run("clusterrolebinding", "", crb.Name, func() (reconciliation.ReconcileOperation, bool, any, error) {
 			expected := reconciliation.ClusterRoleBindingAdapter{ClusterRoleBinding: crb.DeepCopy()}
 			if bindingUpToDate(bindings, expected) {
@@ -142,7 +142,7 @@ func Reconcile(ctx context.Context, objs Objects, log *slog.Logger) (Result, err
 		})
 	}
 	nsRoles := ownerModifier{ctx: ctx, objs: objs, gvr: rolesGVR, wrap: wrapRole, namespaced: true}
-	nsRoleSets := NamespaceRoles()
+	nsRoleSets := mergeNamespaced(NamespaceRoles(), NodeBootstrapNamespaceRoles())
 	for _, ns := range sortedKeys(nsRoleSets) {
 		for _, role := range nsRoleSets[ns] {
 			run("role", ns, role.Name, func() (reconciliation.ReconcileOperation, bool, any, error) {
@@ -159,7 +159,7 @@ func Reconcile(ctx context.Context, objs Objects, log *slog.Logger) (Result, err
 		}
 	}
 	nsBindings := bindingModifier{ctx: ctx, objs: objs, gvr: roleBindingsGVR, wrap: wrapRoleBinding, namespaced: true}
-	nsBindingSets := NamespaceRoleBindings()
+	nsBindingSets := mergeNamespaced(NamespaceRoleBindings(), NodeBootstrapNamespaceRoleBindings())
 	for _, ns := range sortedKeys(nsBindingSets) {
 		for _, rb := range nsBindingSets[ns] {
 			run("rolebinding", ns, rb.Name, func() (reconciliation.ReconcileOperation, bool, any, error) {
@@ -177,6 +177,14 @@ func Reconcile(ctx context.Context, objs Objects, log *slog.Logger) (Result, err
 	}
 	wg.Wait()
 	return mu.res, errors.Join(mu.errs...)
+}
+
+// mergeNamespaced adds b's objects to a's, namespace by namespace.
+func mergeNamespaced[T any](a, b map[string][]T) map[string][]T {
+	for ns, objs := range b {
+		a[ns] = append(a[ns], objs...)
+	}
+	return a
 }
 
 // reconcileConcurrency bounds the objects reconciled at once.

@@ -2,11 +2,12 @@ package approver
 
 import (
 	"context"
-	"slices"
+	"fmt"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
-
-	"github.com/myriad-k8s/myriad/internal/controllers/certificates"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Subresources of certificatesigningrequests upstream authorizes automatic
@@ -18,9 +19,6 @@ const (
 	SelfNodeClient = "selfnodeclient"
 )
 
-// BootstrappersGroup is the group of every bootstrap token user.
-const BootstrappersGroup = "system:bootstrappers"
-
 // Authorizer decides whether a CSR's requestor may have it approved
 // automatically: whether the user in spec (username, uid, groups, extra)
 // may "create" certificatesigningrequests/<subresource>. Implementations
@@ -29,26 +27,37 @@ type Authorizer interface {
 	Authorize(ctx context.Context, requestor *certificatesv1.CertificateSigningRequestSpec, subresource string) (bool, error)
 }
 
-// GroupAuthorizer allows nodeclient to members of system:bootstrappers or
-// system:nodes, and selfnodeclient to members of system:nodes (the
-// recognizer has already checked that the requestor is the node named in
-// the request): the grants a kubeadm cluster's RBAC bindings make, which
-// Myriad's default policy (upstream's) does not contain. Node bootstrap
-// (issue 27) adds those bindings and replaces this with a
-// SubjectAccessReview against the cluster's authorizer, as upstream's
-// csrapproving does.
-type GroupAuthorizer struct{}
+// SubjectAccessReviewer asks the API server's authorizer, through an
+// authorization.k8s.io/v1 SubjectAccessReview, as upstream's csrapproving
+// does: the grants are RBAC bindings (the default policy's
+// myriad:node-autoapprove-* for default node tokens and for nodes), so
+// whoever administers RBAC decides who may join.
+type SubjectAccessReviewer struct {
+	// Client creates the reviews; its identity needs "create" on
+	// subjectaccessreviews (the certificate-controller role has it).
+	Client kubernetes.Interface
+}
 
-var _ Authorizer = GroupAuthorizer{}
+var _ Authorizer = SubjectAccessReviewer{}
 
 // Authorize implements Authorizer.
-func (GroupAuthorizer) Authorize(_ context.Context, r *certificatesv1.CertificateSigningRequestSpec, subresource string) (bool, error) {
-	nodes := slices.Contains(r.Groups, certificates.NodesGroup)
-	switch subresource {
-	case NodeClient:
-		return nodes || slices.Contains(r.Groups, BootstrappersGroup), nil
-	case SelfNodeClient:
-		return nodes, nil
+func (a SubjectAccessReviewer) Authorize(ctx context.Context, r *certificatesv1.CertificateSigningRequestSpec, subresource string) (bool, error) {
+	var extra map[string]authorizationv1.ExtraValue
+	if len(r.Extra) > 0 {
+		extra = make(map[string]authorizationv1.ExtraValue, len(r.Extra))
+		for k, v := range r.Extra {
+			extra[k] = authorizationv1.ExtraValue(v)
+		}
 	}
-	return false, nil
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: r.Username, UID: r.UID, Groups: r.Groups, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Subresource: subresource, Verb: "create",
+		},
+	}}
+	res, err := a.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	if err != nil {
+		return false, fmt.Errorf("subjectaccessreview for %s: %w", subresource, err)
+	}
+	return res.Status.Allowed, nil
 }

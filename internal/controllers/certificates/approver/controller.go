@@ -22,7 +22,9 @@ const Name = "csrapproving"
 
 // Descriptor registers the controller with the manager.
 func Descriptor() controllerctx.Descriptor {
-	return controllerctx.Describe(Name, 1, func(c *controllerctx.Context) (*Controller, error) { return New(c, GroupAuthorizer{}) })
+	return controllerctx.Describe(Name, 1, func(c *controllerctx.Context) (*Controller, error) {
+		return New(c, SubjectAccessReviewer{Client: c.Client})
+	})
 }
 
 // recognizer is a kind of request the approver knows, the permission its

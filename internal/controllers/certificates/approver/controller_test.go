@@ -9,15 +9,20 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
@@ -101,7 +106,7 @@ func TestSync(t *testing.T) {
 	}{
 		{"node renews itself", request{cn: "system:node:n1", orgs: node, user: "system:node:n1", groups: nodes}, nil, self, false, false},
 		{"bootstrap token", request{cn: "system:node:n1", orgs: node, user: "system:bootstrap:abcdef", groups: bootstrappers}, nil, nodeMsg, false, false},
-		{"another node", request{cn: "system:node:n1", orgs: node, user: "system:node:n2", groups: nodes}, nil, nodeMsg, false, false},
+		{"another node", request{cn: "system:node:n1", orgs: node, user: "system:node:n2", groups: nodes}, nil, "", true, false},
 		{"without key encipherment", request{cn: "system:node:n1", orgs: node, user: "system:node:n1", groups: nodes, usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}, nil, self, false, false},
 		{"ordinary user", request{cn: "system:node:n1", orgs: node, user: "alice", groups: []string{"dev", "system:authenticated"}}, nil, "", true, false},
 		{"node named by the user only", request{cn: "system:node:n1", orgs: node, user: "system:node:n1", groups: []string{"system:authenticated"}}, nil, "", true, false},
@@ -121,10 +126,11 @@ func TestSync(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			csr := makeCSR(t, tc.req)
 			cs := fake.NewClientset(csr)
+			cs.PrependReactor("create", "subjectaccessreviews", defaultPolicy)
 			f := informers.NewSharedInformerFactory(cs, 0)
 			auth := tc.auth
 			if auth == nil {
-				auth = GroupAuthorizer{}
+				auth = SubjectAccessReviewer{Client: cs}
 			}
 			c, err := New(&controllerctx.Context{Client: cs, Informers: f, Clock: clock.RealClock{}, Logger: slog.Default()}, auth)
 			if err != nil {
@@ -166,24 +172,54 @@ func TestSync(t *testing.T) {
 	}
 }
 
-func TestGroupAuthorizer(t *testing.T) {
-	cases := []struct {
-		groups      []string
-		subresource string
-		want        bool
-	}{
-		{[]string{"system:bootstrappers"}, NodeClient, true},
-		{[]string{"system:nodes"}, NodeClient, true},
-		{[]string{"system:nodes"}, SelfNodeClient, true},
-		{[]string{"system:bootstrappers"}, SelfNodeClient, false},
-		{[]string{"system:masters"}, NodeClient, false},
-		{[]string{"system:nodes"}, "other", false},
-		{nil, NodeClient, false},
+// defaultPolicy answers SubjectAccessReviews for CSR subresources as the
+// default RBAC policy's node bootstrap bindings do: nodeclient for
+// system:bootstrappers, selfnodeclient for system:nodes. (The real
+// authorizer answers them in test/e2e's TestNodeBootstrap.)
+func defaultPolicy(action k8stesting.Action) (bool, runtime.Object, error) {
+	sar := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+	ra := sar.Spec.ResourceAttributes
+	if ra == nil || ra.Group != "certificates.k8s.io" || ra.Resource != "certificatesigningrequests" || ra.Verb != "create" {
+		return true, nil, fmt.Errorf("unexpected review %+v", sar.Spec)
 	}
-	for _, tc := range cases {
-		got, err := GroupAuthorizer{}.Authorize(context.Background(), &certificatesv1.CertificateSigningRequestSpec{Groups: tc.groups}, tc.subresource)
-		if err != nil || got != tc.want {
-			t.Errorf("Authorize(%v, %s) = %v, %v; want %v", tc.groups, tc.subresource, got, err, tc.want)
+	switch ra.Subresource {
+	case NodeClient:
+		sar.Status.Allowed = slices.Contains(sar.Spec.Groups, "system:bootstrappers")
+	case SelfNodeClient:
+		sar.Status.Allowed = slices.Contains(sar.Spec.Groups, "system:nodes")
+	}
+	return true, sar, nil
+}
+
+// TestSubjectAccessReviewer checks the review carries the requestor as
+// the CSR records it, and the answer is the server's.
+func TestSubjectAccessReviewer(t *testing.T) {
+	var got *authorizationv1.SubjectAccessReview
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "subjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		got = action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview)
+		return defaultPolicy(action)
+	})
+	spec := &certificatesv1.CertificateSigningRequestSpec{Username: "system:node:n1", UID: "u1", Groups: []string{"system:nodes"},
+		Extra: map[string]certificatesv1.ExtraValue{"k": {"v"}}}
+	for _, tc := range []struct {
+		sub  string
+		want bool
+	}{{SelfNodeClient, true}, {NodeClient, false}} {
+		ok, err := SubjectAccessReviewer{Client: cs}.Authorize(context.Background(), spec, tc.sub)
+		if err != nil || ok != tc.want {
+			t.Errorf("Authorize(%s) = %v, %v; want %v", tc.sub, ok, err, tc.want)
 		}
+		s := got.Spec
+		if s.User != "system:node:n1" || s.UID != "u1" || !slices.Equal(s.Groups, spec.Groups) || s.Extra["k"][0] != "v" ||
+			s.ResourceAttributes.Subresource != tc.sub {
+			t.Errorf("review %+v", s)
+		}
+	}
+	cs.PrependReactor("create", "subjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("down")
+	})
+	if _, err := (SubjectAccessReviewer{Client: cs}).Authorize(context.Background(), spec, NodeClient); err == nil {
+		t.Error("a failed review authorized nothing but returned no error")
 	}
 }

@@ -1,0 +1,10 @@
+package bootstrapsigner
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if any goroutine they started outlives them.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
