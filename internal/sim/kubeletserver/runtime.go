@@ -23,8 +23,8 @@ type runtime struct {
 }
 
 var (
-	_ remotecommand.Executor     = (*runtime)(nil)
-	_ remotecommand.Attacher     = (*runtime)(nil)
+	_ remotecommand.Executor    = (*runtime)(nil)
+	_ remotecommand.Attacher    = (*runtime)(nil)
 	_ portforward.PortForwarder = (*runtime)(nil)
 )
 
