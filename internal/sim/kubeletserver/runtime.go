@@ -14,18 +14,18 @@ import (
 	utilexec "k8s.io/utils/exec"
 )
 
-// runtime is what runs behind the streams of one request: the pod as the
+// hollowRuntime is what runs behind the streams of one request: the pod as the
 // request found it, on its hollow node.
-type runtime struct {
+type hollowRuntime struct {
 	s    *Server
 	pod  *corev1.Pod
 	node string
 }
 
 var (
-	_ remotecommand.Executor    = (*runtime)(nil)
-	_ remotecommand.Attacher    = (*runtime)(nil)
-	_ portforward.PortForwarder = (*runtime)(nil)
+	_ remotecommand.Executor    = (*hollowRuntime)(nil)
+	_ remotecommand.Attacher    = (*hollowRuntime)(nil)
+	_ portforward.PortForwarder = (*hollowRuntime)(nil)
 )
 
 // ExecInContainer runs cmd in a hollow container. The commands it knows:
@@ -40,7 +40,7 @@ var (
 // Anything else prints its command line, space-separated, and exits 0: a
 // fixed answer that shows the command got through. A non-zero exit reaches
 // the client as the kubelet reports one (NonZeroExitCode, cause ExitCode).
-func (rt *runtime) ExecInContainer(_ context.Context, _, _, _ string, cmd []string, in io.Reader, out, _ io.WriteCloser, _ bool, resize <-chan remotecommand.TerminalSize, _ time.Duration) error {
+func (rt *hollowRuntime) ExecInContainer(_ context.Context, _, _, _ string, cmd []string, in io.Reader, out, _ io.WriteCloser, _ bool, resize <-chan remotecommand.TerminalSize, _ time.Duration) error {
 	go drainResize(resize)
 	if len(cmd) == 1 && cmd[0] == "cat" {
 		if in == nil {
@@ -66,7 +66,7 @@ func (rt *runtime) ExecInContainer(_ context.Context, _, _, _ string, cmd []stri
 
 // run is ExecInContainer for the commands that need no stdin: their output
 // and exit code.
-func (rt *runtime) run(cmd []string, _ io.Reader) ([]byte, int) {
+func (rt *hollowRuntime) run(cmd []string, _ io.Reader) ([]byte, int) {
 	if len(cmd) == 3 && (cmd[0] == "sh" || cmd[0] == "/bin/sh" || cmd[0] == "bash") && cmd[1] == "-c" {
 		if code, ok := exitCode(strings.Fields(cmd[2])); ok {
 			return nil, code
@@ -102,7 +102,7 @@ func exitCode(cmd []string) (int, bool) {
 
 // AttachContainer streams the container's log, followed, to out until the
 // client goes away; whatever arrives on stdin is read and dropped.
-func (rt *runtime) AttachContainer(ctx context.Context, _, _, container string, in io.Reader, out, _ io.WriteCloser, _ bool, resize <-chan remotecommand.TerminalSize) error {
+func (rt *hollowRuntime) AttachContainer(ctx context.Context, _, _, container string, in io.Reader, out, _ io.WriteCloser, _ bool, resize <-chan remotecommand.TerminalSize) error {
 	go drainResize(resize)
 	if in != nil {
 		go func() { _, _ = io.Copy(io.Discard, in) }()
@@ -125,7 +125,7 @@ func (rt *runtime) AttachContainer(ctx context.Context, _, _, container string, 
 
 // PortForward echoes every byte the client sends on stream back to it, on
 // any port, until the client closes its side.
-func (rt *runtime) PortForward(_ context.Context, _, _ string, _ int32, stream io.ReadWriteCloser) error {
+func (rt *hollowRuntime) PortForward(_ context.Context, _, _ string, _ int32, stream io.ReadWriteCloser) error {
 	defer stream.Close()
 	_, err := io.Copy(stream, stream)
 	return err

@@ -194,7 +194,7 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request) {
 		containerNotFound(w, c, pod.Name)
 		return
 	}
-	rt := &runtime{s: s, pod: pod, node: node}
+	rt := &hollowRuntime{s: s, pod: pod, node: node}
 	remotecommand.ServeExec(w, r, rt, pod.Name, string(pod.UID), c, r.URL.Query()["command"], opts,
 		s.cfg.StreamIdleTimeout, s.cfg.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 }
@@ -214,7 +214,7 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
 		containerNotFound(w, c, pod.Name)
 		return
 	}
-	rt := &runtime{s: s, pod: pod, node: node}
+	rt := &hollowRuntime{s: s, pod: pod, node: node}
 	remotecommand.ServeAttach(w, r, rt, pod.Name, string(pod.UID), c, opts,
 		s.cfg.StreamIdleTimeout, s.cfg.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 }
@@ -229,7 +229,7 @@ func (s *Server) servePortForward(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rt := &runtime{s: s, pod: pod, node: node}
+	rt := &hollowRuntime{s: s, pod: pod, node: node}
 	portforward.ServePortForward(w, r, rt, pod.Name, string(pod.UID), opts,
 		s.cfg.StreamIdleTimeout, s.cfg.StreamCreationTimeout, portforward.SupportedProtocols)
 }
@@ -246,7 +246,7 @@ func (s *Server) serveRun(w http.ResponseWriter, r *http.Request) {
 		containerNotFound(w, c, pod.Name)
 		return
 	}
-	rt := &runtime{s: s, pod: pod, node: node}
+	rt := &hollowRuntime{s: s, pod: pod, node: node}
 	out, code := rt.run(strings.Split(r.URL.Query().Get("cmd"), " "), nil)
 	if code != 0 {
 		http.Error(w, "command terminated with non-zero exit code: exit status "+strconv.Itoa(code), http.StatusInternalServerError)

@@ -24,17 +24,17 @@ import (
 // executor is how a test reaches exec and attach: SPDY as the API server
 // dials kubelets, or WebSocket with v4.channel.k8s.io, the newest version
 // the kubelet speaks over WebSocket.
-type executor func(t *testing.T, c *rest.Config, method string, u *url.URL) remotecommand.Executor
+type executor func(t testing.TB, c *rest.Config, method string, u *url.URL) remotecommand.Executor
 
 var executors = map[string]executor{
-	"SPDY": func(t *testing.T, c *rest.Config, method string, u *url.URL) remotecommand.Executor {
+	"SPDY": func(t testing.TB, c *rest.Config, method string, u *url.URL) remotecommand.Executor {
 		e, err := remotecommand.NewSPDYExecutor(c, method, u)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
 	},
-	"WebSocket": func(t *testing.T, c *rest.Config, _ string, u *url.URL) remotecommand.Executor {
+	"WebSocket": func(t testing.TB, c *rest.Config, _ string, u *url.URL) remotecommand.Executor {
 		e, err := remotecommand.NewWebSocketExecutorForProtocols(c, "GET", u.String(), "v4.channel.k8s.io")
 		if err != nil {
 			t.Fatal(err)
