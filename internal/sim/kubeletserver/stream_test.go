@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
@@ -270,5 +271,52 @@ func TestNewValidates(t *testing.T) {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%s: New accepted it", name)
 		}
+	}
+}
+
+// TestPortForwardWebSocket speaks the kubelet's WebSocket port-forward
+// protocol (v4.channel.k8s.io: per port a data and an error channel, each
+// opened with the port number) as a raw client: client-go has no client
+// for it, since the API server tunnels SPDY over WebSocket instead.
+func TestPortForwardWebSocket(t *testing.T) {
+	ts := newTestServer(t, nil)
+	tc := ts.httpClient(t, &ts.pki.apiserverCert).Transport.(*http.Transport).TLSClientConfig
+	d := websocket.Dialer{TLSClientConfig: tc, Subprotocols: []string{"v4.channel.k8s.io"}}
+	if _, resp, err := d.Dial("wss"+strings.TrimPrefix(ts.url, "https")+"/portForward/default/web", nil); err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("without a port: %v, %v; want 400", resp, err)
+	}
+	conn, resp, err := d.Dial("wss"+strings.TrimPrefix(ts.url, "https")+"/portForward/default/web?port=8080", nil)
+	if err != nil {
+		body := ""
+		if resp != nil {
+			b, _ := io.ReadAll(resp.Body)
+			body = resp.Status + " " + string(b)
+		}
+		t.Fatal(err, body)
+	}
+	defer conn.Close()
+	if resp.Header.Get("Sec-WebSocket-Protocol") != "v4.channel.k8s.io" {
+		t.Fatalf("negotiated %q", resp.Header.Get("Sec-WebSocket-Protocol"))
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	read := func() []byte {
+		t.Helper()
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg
+	}
+	// 8080 little-endian is 0x90 0x1f.
+	for _, want := range [][]byte{{0, 0x90, 0x1f}, {1, 0x90, 0x1f}} {
+		if got := read(); !bytes.Equal(got, want) {
+			t.Fatalf("opening frame %v, want %v", got, want)
+		}
+	}
+	if err := conn.WriteMessage(websocket.BinaryMessage, append([]byte{0}, "ping"...)); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); string(got) != "\x00ping" {
+		t.Fatalf("echo %q, want %q", got, "\x00ping")
 	}
 }
