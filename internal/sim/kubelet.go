@@ -200,8 +200,9 @@ func clusterCAs(data []byte, file string) (*x509.CertPool, error) {
 // mu, then the index's; lookups release the index before taking a node's.
 // A nil *podIndex indexes nothing (the kubelet API is off).
 type podIndex struct {
-	mu sync.RWMutex
-	m  map[podKey]podRef
+	byName map[string]*node // Sim.byName, for NodeDown
+	mu     sync.RWMutex
+	m      map[podKey]podRef
 }
 
 type podKey struct{ ns, name string }
@@ -211,7 +212,9 @@ type podRef struct {
 	uid types.UID
 }
 
-func newPodIndex() *podIndex { return &podIndex{m: map[podKey]podRef{}} }
+func newPodIndex(byName map[string]*node) *podIndex {
+	return &podIndex{byName: byName, m: map[podKey]podRef{}}
+}
 
 // add records that n runs pod (replacing an older pod of the same name).
 func (x *podIndex) add(n *node, pod *corev1.Pod) {
@@ -255,6 +258,12 @@ func (x *podIndex) Pod(namespace, name string) (*corev1.Pod, string, bool) {
 		return nil, "", false
 	}
 	return pod, ref.n.name, true
+}
+
+// NodeDown implements kubeletserver.Pods: a failed node's kubelet is down.
+func (x *podIndex) NodeDown(name string) bool {
+	n, ok := x.byName[name]
+	return ok && n.isFailed()
 }
 
 var _ kubeletserver.Pods = (*podIndex)(nil)

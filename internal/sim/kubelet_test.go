@@ -32,6 +32,13 @@ func TestPodIndex(t *testing.T) {
 	if p, node, ok := ts.pods.Pod("default", "web"); !ok || p.UID != "b" || node != n1.name {
 		t.Fatalf("after the old pod's deletion: %v, %q, %v; want uid b on %s", p, node, ok, n1.name)
 	}
+	if ts.pods.NodeDown(n1.name) {
+		t.Error("a running node is down")
+	}
+	n1.fail()
+	if !ts.pods.NodeDown(n1.name) || ts.pods.NodeDown(n0.name) {
+		t.Error("NodeDown does not follow Fail")
+	}
 	n1.onPodDeleted("b")
 	if _, _, ok := ts.pods.Pod("default", "web"); ok {
 		t.Error("found a deleted pod")

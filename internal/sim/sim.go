@@ -162,7 +162,7 @@ func newSim(cfg Config, client kubernetes.Interface) (*Sim, error) {
 		lateness:   newDurHist(),
 	}
 	if cfg.Kubelet.Enabled {
-		s.pods = newPodIndex()
+		s.pods = newPodIndex(s.byName)
 	}
 	for k := range cfg.Nodes {
 		n := newNode(s, k)

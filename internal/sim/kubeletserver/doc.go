@@ -29,7 +29,9 @@
 // Errors match the kubelet's: 404 for a pod no hollow node of this process
 // runs or a container the pod does not have, 400 for a container that has
 // not started or a previous instance that does not exist, 422 for invalid
-// log options, plain-text bodies.
+// log options, plain-text bodies; and 503 for a pod whose hollow node was
+// made to fail (Pods.NodeDown), where a real node's dead kubelet would not
+// answer at all.
 //
 // # Security
 //

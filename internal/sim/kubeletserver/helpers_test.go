@@ -29,7 +29,14 @@ var t0 = time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
 type staticPods struct {
 	mu   sync.Mutex
 	node string
+	down bool
 	pods map[string]*corev1.Pod
+}
+
+func (p *staticPods) NodeDown(string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.down
 }
 
 func (p *staticPods) Pod(ns, name string) (*corev1.Pod, string, bool) {

@@ -180,6 +180,10 @@ func (s *Server) serveLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("pod %q does not exist", r.PathValue("pod")), http.StatusNotFound)
 		return
 	}
+	if s.cfg.Pods.NodeDown(node) {
+		nodeDown(w, node)
+		return
+	}
 	c := r.PathValue("container")
 	if !hasContainer(pod, c) {
 		containerNotFound(w, c, pod.Name)
@@ -273,8 +277,8 @@ func (s *Server) writeLog(ctx context.Context, w *flushWriter, lg containerLog, 
 // running reports whether lg's container still runs on a hollow node of
 // this process: followed logs end when it stops.
 func (s *Server) running(lg containerLog) bool {
-	pod, _, ok := s.cfg.Pods.Pod(lg.ns, lg.pod)
-	if !ok || string(pod.UID) != lg.uid || pod.DeletionTimestamp != nil {
+	pod, node, ok := s.cfg.Pods.Pod(lg.ns, lg.pod)
+	if !ok || string(pod.UID) != lg.uid || pod.DeletionTimestamp != nil || s.cfg.Pods.NodeDown(node) {
 		return false
 	}
 	for _, st := range pod.Status.ContainerStatuses {

@@ -77,6 +77,26 @@ func TestContainerLogs(t *testing.T) {
 	}
 }
 
+func TestNodeDown(t *testing.T) {
+	ts := newTestServer(t, nil)
+	ts.pods.down = true
+	client := ts.httpClient(t, &ts.pki.apiserverCert)
+	for _, path := range []string{"/containerLogs/default/web/app", "/exec/default/web/app?command=true&output=1", "/portForward/default/web"} {
+		resp, err := client.Post(ts.url+path, "", nil)
+		if strings.HasPrefix(path, "/containerLogs") {
+			resp, err = client.Get(ts.url + path)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || string(body) != "the kubelet of hollow node hollow-node-0 is down\n" {
+			t.Errorf("%s: %d %q; want 503", path, resp.StatusCode, body)
+		}
+	}
+}
+
 func itoa(k int) string {
 	if k < 10 {
 		return string(rune('0' + k))

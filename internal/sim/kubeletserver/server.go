@@ -23,6 +23,9 @@ type Pods interface {
 	// Pod returns the newest version of pod namespace/name that one of the
 	// hollow nodes runs, and that node's name; ok is false when none does.
 	Pod(namespace, name string) (pod *corev1.Pod, node string, ok bool)
+	// NodeDown reports whether node's kubelet is down (a hollow node made
+	// to fail): its requests get 503, where a dial to a dead kubelet fails.
+	NodeDown(node string) bool
 }
 
 // Config configures a Server. Zero values take the defaults in the
@@ -149,7 +152,16 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (*corev1.Pod, st
 		http.Error(w, "pod not found", http.StatusNotFound)
 		return nil, "", false
 	}
+	if s.cfg.Pods.NodeDown(node) {
+		nodeDown(w, node)
+		return nil, "", false
+	}
 	return pod, node, true
+}
+
+// nodeDown answers for the kubelet of a failed hollow node.
+func nodeDown(w http.ResponseWriter, node string) {
+	http.Error(w, fmt.Sprintf("the kubelet of hollow node %s is down", node), http.StatusServiceUnavailable)
 }
 
 // hasContainer reports whether pod has a container (regular, init or
