@@ -320,3 +320,28 @@ func TestPortForwardWebSocket(t *testing.T) {
 		t.Fatalf("echo %q, want %q", got, "\x00ping")
 	}
 }
+
+func TestRun(t *testing.T) {
+	ts := newTestServer(t, nil)
+	client := ts.httpClient(t, &ts.pki.apiserverCert)
+	for _, tt := range []struct {
+		path, want string
+		code       int
+	}{
+		{"/run/default/web/app?cmd=echo+hi+there", "hi there\n", 200},
+		{"/run/default/web/uid-web/app?cmd=hostname", "web\n", 200},
+		{"/run/default/web/app?cmd=false", "command terminated with non-zero exit code: exit status 1\n", 500},
+		{"/run/default/web/nope?cmd=true", `container "nope" not found in pod "web"` + "\n", 404},
+		{"/run/default/nope/app?cmd=true", "pod does not exist\n", 404},
+	} {
+		resp, err := client.Post(ts.url+tt.path, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.code || string(body) != tt.want {
+			t.Errorf("POST %s: %d %q; want %d %q", tt.path, resp.StatusCode, body, tt.code, tt.want)
+		}
+	}
+}
