@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,5 +74,31 @@ func TestKubeletConfigValidation(t *testing.T) {
 	k := KubeletConfig{Enabled: true}
 	if err := k.withDefaults(); err != nil || k.Address != "127.0.0.1" || k.CertificateTimeout == 0 {
 		t.Errorf("defaults: %+v, %v", k, err)
+	}
+}
+
+// BenchmarkPodIndexLookup is the kubelet API's pod lookup among 200,000
+// pods on 10,000 nodes.
+func BenchmarkPodIndexLookup(b *testing.B) {
+	ts := newTestSim(b, 10000, func(c *Config) { c.Kubelet.Enabled = true })
+	names := make([]string, 0, 200000)
+	for i, n := range ts.nodes {
+		for j := range 20 {
+			name := "pod-" + strconv.Itoa(i) + "-" + strconv.Itoa(j)
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(name)}}
+			n.mu.Lock()
+			n.mu.pods[p.UID] = &podState{pod: p, phase: podDone}
+			n.mu.Unlock()
+			ts.pods.add(n, p)
+			names = append(names, name)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, _, ok := ts.pods.Pod("default", names[i%len(names)]); !ok {
+			b.Fatal("not found")
+		}
+		i += 7919
 	}
 }
