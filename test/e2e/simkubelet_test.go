@@ -1,17 +1,21 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,6 +169,52 @@ func TestSimKubeletAPI(t *testing.T) {
 		var out bytes.Buffer
 		if err := e.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: io.Discard}); err != nil || out.String() != "hi\n" {
 			t.Errorf("exec: %q, %v", out.String(), err)
+		}
+	})
+
+	// The same through the API server, as users reach it: kubectl logs,
+	// exec (WebSocket, translated by the API server) and port-forward.
+	t.Run("kubectl", func(t *testing.T) {
+		out, err := srv.kubectl(t, "", "logs", "logger", "--tail=2")
+		if err != nil && strings.Contains(out, "the server could not find the requested resource") {
+			t.Skip("this API server does not serve pods/log yet (issue 27, the API server → kubelet path)")
+		}
+		if err != nil || !regexp.MustCompile(`^(hollow-node-1 default/logger/app line \d+\n){2}$`).MatchString(out) {
+			t.Errorf("kubectl logs --tail=2: %v\n%s", err, out)
+		}
+		if out, err := srv.kubectl(t, "", "exec", "logger", "--", "echo", "hi"); err != nil || out != "hi\n" {
+			t.Errorf("kubectl exec echo hi: %v\n%q", err, out)
+		}
+		_, err = srv.kubectl(t, "", "exec", "logger", "--", "sh", "-c", "exit 3")
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) || exitErr.ExitCode() != 3 {
+			t.Errorf("kubectl exec sh -c 'exit 3': %v; want exit code 3", err)
+		}
+		pfCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		pf := exec.CommandContext(pfCtx, "kubectl", "--kubeconfig", srv.kubeconfig, "port-forward", "pod/logger", ":8080")
+		stdout, _ := pf.StdoutPipe()
+		if err := pf.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { stop(); _ = pf.Wait() }()
+		line, err := bufio.NewReader(stdout).ReadString('\n') // Forwarding from 127.0.0.1:PORT -> 8080
+		m := regexp.MustCompile(`127\.0\.0\.1:(\d+) ->`).FindStringSubmatch(line)
+		if err != nil || m == nil {
+			t.Fatalf("kubectl port-forward: %q, %v", line, err)
+		}
+		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+m[1], 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := conn.Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != "ping" {
+			t.Errorf("port-forward echo: %q, %v", buf, err)
 		}
 	})
 
