@@ -171,7 +171,7 @@ func (kl *kubeletListener) close() {
 }
 
 // KubeletAddress is the host:port the hollow nodes' kubelet API listens
-// on, or "" when it is off (or before Start).
+// on, or "" when it is off; call it after Start has returned.
 func (s *Sim) KubeletAddress() string {
 	if s.kubelet == nil {
 		return ""
