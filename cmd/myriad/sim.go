@@ -70,6 +70,10 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 		"Pod usage is the pod's "+sim.AnnotationCPUUsage+" / "+sim.AnnotationMemoryUsage+" annotation, else --usage-fraction of its requests. "+
 		"Plain HTTP without authentication: keep it on loopback")
 	fs.Float64Var(&cfg.UsageFraction, "usage-fraction", 0.5, "share of its requests a pod without usage annotations uses, as the metrics API reports it (negative: none)")
+	kubeletPort := fs.Int("kubelet-port", 0, "port of the hollow nodes' kubelet API (logs, exec, attach, port-forward; one HTTPS listener for all nodes, reported in every Node's status): 0 picks a free one, -1 turns it off")
+	fs.StringVar(&cfg.Kubelet.Address, "kubelet-address", "127.0.0.1", "IP the kubelet API listens on and the API server dials: every node's InternalIP and the serving certificate's IP SAN")
+	fs.BoolVar(&cfg.Kubelet.Anonymous, "kubelet-anonymous", false, "let kubelet API requests in without a client certificate from the cluster CA (default: required)")
+	fs.DurationVar(&cfg.Kubelet.CertificateTimeout, "kubelet-certificate-timeout", time.Minute, "how long to wait for the kubernetes.io/kubelet-serving signer to issue the kubelet API's serving certificate")
 	maxProcs := fs.Int("max-procs", 1, "Go threads running at once (GOMAXPROCS; 0: one per core; the GOMAXPROCS environment variable wins). "+
 		"One keeps the simulator off the control plane's cores and costs less CPU than two: 10,000 idle nodes hand work between goroutines a few thousand times a second")
 	statusEvery := fs.Duration("status-interval", 10*time.Second, "print a status line this often (0: never)")
@@ -105,6 +109,7 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	cfg.RESTConfig, cfg.Logger, cfg.QPS = rc, log, float32(qps)
 	cfg.PodWatch = sim.PodWatch(*podWatch)
+	cfg.Kubelet.Enabled, cfg.Kubelet.Port = *kubeletPort >= 0, max(*kubeletPort, 0)
 	if cfg.CPU, err = resource.ParseQuantity(*cpu); err != nil {
 		return fmt.Errorf("--cpu: %w", err)
 	}
@@ -165,6 +170,9 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d hollow nodes registered in %s; running until interrupted\n", cfg.Nodes, time.Since(start).Round(time.Millisecond))
+	if addr := s.KubeletAddress(); addr != "" {
+		fmt.Fprintf(stdout, "serving the hollow nodes' kubelet API on https://%s\n", addr)
+	}
 	defer s.Stop()
 	if *statusEvery <= 0 {
 		<-ctx.Done()

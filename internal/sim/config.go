@@ -138,6 +138,10 @@ type Config struct {
 	// Sim.Recover (or serve Sim.ControlHandler) instead.
 	Fail FailPlan
 
+	// Kubelet serves the nodes' kubelet API (logs, exec, port-forward);
+	// off by default.
+	Kubelet KubeletConfig
+
 	// GreedyListInterval > 0 makes every node list all Services (cluster
 	// scope, a consistent read) every interval, spread evenly like renewals:
 	// the Civis "greedy DaemonSet".
@@ -328,6 +332,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	setInt(&cfg.PodWorkers, 128)
 	setInt(&cfg.GreedyWorkers, max(16, perSecond(cfg.GreedyListInterval)))
 	setInt(&cfg.RegistrationWorkers, 64)
+	if err := cfg.Kubelet.withDefaults(); err != nil {
+		return cfg, err
+	}
 	if err := cfg.Fail.validate(cfg.Nodes); err != nil {
 		return cfg, err
 	}

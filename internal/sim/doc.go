@@ -22,7 +22,25 @@
 //     honours graceful deletion (containers terminated, then a grace-0
 //     delete with a UID precondition);
 //   - optionally lists all Services every GreedyListInterval (the Civis
-//     "greedy DaemonSet").
+//     "greedy DaemonSet");
+//   - with Config.Kubelet.Enabled (myriad sim's default; --kubelet-port -1
+//     turns it off), answers the kubelet API the API server dials for
+//     pods/log, exec, attach and portforward: one HTTPS listener for the
+//     whole process (package kubeletserver), whose address every node
+//     reports as its InternalIP (Kubelet.Address, default 127.0.0.1) and
+//     whose port it reports in status.daemonEndpoints.kubeletEndpoint. Its
+//     serving certificate comes from a kubernetes.io/kubelet-serving
+//     CertificateSigningRequest (CN system:node:<first node>, IP SAN the
+//     address, the node names as DNS SANs up to 64 nodes) that the
+//     simulator approves itself and the cluster's signer issues, before
+//     any node registers; Start fails if none is issued within
+//     Kubelet.CertificateTimeout. Clients need a certificate from the
+//     kubeconfig's CA unless Kubelet.Anonymous. Pods are found by name
+//     through an index kept beside each node's pods, so a request costs
+//     one map lookup whatever the number of nodes. The listener serves from
+//     Start until Stop, which also closes open exec and port-forward
+//     streams. Nodes report the listener's address in the status they
+//     already write: the heartbeat costs nothing more.
 //
 // # API
 //

@@ -24,7 +24,7 @@ type testSim struct {
 
 // newTestSim builds a simulator of nodes hollow nodes; mutate adjusts the
 // config before defaults are filled in.
-func newTestSim(t *testing.T, nodes int, mutate func(*Config)) *testSim {
+func newTestSim(t testing.TB, nodes int, mutate func(*Config)) *testSim {
 	t.Helper()
 	clk := testingclock.NewFakeClock(t0)
 	cfg := Config{RESTConfig: &rest.Config{Host: "http://unused"}, Nodes: nodes, Clock: clk}

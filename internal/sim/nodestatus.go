@@ -60,6 +60,7 @@ func (n *node) desiredStatus(now time.Time, prev *corev1.NodeStatus) corev1.Node
 		corev1.ResourceEphemeralStorage: cfg.EphemeralStorage,
 	}
 	ts := metav1.NewTime(now.Truncate(time.Second))
+	addr, port := n.kubeletEndpoint()
 	cond := func(t corev1.NodeConditionType, s corev1.ConditionStatus, reason, msg string) corev1.NodeCondition {
 		c := corev1.NodeCondition{Type: t, Status: s, Reason: reason, Message: msg, LastHeartbeatTime: ts, LastTransitionTime: ts}
 		if prev != nil {
@@ -82,10 +83,10 @@ func (n *node) desiredStatus(now time.Time, prev *corev1.NodeStatus) corev1.Node
 			cond(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
 		},
 		Addresses: []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: n.hostIP},
+			{Type: corev1.NodeInternalIP, Address: addr},
 			{Type: corev1.NodeHostName, Address: n.name},
 		},
-		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: port}},
 		NodeInfo: corev1.NodeSystemInfo{
 			MachineID:               idHex("machine", n.name, 32),
 			SystemUUID:              idHex("system", n.name, 32),

@@ -116,6 +116,7 @@ func (n *node) onPod(pod *corev1.Pod) {
 	}
 	st = &podState{pod: pod, phase: podDone}
 	n.mu.pods[pod.UID] = st
+	n.s.pods.add(n, pod)
 	switch {
 	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
 		// Finished before we saw it (a previous run); holds nothing.
@@ -427,6 +428,7 @@ func (n *node) onPodDeleted(uid types.UID) {
 	}
 	n.setPhaseLocked(st, podDone)
 	delete(n.mu.pods, uid)
+	n.s.pods.remove(st.pod)
 }
 
 // syncList reconciles the node's pods with a full list at resourceVersion

@@ -50,6 +50,11 @@ type Sim struct {
 	// nodeDenied counts nodes' requests answered 401 or 403 (with
 	// NodeIdentityImpersonate); nil on a fake client.
 	nodeDenied *atomic.Uint64
+	// pods indexes every node's pods by name and kubelet serves their
+	// kubelet API; both nil unless Config.Kubelet.Enabled (kubelet is set
+	// by Start, before any node registers).
+	pods    *podIndex
+	kubelet *kubeletListener
 
 	// start is the time of Start; every node's periodic work sits on a grid
 	// anchored there.
@@ -156,6 +161,9 @@ func newSim(cfg Config, client kubernetes.Interface) (*Sim, error) {
 		greedy:     newScheduler(cfg.Clock, cfg.GreedyWorkers),
 		lateness:   newDurHist(),
 	}
+	if cfg.Kubelet.Enabled {
+		s.pods = newPodIndex(s.byName)
+	}
 	for k := range cfg.Nodes {
 		n := newNode(s, k)
 		s.nodes = append(s.nodes, n)
@@ -214,6 +222,12 @@ func (s *Sim) Start(ctx context.Context) error {
 	s.podWork.start(runCtx, &s.wg)
 	s.greedy.start(runCtx, &s.wg)
 
+	if s.cfg.Kubelet.Enabled {
+		if err := s.startKubelet(runCtx); err != nil {
+			s.Stop()
+			return err
+		}
+	}
 	if err := s.registerAll(runCtx); err != nil {
 		s.Stop()
 		return err
