@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
+	"github.com/myriad-k8s/myriad/internal/sim"
 )
 
 // KubeletPath is the `kubelet-path` scenario: hollow nodes that serve the
@@ -62,7 +63,7 @@ func (c KubeletPath) Run(ctx context.Context, env *loadtest.Env) error {
 	env.SLOs = true
 
 	prefix := "bench-kubelet-" + runID()
-	nodes, err := hollowNodes(ctx, env, prefix+"-node-", c.Nodes, false)
+	nodes, err := hollowNodesWith(ctx, env, prefix+"-node-", c.Nodes, func(c *sim.Config) { c.Kubelet.Enabled = true })
 	if err != nil {
 		return err
 	}

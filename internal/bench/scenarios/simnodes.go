@@ -17,13 +17,20 @@ import (
 // returns them once all are registered. fullStatus selects the pre-Lease
 // heartbeat.
 func hollowNodes(ctx context.Context, env *loadtest.Env, prefix string, n int, fullStatus bool) (*sim.Sim, error) {
-	s, err := sim.New(sim.Config{
-		RESTConfig:          env.RESTConfig,
-		Nodes:               n,
-		NamePrefix:          prefix,
-		FullStatusHeartbeat: fullStatus,
-		Logger:              env.Log,
-	})
+	return hollowNodesWith(ctx, env, prefix, n, func(c *sim.Config) { c.FullStatusHeartbeat = fullStatus })
+}
+
+// hollowNodesWith is hollowNodes with configure adjusting the simulator's
+// Config before it starts.
+func hollowNodesWith(ctx context.Context, env *loadtest.Env, prefix string, n int, configure func(*sim.Config)) (*sim.Sim, error) {
+	cfg := sim.Config{
+		RESTConfig: env.RESTConfig,
+		Nodes:      n,
+		NamePrefix: prefix,
+		Logger:     env.Log,
+	}
+	configure(&cfg)
+	s, err := sim.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("hollow nodes: %w", err)
 	}
