@@ -103,6 +103,11 @@ func methodNotAllowed(gr schema.GroupResource, r *http.Request) error {
 type responder struct{ p *Proxy }
 
 func (rs responder) Error(w http.ResponseWriter, r *http.Request, err error) {
+	// A dial cut short by the kubelet timeout fails with "context
+	// canceled"; the cause says what happened.
+	if cause := context.Cause(r.Context()); cause != nil && !errors.Is(cause, context.Canceled) {
+		err = fmt.Errorf("%w: %w", cause, err)
+	}
 	rs.p.cfg.WriteError(w, r, backendError(err))
 }
 
