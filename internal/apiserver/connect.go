@@ -2,10 +2,14 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/kubeletproxy"
@@ -24,7 +28,40 @@ type KubeletConfig struct {
 	// AllowLoopbackProxy lets the proxy subresources reach loopback
 	// addresses (see kubeletproxy.Config.AllowLoopback).
 	AllowLoopbackProxy bool
+	// ClientUser, when set, is the user of Client's certificate: Start
+	// binds it to the default ClusterRole system:kubelet-api-admin
+	// (ClusterRoleBinding KubeletClientBinding), so that kubelets that
+	// authorize through SubjectAccessReview admit the server, as kubeadm
+	// does for its apiserver-kubelet-client. An existing binding of that
+	// name is left as it is.
+	ClientUser string
 }
+
+// KubeletClientBinding is the ClusterRoleBinding ClientUser gets.
+const KubeletClientBinding = "myriad:kube-apiserver-kubelet-client"
+
+// bootstrapKubeletClient creates KubeletClientBinding if missing.
+func (s *Server) bootstrapKubeletClient(ctx context.Context) error {
+	user := s.cfg.Kubelet.ClientUser
+	if user == "" {
+		return nil
+	}
+	if _, ok := s.handlers[clusterRoleBindingsGVR]; !ok {
+		return nil
+	}
+	b := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: KubeletClientBinding},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	_, err := serverObjects{s}.Create(ctx, clusterRoleBindingsGVR, b)
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("binding the kubelet client %s: %w", user, err)
+	}
+	return nil
+}
+
+var clusterRoleBindingsGVR = rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings")
 
 var (
 	nodesGVR     = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
