@@ -346,4 +346,3 @@ func TestNodeProxy(t *testing.T) {
 		t.Fatalf("loopback kubelet without AllowLoopbackProxy: %d %q", r.code, st.Message)
 	}
 }
-
