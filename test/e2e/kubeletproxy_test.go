@@ -183,7 +183,7 @@ func TestKubectlReachesKubelet(t *testing.T) {
 		// alice may read pods and their logs, not exec into them.
 		if _, err := c.RbacV1().Roles("default").Create(ctx, &rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: "log-reader"},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, Verbs: []string{"get", "list"}}},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "pods/log"}, Verbs: []string{"get", "list"}}},
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
