@@ -37,6 +37,17 @@ type kubeletEnv struct {
 
 func newKubeletEnv(t *testing.T, timeout time.Duration, allowLoopback bool) *kubeletEnv {
 	t.Helper()
+	return newKubeletEnvOpts(t, timeout, allowLoopback)
+}
+
+// newKubeletEnvTB is newKubeletEnv for benchmarks.
+func newKubeletEnvTB(b *testing.B, timeout time.Duration) *kubeletEnv {
+	b.Helper()
+	return newKubeletEnvOpts(b, timeout, false)
+}
+
+func newKubeletEnvOpts(t testing.TB, timeout time.Duration, allowLoopback bool) *kubeletEnv {
+	t.Helper()
 	ca, err := kubelettest.NewCA()
 	if err != nil {
 		t.Fatal(err)

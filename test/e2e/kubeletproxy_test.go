@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/myriad-k8s/myriad/internal/kubeletclient/kubelettest"
 	"github.com/myriad-k8s/myriad/internal/pki"
@@ -123,8 +127,12 @@ func TestKubectlReachesKubelet(t *testing.T) {
 		if out := s.mustKubectl(t, "", "exec", "web", "--", "echo", "hello", "websocket"); out != "hello websocket\n" {
 			t.Fatalf("exec = %q", out)
 		}
-		if out := s.mustKubectl(t, "piped in\n", "exec", "-i", "web", "--", "cat"); out != "piped in\n" {
-			t.Fatalf("exec -i cat = %q", out)
+		// stdout alone: kubectl's WebSocket client may log a known race
+		// of its own ("Unknown stream id 1, discarding message") on stderr.
+		cmd := exec.Command("kubectl", "--kubeconfig", s.kubeconfig, "exec", "-i", "web", "--", "cat")
+		cmd.Stdin = strings.NewReader("piped in\n")
+		if out, err := cmd.Output(); err != nil || string(out) != "piped in\n" {
+			t.Fatalf("exec -i cat = %q, %v", out, err)
 		}
 		out, err := s.kubectl(t, "", "exec", "web", "--", "exit", "7")
 		var exitErr *exec.ExitError
@@ -210,6 +218,11 @@ func TestKubectlReachesKubelet(t *testing.T) {
 			t.Fatalf("alice's kubectl exec: %v %q", err, out)
 		}
 	})
+	for _, proto := range []string{"spdy", "websocket"} {
+		t.Run("memory of open exec streams over "+proto, func(t *testing.T) {
+			execStreamCost(t, s, proto)
+		})
+	}
 	t.Run("kubelet client binding", func(t *testing.T) {
 		b, err := c.RbacV1().ClusterRoleBindings().Get(ctx, "myriad:kube-apiserver-kubelet-client", metav1.GetOptions{})
 		if err != nil {
@@ -284,4 +297,123 @@ func portForwardEcho(t *testing.T, kubeconfig, env string) {
 	if err != nil || got != "ping through the kubelet\n" {
 		t.Fatalf("echo through port-forward: %q, %v", got, err)
 	}
+}
+
+// execStreamCost opens streams exec sessions (kubelet: "cat", stdin held
+// open) through s and reports what each costs the server: heap in use
+// after a GC, and goroutines, read from its pprof endpoints.
+func execStreamCost(t *testing.T, s *server, proto string) {
+	const streams = 100
+	cfg := s.restConfig(t)
+	c := s.client(t)
+	before, gBefore := serverHeap(t, s), serverGoroutines(t, s)
+	type session struct {
+		w    *io.PipeWriter
+		done chan error
+	}
+	var sessions []session
+	for range streams {
+		u := c.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("web").SubResource("exec").
+			VersionedParams(&corev1.PodExecOptions{Command: []string{"cat"}, Stdin: true, Stdout: true}, scheme.ParameterCodec).URL()
+		var ex remotecommand.Executor
+		var err error
+		if proto == "spdy" {
+			ex, err = remotecommand.NewSPDYExecutor(cfg, "POST", u)
+		} else {
+			ex, err = remotecommand.NewWebSocketExecutor(cfg, "GET", u.String())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, w := io.Pipe()
+		out := &lineWaiter{line: make(chan struct{}, 1)}
+		done := make(chan error, 1)
+		go func() { done <- ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdin: r, Stdout: out}) }()
+		// The stream is open end to end once a line comes back.
+		if _, err := w.Write([]byte("up\n")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-out.line:
+		case err := <-done:
+			t.Fatalf("exec ended early: %v", err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("no echo within 20s")
+		}
+		sessions = append(sessions, session{w: w, done: done})
+	}
+	during, gDuring := serverHeap(t, s), serverGoroutines(t, s)
+	for _, ss := range sessions {
+		_ = ss.w.Close()
+	}
+	for _, ss := range sessions {
+		select {
+		case err := <-ss.done:
+			if err != nil {
+				t.Errorf("exec: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("exec did not end after stdin closed")
+		}
+	}
+	perStream := (during - before) / streams
+	t.Logf("%s: %d open exec streams cost the server %d KiB heap (%d KiB each) and %d goroutines (%.1f each)",
+		proto, streams, (during-before)>>10, perStream>>10, gDuring-gBefore, float64(gDuring-gBefore)/streams)
+	// SPDY passes through: two copy loops and two TLS connections. A
+	// translated WebSocket stream also holds upstream's SPDY client
+	// connection to the kubelet (zlib header state, ping loop, a
+	// goroutine per stream). Past these bounds something buffers what it
+	// should stream.
+	limit := int64(512 << 10)
+	if proto == "websocket" {
+		limit = 2 << 20
+	}
+	if perStream > limit {
+		t.Errorf("%d KiB per open exec stream over %s", perStream>>10, proto)
+	}
+}
+
+type lineWaiter struct{ line chan struct{} }
+
+func (l *lineWaiter) Write(p []byte) (int, error) {
+	if bytes.IndexByte(p, '\n') >= 0 {
+		select {
+		case l.line <- struct{}{}:
+		default:
+		}
+	}
+	return len(p), nil
+}
+
+var heapInuseRE = regexp.MustCompile(`# HeapInuse = (\d+)`)
+
+// serverHeap is the server's HeapInuse right after a GC (pprof's gc=1).
+func serverHeap(t *testing.T, s *server) int64 {
+	t.Helper()
+	data, err := s.client(t).CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").Param("debug", "1").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := heapInuseRE.FindSubmatch(data)
+	if m == nil {
+		t.Fatalf("no HeapInuse in the heap profile")
+	}
+	n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	return n
+}
+
+var goroutinesRE = regexp.MustCompile(`goroutine profile: total (\d+)`)
+
+func serverGoroutines(t *testing.T, s *server) int {
+	t.Helper()
+	data, err := s.client(t).CoreV1().RESTClient().Get().AbsPath("/debug/pprof/goroutine").Param("debug", "1").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := goroutinesRE.FindSubmatch(data)
+	if m == nil {
+		t.Fatalf("no total in the goroutine profile")
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
 }
