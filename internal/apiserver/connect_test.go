@@ -471,3 +471,47 @@ func TestConnectDiscovery(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeletProxyMetrics: each answered connect request is one sample
+// of the backend's time to answer, by subresource and code (101 for a
+// stream that began).
+func TestKubeletProxyMetrics(t *testing.T) {
+	e := newKubeletEnv(t, 5*time.Second, false)
+	e.addNode("n1", e.kubelet.Port, loopback())
+	e.addPod("p", "n1", "c")
+	e.waitCached("p")
+	if _, err := e.cs.CoreV1().Pods("default").GetLogs("p", &corev1.PodLogOptions{}).DoRaw(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	u := e.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("p").SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Command: []string{"echo"}, Stdout: true}, scheme.ParameterCodec).URL()
+	ex, err := remotecommand.NewSPDYExecutor(e.cfg, "POST", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdout: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := e.api.metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "myriad_kubelet_proxy_request_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			key := ""
+			for _, l := range m.GetLabel() {
+				key += l.GetName() + "=" + l.GetValue() + " "
+			}
+			got[strings.TrimSpace(key)] = m.GetHistogram().GetSampleCount()
+		}
+	}
+	for _, key := range []string{"code=200 resource=pods subresource=log", "code=101 resource=pods subresource=exec"} {
+		if got[key] != 1 {
+			t.Errorf("%s: %d samples (all: %v)", key, got[key], got)
+		}
+	}
+}

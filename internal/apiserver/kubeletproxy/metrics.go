@@ -11,7 +11,9 @@ import (
 // request, by subresource and outcome. For streams this is the time to
 // the kubelet's response headers, not the stream's length: a stream's
 // duration is the client's business, and the API latency metrics count
-// these requests under the CONNECT verb, outside the SLOs.
+// these requests under the CONNECT verb, outside the SLOs. A WebSocket
+// exec or attach, which the server upgrades itself before dialling the
+// kubelet, is observed at that upgrade.
 type metrics struct {
 	latency *prometheus.HistogramVec
 }

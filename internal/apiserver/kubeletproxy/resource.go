@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -177,9 +176,5 @@ func (p *Proxy) serviceLocation(ctx context.Context, namespace, id string) (*url
 // through. Only the wait for the backend's headers is recorded.
 func (p *Proxy) serveProxy(w http.ResponseWriter, r *http.Request, loc *url.URL, rt http.RoundTripper, resource string) {
 	h := p.proxyHandler(loc, rt, true, false)
-	rec := &upgradeRecorder{ResponseWriter: w, start: time.Now()}
-	h.ServeHTTP(rec, r)
-	if rec.code != 0 {
-		p.metrics.latency.WithLabelValues(resource, "proxy", strconv.Itoa(rec.code)).Observe(rec.answered.Sub(rec.start).Seconds())
-	}
+	h.ServeHTTP(p.record(w, resource, "proxy"), r)
 }

@@ -99,8 +99,7 @@ func (p *Proxy) execOrAttach(w http.ResponseWriter, r *http.Request, namespace, 
 	rt, ctx, stop := p.cfg.Kubelets.UpgradeTransport(r.Context(), false)
 	defer stop()
 	r = r.WithContext(ctx)
-	rec := &upgradeRecorder{ResponseWriter: w, start: time.Now()}
-	defer rec.observe(p.metrics, kind)
+	rec := p.record(w, "pods", kind)
 
 	var h http.Handler = p.proxyHandler(loc, rt, false, true)
 	// kubectl ≥ 1.31 speaks WebSocket (v5.channel.k8s.io); the kubelet
@@ -146,8 +145,7 @@ func (p *Proxy) PodPortForward(w http.ResponseWriter, r *http.Request, namespace
 	rt, ctx, stop := p.cfg.Kubelets.UpgradeTransport(r.Context(), false)
 	defer stop()
 	r = r.WithContext(ctx)
-	rec := &upgradeRecorder{ResponseWriter: w, start: time.Now()}
-	defer rec.observe(p.metrics, "portforward")
+	rec := p.record(w, "pods", "portforward")
 
 	var h http.Handler = p.proxyHandler(loc, rt, false, true)
 	h = translator.NewTranslatingHandler(h, translator.NewTunnelingHandler(h), wsstream.IsWebSocketRequestWithTunnelingProtocol)
@@ -167,18 +165,27 @@ func (p *Proxy) podStreamLocation(r *http.Request, pod *corev1.Pod, path string,
 	return &url.URL{Scheme: conn.Scheme, Host: conn.HostPort(), Path: path, RawQuery: params.Encode()}, nil
 }
 
-// upgradeRecorder notes when and how the stream was answered: the first
-// WriteHeader (an error) or Hijack (101, the stream begins).
+// upgradeRecorder records, the moment the request is answered, how long
+// the backend took: the first WriteHeader (an error, or a proxied
+// response) or Hijack (101: the stream begins). Streams are observed
+// then, not when they end.
 type upgradeRecorder struct {
 	http.ResponseWriter
 	start    time.Time
-	answered time.Time
-	code     int
+	answered bool
+	metrics  *metrics
+	resource string
+	sub      string
+}
+
+func (p *Proxy) record(w http.ResponseWriter, resource, sub string) *upgradeRecorder {
+	return &upgradeRecorder{ResponseWriter: w, start: time.Now(), metrics: p.metrics, resource: resource, sub: sub}
 }
 
 func (u *upgradeRecorder) note(code int) {
-	if u.code == 0 {
-		u.code, u.answered = code, time.Now()
+	if !u.answered {
+		u.answered = true
+		u.metrics.observe(u.resource, u.sub, code, u.start)
 	}
 }
 
@@ -200,10 +207,3 @@ func (u *upgradeRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 func (u *upgradeRecorder) Unwrap() http.ResponseWriter { return u.ResponseWriter }
-
-func (u *upgradeRecorder) observe(m *metrics, sub string) {
-	if u.code == 0 {
-		return
-	}
-	m.latency.WithLabelValues("pods", sub, strconv.Itoa(u.code)).Observe(u.answered.Sub(u.start).Seconds())
-}
