@@ -33,6 +33,7 @@ import (
 type kubeletEnv struct {
 	*testEnv
 	kubelet *kubelettest.Server
+	ca      *kubelettest.CA
 }
 
 func newKubeletEnv(t *testing.T, timeout time.Duration, allowLoopback bool) *kubeletEnv {
@@ -68,7 +69,7 @@ func newKubeletEnvOpts(t testing.TB, timeout time.Duration, allowLoopback bool) 
 	e := newEnv(t, withConfig(func(c *Config) {
 		c.Kubelet = KubeletConfig{Client: client, AllowLoopbackProxy: allowLoopback}
 	}))
-	return &kubeletEnv{testEnv: e, kubelet: kubelet}
+	return &kubeletEnv{testEnv: e, kubelet: kubelet, ca: ca}
 }
 
 // addNode registers a node whose kubelet is at addr:port.
