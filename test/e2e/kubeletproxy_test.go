@@ -328,7 +328,9 @@ func execStreamCost(t *testing.T, s *server, proto string) {
 		r, w := io.Pipe()
 		out := &lineWaiter{line: make(chan struct{}, 1)}
 		done := make(chan error, 1)
-		go func() { done <- ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdin: r, Stdout: out}) }()
+		go func() {
+			done <- ex.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdin: r, Stdout: out})
+		}()
 		// The stream is open end to end once a line comes back.
 		if _, err := w.Write([]byte("up\n")); err != nil {
 			t.Fatal(err)
