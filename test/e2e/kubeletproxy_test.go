@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -230,6 +231,17 @@ func TestKubectlReachesKubelet(t *testing.T) {
 		}
 		if b.RoleRef.Name != "system:kubelet-api-admin" || len(b.Subjects) != 1 || b.Subjects[0].Name != pki.KubeletClientUser {
 			t.Fatalf("binding %+v", b)
+		}
+		// What a kubelet with webhook authorization asks before it lets
+		// the API server exec: allowed.
+		for _, sub := range []string{"proxy", "log", "stats"} {
+			sar, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:               pki.KubeletClientUser,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Resource: "nodes", Subresource: sub, Name: "kp-node"},
+			}}, metav1.CreateOptions{})
+			if err != nil || !sar.Status.Allowed {
+				t.Fatalf("SubjectAccessReview for nodes/%s: %+v, %v", sub, sar, err)
+			}
 		}
 	})
 }
