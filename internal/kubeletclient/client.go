@@ -30,8 +30,9 @@ type Config struct {
 	// certificate is not verified, as upstream does without the flag.
 	CAFile string
 	// CertFile and KeyFile are the API server's client certificate
-	// (--kubelet-client-certificate, --kubelet-client-key). Empty: none
-	// is presented, and a kubelet with webhook authentication answers 401.
+	// (--kubelet-client-certificate, --kubelet-client-key), re-read when
+	// they change on disk. Empty: none is presented, and a kubelet with
+	// webhook authentication answers 401.
 	CertFile, KeyFile string
 	// PreferredAddressTypes orders the Node address types tried (default
 	// DefaultAddressTypes).
@@ -91,11 +92,11 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("kubeletclient: the client certificate and key must be given together")
 	}
 	if cfg.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+		r, err := newCertReloader(cfg.CertFile, cfg.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("kubeletclient: client certificate: %w", err)
+			return nil, err
 		}
-		tlsCfg.Certificates = []tls.Certificate{cert}
+		tlsCfg.GetClientCertificate = r.GetClientCertificate
 	}
 	insecureCfg := tlsCfg.Clone()
 	insecureCfg.InsecureSkipVerify = true

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/myriad-k8s/myriad/internal/kubeletclient/kubelettest"
 )
 
 func TestConnect(t *testing.T) {
@@ -124,5 +126,56 @@ func TestHeaderTimeout(t *testing.T) {
 	resp.Body.Close()
 	if err != nil || string(body) != "late body" {
 		t.Fatalf("slow body: %q, %v", body, err)
+	}
+}
+
+// TestClientCertificateReload: a certificate replaced on disk is what the
+// next handshake presents.
+func TestClientCertificateReload(t *testing.T) {
+	ca, err := kubelettest.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	caFile, certFile, keyFile, err := ca.WriteClientFiles(dir, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubelet, err := kubelettest.Start(ca, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kubelet.Close()
+	c, err := New(Config{CAFile: caFile, CertFile: certFile, KeyFile: keyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}}}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = kubelet.Port
+	conn, err := c.Connect(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func() string {
+		t.Helper()
+		resp, err := (&http.Client{Transport: conn.Transport}).Get("https://" + conn.HostPort() + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		reqs := kubelet.Requests()
+		return reqs[len(reqs)-1].ClientCN
+	}
+	if cn := get(); cn != "first" {
+		t.Fatalf("presented %q", cn)
+	}
+	time.Sleep(10 * time.Millisecond) // a later modification time
+	if _, _, _, err := ca.WriteClientFiles(dir, "second"); err != nil {
+		t.Fatal(err)
+	}
+	c.secure.CloseIdleConnections() // the next request handshakes anew
+	if cn := get(); cn != "second" {
+		t.Fatalf("after rotation presented %q", cn)
 	}
 }
