@@ -80,7 +80,7 @@ func (s *Server) installConnect() error {
 	}
 	p, err := kubeletproxy.New(kubeletproxy.Config{
 		Kubelets:      client,
-		Objects:       connectObjects{s},
+		Objects:       &connectObjects{s: s},
 		WriteError:    s.writeError,
 		AllowLoopback: s.cfg.Kubelet.AllowLoopbackProxy,
 		Metrics:       s.metrics,
@@ -142,9 +142,16 @@ func proxySubpath(info *request.RequestInfo) string {
 // connectObjects reads what the connect subresources need from the
 // watch caches: the latest state is what a stream should go to, and a
 // consistent read would cost a store round trip per exec.
-type connectObjects struct{ s *Server }
+type connectObjects struct {
+	s *Server
+	// nodes keeps decoded Nodes between requests, valid while the cache
+	// holds the same revision: a Node with its image list is kilobytes to
+	// decode, and every log or exec on it reads it (the memo is the
+	// namespaces', which works for any cluster-scoped resource).
+	nodes namespaceMemo
+}
 
-func (o connectObjects) Pod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
+func (o *connectObjects) Pod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
 	obj, err := o.s.GetObject(ctx, podsGVR, ns, name, "0")
 	if err != nil {
 		return nil, err
@@ -152,15 +159,19 @@ func (o connectObjects) Pod(ctx context.Context, ns, name string) (*corev1.Pod, 
 	return obj.(*corev1.Pod), nil
 }
 
-func (o connectObjects) Node(ctx context.Context, name string) (*corev1.Node, error) {
-	obj, err := o.s.GetObject(ctx, nodesGVR, "", name, "0")
+func (o *connectObjects) Node(ctx context.Context, name string) (*corev1.Node, error) {
+	h, ok := o.s.handlers[nodesGVR]
+	if !ok {
+		return nil, fmt.Errorf("apiserver: %s is not served", nodesGVR)
+	}
+	obj, err := o.nodes.get(ctx, h, name)
 	if err != nil {
-		return nil, err
+		return nil, h.cacheError(err, name)
 	}
 	return obj.(*corev1.Node), nil
 }
 
-func (o connectObjects) Service(ctx context.Context, ns, name string) (*corev1.Service, error) {
+func (o *connectObjects) Service(ctx context.Context, ns, name string) (*corev1.Service, error) {
 	obj, err := o.s.GetObject(ctx, servicesGVR, ns, name, "0")
 	if err != nil {
 		return nil, err
@@ -168,7 +179,7 @@ func (o connectObjects) Service(ctx context.Context, ns, name string) (*corev1.S
 	return obj.(*corev1.Service), nil
 }
 
-func (o connectObjects) Endpoints(ctx context.Context, ns, name string) (*corev1.Endpoints, error) {
+func (o *connectObjects) Endpoints(ctx context.Context, ns, name string) (*corev1.Endpoints, error) {
 	obj, err := o.s.GetObject(ctx, endpointsGVR, ns, name, "0")
 	if err != nil {
 		return nil, err

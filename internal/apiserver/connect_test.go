@@ -202,6 +202,22 @@ func TestPodLogs(t *testing.T) {
 			t.Fatalf("got %d %q", r.code, st.Message)
 		}
 	})
+	t.Run("node gains an address", func(t *testing.T) {
+		// The decoded Node is memoized; an update must be seen at once.
+		node, err := e.cs.CoreV1().Nodes().Get(context.Background(), "nowhere", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node.Status.Addresses = []corev1.NodeAddress{loopback()}
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = e.kubelet.Port
+		if _, err := e.cs.CoreV1().Nodes().UpdateStatus(context.Background(), node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "log from the updated node", func() bool {
+			r := e.do("GET", "/api/v1/namespaces/default/pods/lost/log", nil)
+			return r.code == http.StatusOK && strings.HasPrefix(string(r.body), "line 1 of default/lost/c")
+		})
+	})
 	t.Run("unknown pod", func(t *testing.T) {
 		if r := e.do("GET", "/api/v1/namespaces/default/pods/ghost/log", nil); r.code != http.StatusNotFound {
 			t.Fatalf("got %d %s", r.code, r.body)
