@@ -346,6 +346,36 @@ func TestKubeletTimeout(t *testing.T) {
 	if d := time.Since(start); d > 10*timeout+2*time.Second {
 		t.Fatalf("three requests took %v with a %v timeout", d, timeout)
 	}
+
+	// Past the handshake: the TLS layer answers, the HTTP layer never.
+	// A log without follow and an SPDY exec still fail in time.
+	tlsOnly, err := kubelettest.SilentAfterHandshake(e.ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tlsOnly.Close()
+	e.addNode("mute", int32(tlsOnly.Addr().(*net.TCPAddr).Port), loopback())
+	e.addPod("q", "mute", "c")
+	e.waitCached("q")
+	start = time.Now()
+	r = e.do("GET", "/api/v1/namespaces/default/pods/q/log", nil)
+	if st := r.status(t); r.code != http.StatusServiceUnavailable || !strings.Contains(st.Message, "timeout awaiting response headers") {
+		t.Fatalf("log from a mute kubelet: %d %q", r.code, st.Message)
+	}
+	u := e.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("q").SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Command: []string{"true"}, Stdout: true}, scheme.ParameterCodec).URL()
+	ex, err := remotecommand.NewSPDYExecutor(e.cfg, "POST", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: io.Discard}); err == nil || ctx.Err() != nil {
+		t.Fatalf("SPDY exec on a mute kubelet: err %v, ctx %v", err, ctx.Err())
+	}
+	if d := time.Since(start); d > 6*timeout+2*time.Second {
+		t.Fatalf("two requests to a mute kubelet took %v with a %v timeout", d, timeout)
+	}
 }
 
 func TestNodeProxy(t *testing.T) {

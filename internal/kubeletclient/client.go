@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -193,39 +194,88 @@ func ParseAddressTypes(s string) ([]corev1.NodeAddressType, error) {
 	return out, nil
 }
 
-// UpgradeTransport returns a transport for one upgrade request (exec,
-// attach, port-forward) and the context to send it with. The context is
-// cancelled if the dial and TLS handshake have not completed within the
-// timeout — the upgrade paths dial by hand, outside http.Transport's own
-// timeouts — and lives on unbounded once the handshake is done, because
-// the stream it carries is not time-limited. stop releases the timer;
-// call it when the request ends.
-func (c *Client) UpgradeTransport(ctx context.Context, insecure bool) (rt *http.Transport, streamCtx context.Context, stop func()) {
+// Upgrade is the transport of one upgrade request (exec, attach,
+// port-forward) and the context to send it with. The upgrade paths dial
+// by hand, outside http.Transport's own timeouts, so Upgrade bounds them
+// itself: the context is cancelled if the dial and TLS handshake have not
+// completed within the timeout, and a connection dialled through
+// Transport's DialContext must also have the kubelet's answer (its
+// response headers) within the timeout — until Established is called,
+// which the caller does when the answer has come (it hijacks the client
+// connection to start the stream). After that nothing is time-limited:
+// streams last as long as their clients want.
+type Upgrade struct {
+	Transport *http.Transport
+	Context   context.Context
+
+	timer  *time.Timer
+	cancel context.CancelCauseFunc
+
+	mu struct {
+		sync.Mutex
+		established bool
+		conns       []net.Conn
+	}
+}
+
+// UpgradeTransport prepares one upgrade request made under ctx. Call Stop
+// when the request ends.
+func (c *Client) UpgradeTransport(ctx context.Context, insecure bool) *Upgrade {
 	base := c.secure
 	if insecure {
 		base = c.insecure
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	timer := time.AfterFunc(c.timeout, func() {
-		cancel(fmt.Errorf("kubelet did not complete the TLS handshake within %v", c.timeout))
+	u := &Upgrade{}
+	u.Context, u.cancel = context.WithCancelCause(ctx)
+	timeout := c.timeout
+	u.timer = time.AfterFunc(timeout, func() {
+		u.cancel(fmt.Errorf("kubelet did not complete the TLS handshake within %v", timeout))
 	})
 	cfg := base.TLSClientConfig.Clone()
 	// VerifyConnection runs at the end of every handshake, after the
 	// certificate checks: the kubelet has answered.
 	cfg.VerifyConnection = func(tls.ConnectionState) error {
-		timer.Stop()
+		u.timer.Stop()
 		return nil
 	}
-	rt = &http.Transport{
-		DialContext:         base.DialContext,
+	dial := base.DialContext
+	u.Transport = &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			if !u.mu.established {
+				_ = conn.SetDeadline(time.Now().Add(timeout))
+				u.mu.conns = append(u.mu.conns, conn)
+			}
+			return conn, nil
+		},
 		TLSClientConfig:     cfg,
-		TLSHandshakeTimeout: c.timeout,
+		TLSHandshakeTimeout: timeout,
 	}
-	return rt, ctx, func() {
-		timer.Stop()
-		cancel(nil)
-		rt.CloseIdleConnections()
+	return u
+}
+
+// Established lifts the deadline on the connections dialled so far: the
+// kubelet has answered and the stream begins.
+func (u *Upgrade) Established() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.mu.established = true
+	for _, c := range u.mu.conns {
+		_ = c.SetDeadline(time.Time{})
 	}
+	u.mu.conns = nil
+}
+
+// Stop releases the timer and the context.
+func (u *Upgrade) Stop() {
+	u.timer.Stop()
+	u.cancel(nil)
+	u.Transport.CloseIdleConnections()
 }
 
 // HeaderTimeout wraps rt so that a request fails if its response headers

@@ -96,10 +96,12 @@ func (p *Proxy) execOrAttach(w http.ResponseWriter, r *http.Request, namespace, 
 		p.cfg.WriteError(w, r, err)
 		return
 	}
-	rt, ctx, stop := p.cfg.Kubelets.UpgradeTransport(r.Context(), false)
-	defer stop()
-	r = r.WithContext(ctx)
+	up := p.cfg.Kubelets.UpgradeTransport(r.Context(), false)
+	defer up.Stop()
+	r = r.WithContext(up.Context)
+	rt := up.Transport
 	rec := p.record(w, "pods", kind)
+	rec.established = up.Established
 
 	var h http.Handler = p.proxyHandler(loc, rt, false, true)
 	// kubectl ≥ 1.31 speaks WebSocket (v5.channel.k8s.io); the kubelet
@@ -142,10 +144,12 @@ func (p *Proxy) PodPortForward(w http.ResponseWriter, r *http.Request, namespace
 		p.cfg.WriteError(w, r, err)
 		return
 	}
-	rt, ctx, stop := p.cfg.Kubelets.UpgradeTransport(r.Context(), false)
-	defer stop()
-	r = r.WithContext(ctx)
+	up := p.cfg.Kubelets.UpgradeTransport(r.Context(), false)
+	defer up.Stop()
+	r = r.WithContext(up.Context)
+	rt := up.Transport
 	rec := p.record(w, "pods", "portforward")
+	rec.established = up.Established
 
 	var h http.Handler = p.proxyHandler(loc, rt, false, true)
 	h = translator.NewTranslatingHandler(h, translator.NewTunnelingHandler(h), wsstream.IsWebSocketRequestWithTunnelingProtocol)
@@ -176,6 +180,11 @@ type upgradeRecorder struct {
 	metrics  *metrics
 	resource string
 	sub      string
+	// established, when set, runs before the client connection is
+	// hijacked: the kubelet has answered (UpgradeAwareHandler hijacks
+	// only after reading the kubelet's response), so its connection's
+	// setup deadline is lifted.
+	established func()
 }
 
 func (p *Proxy) record(w http.ResponseWriter, resource, sub string) *upgradeRecorder {
@@ -202,6 +211,9 @@ func (u *upgradeRecorder) Write(b []byte) (int, error) {
 func (u *upgradeRecorder) Flush() { _ = http.NewResponseController(u.ResponseWriter).Flush() }
 
 func (u *upgradeRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if u.established != nil {
+		u.established()
+	}
 	u.note(http.StatusSwitchingProtocols)
 	return http.NewResponseController(u.ResponseWriter).Hijack()
 }

@@ -248,3 +248,39 @@ func Silent() (net.Listener, error) {
 	}()
 	return ln, nil
 }
+
+// SilentAfterHandshake listens on 127.0.0.1 with a serving certificate
+// from ca, completes every TLS handshake and then never answers: a kubelet
+// hung past its TLS layer. Close it when done.
+func SilentAfterHandshake(ca *CA) (net.Listener, error) {
+	pair, _, _, err := ca.Issue("kubelettest-silent", nil, true, net.IPv4(127, 0, 0, 1))
+	if err != nil {
+		return nil, err
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		var mu sync.Mutex
+		var held []net.Conn
+		defer func() {
+			mu.Lock()
+			for _, c := range held {
+				_ = c.Close()
+			}
+			mu.Unlock()
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+			go func() { _ = c.(*tls.Conn).Handshake() }()
+		}
+	}()
+	return ln, nil
+}
