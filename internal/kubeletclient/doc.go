@@ -4,7 +4,11 @@
 // status.daemonEndpoints.kubeletEndpoint.port), and the HTTPS transports it
 // dials with — the kubelet's serving certificate verified against
 // --kubelet-certificate-authority, the API server's own client certificate
-// presented — with --kubelet-timeout bounding the dial and the TLS handshake.
+// presented — with --kubelet-timeout bounding the dial and the TLS
+// handshake of every connection, and the wait for the kubelet's answer
+// where one comes at once (an exec, attach or port-forward upgrade; a log
+// that is not followed). A followed log, a nodes/proxy request and every
+// stream once begun are not time-limited.
 //
 // It knows nothing of pods or of the API: package apiserver/kubeletproxy
 // builds the kubelet URLs and proxies the streams.
