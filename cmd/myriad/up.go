@@ -51,6 +51,7 @@ func controlPlaneFlags(fs *flag.FlagSet) (*controlplane.Config, *string) {
 	fs.DurationVar(&cfg.Authorization.WebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", 5*time.Minute, "how long the webhook's allowed answers are cached (0: the default)")
 	fs.DurationVar(&cfg.Authorization.WebhookCacheUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", 30*time.Second, "how long the webhook's denied answers are cached (0: the default)")
 	serviceAccountFlags(fs, &cfg.ServiceAccounts)
+	kubeletFlags(fs, &cfg.Kubelet)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	securityFlags(fs, cfg)
 	return cfg, level

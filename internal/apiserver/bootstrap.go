@@ -53,6 +53,9 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	if err := s.bootstrapRBAC(ctx); err != nil {
 		return err
 	}
+	if err := s.bootstrapKubeletClient(ctx); err != nil {
+		return err
+	}
 	return s.bootstrapKubernetesService(ctx)
 }
 

@@ -95,9 +95,19 @@ func subresourceShape(r *registry.Resource, sub string) (string, metav1.Verbs) {
 		return "Eviction", metav1.Verbs{"create"}
 	case "finalize":
 		return r.Kind, metav1.Verbs{"update"}
+	case "log":
+		return r.Kind, metav1.Verbs{"get"}
+	case "exec", "attach", "portforward":
+		return connectKinds[sub], metav1.Verbs{"create", "get"}
+	case "proxy":
+		return r.Kind + "ProxyOptions", metav1.Verbs{"create", "delete", "get", "patch", "update"}
 	}
 	return r.Kind, metav1.Verbs{"get"}
 }
+
+// connectKinds are the options kinds upstream's discovery names for the
+// streaming subresources.
+var connectKinds = map[string]string{"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}
 
 func storageVersionHash(r *registry.Resource) string {
 	sum := sha256.Sum256([]byte(r.GroupVersion.String() + "/" + r.Kind))

@@ -71,6 +71,9 @@ type Config struct {
 	// EventTTL is how long after its last write an event is deleted
 	// (upstream's --event-ttl; default one hour; negative: never).
 	EventTTL time.Duration
+	// Kubelet is how the connect subresources (pods/log, exec, …,
+	// nodes/proxy) reach kubelets and pods (connect.go).
+	Kubelet KubeletConfig
 	// Version is what /version reports.
 	Version version.Info
 	Logger  *slog.Logger
@@ -191,6 +194,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.installHooks()
+	if err := s.installConnect(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -70,6 +70,8 @@ type Config struct {
 	// EncryptionProviderConfig is upstream's --encryption-provider-config
 	// (an EncryptionConfiguration). Empty: nothing is encrypted.
 	EncryptionProviderConfig string
+	// Kubelet is how the API server reaches kubelets (kubelet.go).
+	Kubelet KubeletOptions
 	// ShutdownTimeout bounds graceful shutdown (default 10 s).
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger

@@ -64,6 +64,10 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	if err != nil {
 		return err
 	}
+	kubelet, err := cfg.Kubelet.apiserverConfig(creds)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	store, err := embedded.Open(ctx, embedded.Options{Dir: filepath.Join(cfg.DataDir, "store"), Logger: log.With("component", "store")})
 	if err != nil {
@@ -98,6 +102,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		PodSecurity: files.podSecurity, Encryption: files.encryption,
 		AdmissionPlugins: []admission.Interface{escalation},
 		ServiceAccounts:  sa.apiserverConfig(),
+		Kubelet:          kubelet,
 	})
 	if err != nil {
 		return err

@@ -34,7 +34,7 @@ func nodeResource(c clock) *Resource {
 		SingularName:     "node",
 		ShortNames:       []string{"no"},
 		Verbs:            allVerbs(),
-		Subresources:     []string{"status"},
+		Subresources:     []string{"status", "proxy"},
 		New:              func() runtime.Object { return &corev1.Node{} },
 		NewList:          func() runtime.Object { return &corev1.NodeList{} },
 		Strategy:         s,

@@ -48,7 +48,7 @@ func podResource(c clock) *Resource {
 		ShortNames:       []string{"po"},
 		Categories:       []string{"all"},
 		Verbs:            allVerbs(),
-		Subresources:     []string{"status", "binding", "eviction"},
+		Subresources:     []string{"status", "binding", "eviction", "attach", "exec", "log", "portforward", "proxy"},
 		New:              func() runtime.Object { return &corev1.Pod{} },
 		NewList:          func() runtime.Object { return &corev1.PodList{} },
 		Strategy:         s,

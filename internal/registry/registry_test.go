@@ -73,13 +73,13 @@ func TestDiscovery(t *testing.T) {
 	}
 	cases := map[string]want{
 		"/namespaces":                {false, "ns", "", "status,finalize", false},
-		"/nodes":                     {false, "no", "", "status", true},
-		"/pods":                      {true, "po", "all", "status,binding,eviction", true},
+		"/nodes":                     {false, "no", "", "status,proxy", true},
+		"/pods":                      {true, "po", "all", "status,binding,eviction,attach,exec,log,portforward,proxy", true},
 		"/podtemplates":              {true, "", "", "", true},
 		"/replicationcontrollers":    {true, "rc", "all", "status,scale", true},
 		"/componentstatuses":         {false, "cs", "", "", false},
 		"/bindings":                  {true, "", "", "", false},
-		"/services":                  {true, "svc", "all", "status", true},
+		"/services":                  {true, "svc", "all", "status,proxy", true},
 		"/endpoints":                 {true, "ep", "", "", true},
 		"/configmaps":                {true, "cm", "", "", true},
 		"/secrets":                   {true, "", "", "", true},

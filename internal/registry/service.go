@@ -40,7 +40,7 @@ func serviceResource(c clock) *Resource {
 		ShortNames:       []string{"svc"},
 		Categories:       []string{"all"},
 		Verbs:            allVerbs(),
-		Subresources:     []string{"status"},
+		Subresources:     []string{"status", "proxy"},
 		New:              func() runtime.Object { return &corev1.Service{} },
 		NewList:          func() runtime.Object { return &corev1.ServiceList{} },
 		Strategy:         s,

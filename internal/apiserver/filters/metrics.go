@@ -116,6 +116,11 @@ func metricVerb(r *http.Request, info *request.RequestInfo) string {
 	case request.VerbWatch:
 		return "WATCH"
 	}
+	// Streams to kubelets and pods last as long as their clients want:
+	// upstream reports them as CONNECT, which the latency SLOs exclude.
+	if info.IsResourceRequest && connectSubresources[info.Subresource] {
+		return "CONNECT"
+	}
 	switch r.Method {
 	case http.MethodPatch:
 		if info.IsResourceRequest && strings.HasPrefix(r.Header.Get("Content-Type"), "application/apply-patch") {
@@ -128,6 +133,9 @@ func metricVerb(r *http.Request, info *request.RequestInfo) string {
 	}
 	return "other"
 }
+
+// connectSubresources are upstream's validConnectRequests.
+var connectSubresources = map[string]bool{"log": true, "exec": true, "portforward": true, "attach": true, "proxy": true}
 
 // metricScope is upstream's scope label: resource (a named object, or a
 // create), namespace, cluster, or empty for non-resource requests.

@@ -47,6 +47,9 @@ func TestMetrics(t *testing.T) {
 		httptest.NewRequest("GET", "/api/v1/made-up-1", nil),
 		httptest.NewRequest("GET", "/healthz", nil),
 		httptest.NewRequest("BREW", "/api/v1/pods", nil),
+		httptest.NewRequest("GET", "/api/v1/namespaces/ns/pods/x/log", nil),
+		httptest.NewRequest("POST", "/api/v1/namespaces/ns/pods/x/exec", nil),
+		httptest.NewRequest("GET", "/api/v1/namespaces/ns/pods/x/status", nil),
 	} {
 		serve(h, r)
 	}
@@ -66,6 +69,11 @@ func TestMetrics(t *testing.T) {
 		{"unknown resource loses its label", map[string]string{"verb": "LIST", "resource": "", "scope": "cluster", "code": "200"}, 1},
 		{"non-resource", map[string]string{"verb": "GET", "scope": "", "resource": "", "code": "200"}, 1},
 		{"unknown method", map[string]string{"verb": "other"}, 1},
+		// Streams are CONNECT, as upstream, so GET/POST latency SLOs
+		// do not count them.
+		{"log is CONNECT", map[string]string{"verb": "CONNECT", "resource": "pods", "subresource": "log"}, 1},
+		{"exec is CONNECT", map[string]string{"verb": "CONNECT", "resource": "pods", "subresource": "exec"}, 1},
+		{"status is a GET", map[string]string{"verb": "GET", "resource": "pods", "subresource": "status"}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

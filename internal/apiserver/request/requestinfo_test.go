@@ -75,6 +75,14 @@ func TestParse(t *testing.T) {
 			APIPrefix: "api", APIVersion: "v1", Resource: "pods", Name: "x", Parts: []string{"pods", "x"}}},
 		{"GET", "/apis/apps/v1/watch/deployments", want{IsResourceRequest: true, Path: "/apis/apps/v1/watch/deployments", Verb: "watch",
 			APIPrefix: "apis", APIGroup: "apps", APIVersion: "v1", Resource: "deployments", Parts: []string{"deployments"}}},
+		// Connect subresources: GET is get, POST create, the proxy
+		// path below the subresource stays in Parts.
+		{"POST", "/api/v1/namespaces/ns/pods/x/exec", want{IsResourceRequest: true, Path: "/api/v1/namespaces/ns/pods/x/exec", Verb: "create",
+			APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Subresource: "exec", Name: "x", Parts: []string{"pods", "x", "exec"}}},
+		{"GET", "/api/v1/namespaces/ns/pods/x/portforward", want{IsResourceRequest: true, Path: "/api/v1/namespaces/ns/pods/x/portforward", Verb: "get",
+			APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Subresource: "portforward", Name: "x", Parts: []string{"pods", "x", "portforward"}}},
+		{"PUT", "/api/v1/nodes/n1:10250/proxy/stats/summary/", want{IsResourceRequest: true, Path: "/api/v1/nodes/n1:10250/proxy/stats/summary/", Verb: "update",
+			APIPrefix: "api", APIVersion: "v1", Resource: "nodes", Subresource: "proxy", Name: "n1:10250", Parts: []string{"nodes", "n1:10250", "proxy", "stats", "summary"}}},
 		{"GET", "/api/v1/proxy/namespaces/ns/pods/x/a/b", want{IsResourceRequest: true, Path: "/api/v1/proxy/namespaces/ns/pods/x/a/b", Verb: "proxy",
 			APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "x", Parts: []string{"pods", "x", "a", "b"}}},
 
