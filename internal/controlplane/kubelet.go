@@ -25,7 +25,7 @@ type KubeletOptions struct {
 	// system:kubelet-api-admin.
 	ClientCertificate, ClientKey string
 	// PreferredAddressTypes (--kubelet-preferred-address-types; default
-	// Hostname, InternalDNS, InternalIP, ExternalDNS, ExternalIP).
+	// kubeletclient.DefaultAddressTypes: InternalIP first, as kubeadm).
 	PreferredAddressTypes []corev1.NodeAddressType
 	// Timeout bounds dialing a kubelet (--kubelet-timeout, default 5 s).
 	Timeout time.Duration

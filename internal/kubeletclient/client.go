@@ -18,10 +18,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// DefaultAddressTypes is upstream's --kubelet-preferred-address-types
-// default order.
-var DefaultAddressTypes = []corev1.NodeAddressType{
-	corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeInternalIP, corev1.NodeExternalDNS, corev1.NodeExternalIP,
+// DefaultAddressTypes is Myriad's --kubelet-preferred-address-types order:
+// kubeadm's (InternalIP, ExternalIP, Hostname), then the DNS names.
+// Upstream's own default puts Hostname first, which fails wherever node
+// names do not resolve from the API server — hollow nodes, and most
+// clusters not on a cloud's DNS; kubeadm overrides it for that reason.
+func DefaultAddressTypes() []corev1.NodeAddressType {
+	return []corev1.NodeAddressType{
+		corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS,
+	}
 }
 
 // Config configures a Client. Zero values take the stated defaults.
@@ -73,7 +78,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.DefaultPort = 10250
 	}
 	if len(cfg.PreferredAddressTypes) == 0 {
-		cfg.PreferredAddressTypes = DefaultAddressTypes
+		cfg.PreferredAddressTypes = DefaultAddressTypes()
 	}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CAFile != "" {

@@ -30,7 +30,8 @@ func TestConnect(t *testing.T) {
 		wantPort  string
 		wantNoAdr bool
 	}{
-		{name: "upstream order prefers the hostname", addrs: addrs, port: 10250, wantHost: "node-7", wantPort: "10250"},
+		{name: "default order prefers the InternalIP", addrs: addrs, port: 10250, wantHost: "10.0.0.7", wantPort: "10250"},
+		{name: "upstream order prefers the hostname", types: []corev1.NodeAddressType{corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeInternalIP, corev1.NodeExternalDNS, corev1.NodeExternalIP}, addrs: addrs, port: 10250, wantHost: "node-7", wantPort: "10250"},
 		{name: "InternalIP first", types: []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeHostName}, addrs: addrs, port: 4321, wantHost: "10.0.0.7", wantPort: "4321"},
 		{name: "falls through to a later type", types: []corev1.NodeAddressType{corev1.NodeInternalDNS, corev1.NodeExternalIP}, addrs: addrs, wantHost: "203.0.113.7", wantPort: "10250"},
 		{name: "no port reported: the default", addrs: addrs[:1], wantHost: "203.0.113.7", wantPort: "10250"},
