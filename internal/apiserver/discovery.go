@@ -85,7 +85,7 @@ func (d *discovery) resourceList(gv schema.GroupVersion) (*metav1.APIResourceLis
 // subresourceShape is the kind and verbs upstream advertises per subresource.
 func subresourceShape(r *registry.Resource, sub string) (string, metav1.Verbs) {
 	switch sub {
-	case "status", "approval":
+	case "status", "approval", "ephemeralcontainers", "resize":
 		return r.Kind, metav1.Verbs{"get", "patch", "update"}
 	case "scale":
 		return "Scale", metav1.Verbs{"get", "patch", "update"}

@@ -185,15 +185,13 @@ type exclusion struct {
 // the empty group, as upstreamAPI spells them.
 var excluded = map[string]exclusion{
 	// Core.
-	"core/v1/nodes/proxy":              {issueRealNodes, "proxies to a kubelet, which hollow nodes do not run"},
-	"core/v1/pods/attach":              {issueRealNodes, "streams from a container runtime"},
-	"core/v1/pods/exec":                {issueRealNodes, "streams from a container runtime"},
-	"core/v1/pods/log":                 {issueRealNodes, "reads logs through a kubelet"},
-	"core/v1/pods/portforward":         {issueRealNodes, "streams from a container runtime"},
-	"core/v1/pods/proxy":               {issueRealNodes, "proxies to a pod IP a real node owns"},
-	"core/v1/pods/ephemeralcontainers": {issueRealNodes, "only a real kubelet starts the containers it adds"},
-	"core/v1/pods/resize":              {issueRealNodes, "only a real kubelet actuates an in-place resize"},
-	"core/v1/services/proxy":           {issueRealNodes, "proxies to endpoints on real nodes"},
+	"core/v1/nodes/proxy":      {issueRealNodes, "proxies to a kubelet, which hollow nodes do not run"},
+	"core/v1/pods/attach":      {issueRealNodes, "streams from a container runtime"},
+	"core/v1/pods/exec":        {issueRealNodes, "streams from a container runtime"},
+	"core/v1/pods/log":         {issueRealNodes, "reads logs through a kubelet"},
+	"core/v1/pods/portforward": {issueRealNodes, "streams from a container runtime"},
+	"core/v1/pods/proxy":       {issueRealNodes, "proxies to a pod IP a real node owns"},
+	"core/v1/services/proxy":   {issueRealNodes, "proxies to endpoints on real nodes"},
 
 	// Admission, extensions, aggregation.
 	"admissionregistration.k8s.io/v1/mutatingwebhookconfigurations":      {issueExtensibility, "admission webhooks"},
