@@ -74,7 +74,7 @@ func TestDiscovery(t *testing.T) {
 	cases := map[string]want{
 		"/namespaces":                {false, "ns", "", "status,finalize", false},
 		"/nodes":                     {false, "no", "", "status", true},
-		"/pods":                      {true, "po", "all", "status,binding,eviction", true},
+		"/pods":                      {true, "po", "all", "status,binding,eviction,ephemeralcontainers,resize", true},
 		"/podtemplates":              {true, "", "", "", true},
 		"/replicationcontrollers":    {true, "rc", "all", "status,scale", true},
 		"/componentstatuses":         {false, "cs", "", "", false},
