@@ -14,6 +14,9 @@
 #   KEEP=1      leave the data dir (logs are always left in WORK)
 #   MYRIAD      myriad binary (default: build bin/myriad)
 #   KUBEMARK    kubemark binary (default: build test/kubemark/kubemark)
+#   AUDIT=1     write an audit log (level Metadata) to WORK/audit.log, to
+#               see every request the kubelets send and the code it got
+#   KUBEMARK_V  kubelet log verbosity (default 2)
 #
 # Each node runs as its own process with the node's own client certificate
 # (`myriad kubeconfig --node NAME`: system:node:NAME in system:nodes), so the
@@ -37,7 +40,7 @@ if [ -z "${KUBEMARK:-}" ]; then
 	KUBEMARK=$HERE/kubemark
 	if [ ! -x "$KUBEMARK" ]; then
 		log "building kubemark (a few minutes the first time)"
-		(cd "$HERE" && nice -n 10 go build -o kubemark k8s.io/kubernetes/cmd/kubemark)
+		(cd "$HERE" && nice -n 10 go build -ldflags "$(./ldflags.sh)" -o kubemark k8s.io/kubernetes/cmd/kubemark)
 	fi
 fi
 
@@ -58,8 +61,13 @@ trap 'exit 130' INT TERM
 freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 PORT=$(freeport)
+AUDIT_ARGS=()
+if [ -n "${AUDIT:-}" ]; then
+	printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n' >"$WORK/audit-policy.yaml"
+	AUDIT_ARGS=(--audit-policy-file "$WORK/audit-policy.yaml" --audit-log-path "$WORK/audit.log")
+fi
 log "starting myriad up on 127.0.0.1:$PORT (data dir $WORK/data)"
-"$MYRIAD" up --data-dir "$WORK/data" --secure-port "$PORT" >"$WORK/myriad.log" 2>&1 &
+"$MYRIAD" up --data-dir "$WORK/data" --secure-port "$PORT" "${AUDIT_ARGS[@]}" >"$WORK/myriad.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 600); do
 	[ -f "$KC" ] && kubectl --kubeconfig "$KC" get --raw /readyz >/dev/null 2>&1 && break
