@@ -282,11 +282,18 @@ func TestKubemark(t *testing.T) {
 		// controller's grace period (50 s) and check that no node leaves
 		// Ready meanwhile.
 		const observe = 60 * time.Second
+		// The kubelet creates its Lease once its Node exists, on its
+		// next try (up to 10 s after registering).
 		first := map[string]time.Time{}
 		for _, name := range nodeNames {
-			l, err := c.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+			var l *coordinationv1.Lease
+			err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				var err error
+				l, err = c.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+				return err == nil, nil
+			})
 			if err != nil {
-				t.Fatalf("lease of %s: %v", name, err)
+				t.Fatalf("no lease of %s: %v", name, err)
 			}
 			first[name] = renewTime(l)
 		}
