@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -389,6 +390,71 @@ func TestKubemark(t *testing.T) {
 		c.waitPodsRunning(t, ns, labels, 6, 2*time.Minute)
 	})
 
+	t.Run("ephemeral container", func(t *testing.T) {
+		// kubectl debug adds an ephemeral container through
+		// pods/ephemeralcontainers; the kubelet starts it and reports it.
+		p := c.runningPods(t, ns, labels)[0]
+		c.kubectl(t, "debug", "-n", ns, p.Name, "--image=busybox:1.36", "--target=web", "-c", "dbg", "--profile=general")
+		err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			cur, err := c.cs.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, st := range cur.Status.EphemeralContainerStatuses {
+				if st.Name == "dbg" && st.State.Running != nil {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("ephemeral container dbg of %s not reported running by %s: %v", p.Name, p.Spec.NodeName, err)
+		}
+	})
+
+	t.Run("resize", func(t *testing.T) {
+		// pods/resize changes the spec in place; the kubelet observes the
+		// new generation and answers with its verdict in the pod's
+		// status (kubemark's stub container manager reports no
+		// allocatable capacity, so it is PodResizePending/Infeasible, as
+		// against upstream's API server).
+		p := c.runningPods(t, ns, labels)[1]
+		patch := []byte(`{"spec":{"containers":[{"name":"web","resources":{"requests":{"cpu":"20m"}}}]}}`)
+		resized, err := c.cs.CoreV1().Pods(ns).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resized.Spec.Containers[0].Resources.Requests.Cpu().String(); got != "20m" || resized.Generation != p.Generation+1 {
+			t.Fatalf("after resize: cpu %s generation %d (was %d)", got, resized.Generation, p.Generation)
+		}
+		var last corev1.PodStatus
+		err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			cur, err := c.cs.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			last = cur.Status
+			if cur.Status.ObservedGeneration != resized.Generation {
+				return false, nil
+			}
+			for _, cond := range cur.Status.Conditions {
+				if cond.Type == corev1.PodResizePending || cond.Type == corev1.PodResizeInProgress {
+					return true, nil
+				}
+			}
+			// Actuated at once: the container reports the new request.
+			for _, st := range cur.Status.ContainerStatuses {
+				if st.Resources != nil && st.Resources.Requests.Cpu().String() == "20m" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("kubelet did not answer the resize of %s: %v (status %+v)", p.Name, err, last)
+		}
+	})
+
 	t.Run("drain", func(t *testing.T) {
 		const node = "kubemark-0"
 		before := 0
@@ -397,8 +463,13 @@ func TestKubemark(t *testing.T) {
 				before++
 			}
 		}
+		if before == 0 {
+			t.Fatalf("no pod on %s to drain", node)
+		}
 		out := c.kubectl(t, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=120s")
-		if before > 0 && !strings.Contains(out, "evicted") {
+		// "evicted", not "deleted": kubectl drain evicts only when
+		// discovery names pods/eviction's kind policy/v1 Eviction.
+		if !strings.Contains(out, "evicted") {
 			t.Errorf("kubectl drain evicted nothing from %s (it ran %d pods):\n%s", node, before, out)
 		}
 		n, err := c.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
