@@ -64,7 +64,9 @@ func TestPodResizeStrategy(t *testing.T) {
 				t.Errorf("cpu %v generation %d", p.Spec.Containers[0].Resources.Requests.Cpu(), p.Generation)
 			}
 		}},
-		{name: "sidecar", mutate: func(p *corev1.Pod) { p.Spec.InitContainers[1].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("20m") }},
+		{name: "sidecar", mutate: func(p *corev1.Pod) {
+			p.Spec.InitContainers[1].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("20m")
+		}},
 		{name: "image and labels dropped", mutate: func(p *corev1.Pod) {
 			cpu(&p.Spec.Containers[0], "150m", "")
 			p.Spec.Containers[0].Image = "other"
@@ -96,7 +98,9 @@ func TestPodResizeStrategy(t *testing.T) {
 		}, want: "resources for non-sidecar init containers are immutable"},
 		{name: "rename", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Name = "renamed" },
 			want: "spec.containers[0].name: Forbidden: containers may not be renamed or reordered on resize"},
-		{name: "add", mutate: func(p *corev1.Pod) { p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "b", Image: "b"}) },
+		{name: "add", mutate: func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "b", Image: "b"})
+		},
 			want: "spec.containers: Forbidden: containers may not be added or removed on resize"},
 		{name: "static pod", old: func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} },
 			mutate: func(p *corev1.Pod) { cpu(&p.Spec.Containers[0], "150m", "") }, want: "static pods cannot be resized"},
