@@ -15,7 +15,8 @@
 #   MYRIAD      myriad binary (default: build bin/myriad)
 #   KUBEMARK    kubemark binary (default: build test/kubemark/kubemark)
 #   AUDIT=1     write an audit log (level Metadata) to WORK/audit.log, to
-#               see every request the kubelets send and the code it got
+#               see every request the kubelets send and the code it got;
+#               AUDIT=Request or RequestResponse logs bodies too
 #   KUBEMARK_V  kubelet log verbosity (default 2)
 #
 # Each node runs as its own process with the node's own client certificate
@@ -63,7 +64,9 @@ freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0
 PORT=$(freeport)
 AUDIT_ARGS=()
 if [ -n "${AUDIT:-}" ]; then
-	printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n' >"$WORK/audit-policy.yaml"
+	level=$AUDIT
+	[ "$level" = 1 ] && level=Metadata
+	printf 'apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: %s\n' "$level" >"$WORK/audit-policy.yaml"
 	AUDIT_ARGS=(--audit-policy-file "$WORK/audit-policy.yaml" --audit-log-path "$WORK/audit.log")
 fi
 log "starting myriad up on 127.0.0.1:$PORT (data dir $WORK/data)"
