@@ -119,6 +119,14 @@ func TestPodEphemeralContainers(t *testing.T) {
 			t.Fatalf("adding an ephemeral container through the pod: got %v, want 422", err)
 		}
 	})
+	t.Run("create", func(t *testing.T) {
+		p := testPod("with-debugger", "")
+		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{debugContainer("d")}
+		_, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.ephemeralContainers: Forbidden: cannot be set on create") {
+			t.Fatalf("creating a pod with an ephemeral container: %v, want 422", err)
+		}
+	})
 	t.Run("discovery", func(t *testing.T) {
 		list, err := e.cs.Discovery().ServerResourcesForGroupVersion("v1")
 		if err != nil {

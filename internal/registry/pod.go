@@ -36,6 +36,14 @@ func podResource(c clock) *Resource {
 		defaults:       defaultPod,
 		prepareCreate:  preparePodCreate,
 		validate:       func(p *corev1.Pod) field.ErrorList { return validatePodSpec(&p.Spec, field.NewPath("spec")) },
+		// Ephemeral containers join a running pod through
+		// pods/ephemeralcontainers only.
+		validateCreate: func(p *corev1.Pod) field.ErrorList {
+			if len(p.Spec.EphemeralContainers) > 0 {
+				return field.ErrorList{field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "cannot be set on create")}
+			}
+			return nil
+		},
 		validateUpdate: validatePodUpdate,
 		validateStatus: validatePodStatus,
 	}}
