@@ -86,6 +86,26 @@ func TestKubeletWrites(t *testing.T) {
 		t.Errorf("node b patching a's status: %v, want 403", err)
 	}
 
+	// Its events (client-go's record package): a create, then the
+	// correlator's patch of the count when the same event repeats.
+	ev, err := kubelet.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "a.1", Namespace: "default"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "a", UID: types.UID("a"), APIVersion: "v1"},
+		Reason:         "NodeReady", Message: "Node a status is now: NodeReady", Type: corev1.EventTypeNormal,
+		Source: corev1.EventSource{Component: "kubelet", Host: "a"}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("event: %v", err)
+	}
+	evPatch := fmt.Sprintf(`{"count":2,"lastTimestamp":%q,"message":"Node a status is now: NodeReady"}`, ts)
+	ev, err = kubelet.CoreV1().Events("default").Patch(ctx, ev.Name, types.StrategicMergePatchType, []byte(evPatch), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("event count patch: %v", err)
+	}
+	if ev.Count != 2 {
+		t.Errorf("event count %d after the patch, want 2", ev.Count)
+	}
+
 	// Its Lease, owned by its Node, and the renewals.
 	owner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "a", UID: n.UID}}
 	lease, err := kubelet.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{
