@@ -34,6 +34,8 @@ var nodeNames = []string{"kubemark-0", "kubemark-1", "kubemark-2"}
 type cluster struct {
 	work, kubeconfig string
 	cs               *kubernetes.Clientset
+	// bootstrap: the nodes joined by TLS bootstrap.
+	bootstrap bool
 	procs            []*proc
 }
 
@@ -142,8 +144,8 @@ func startCluster(t *testing.T) *cluster {
 	data := filepath.Join(c.work, "data")
 	c.kubeconfig = filepath.Join(data, "kubeconfig")
 	port := freePort(t)
-	server := start(t, "myriad", nil, myriad, "up", "--data-dir", data, "--secure-port", strconv.Itoa(port))
-	c.procs = append(c.procs, server)
+	apiserver := start(t, "myriad", nil, myriad, "up", "--data-dir", data, "--secure-port", strconv.Itoa(port))
+	c.procs = append(c.procs, apiserver)
 	t.Cleanup(func() {
 		// Nodes first, so that the server does not log their lost
 		// connections as it stops.
@@ -161,8 +163,8 @@ func startCluster(t *testing.T) *cluster {
 		}
 	})
 	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		if server.exited() {
-			return false, fmt.Errorf("myriad exited:\n%s", server.out.String())
+		if apiserver.exited() {
+			return false, fmt.Errorf("myriad exited:\n%s", apiserver.out.String())
 		}
 		_, err := os.Stat(c.kubeconfig)
 		return err == nil, nil
@@ -177,10 +179,32 @@ func startCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 
+	server := fmt.Sprintf("https://127.0.0.1:%d", port)
+	// TLS bootstrap with a bootstrap token where this myriad can make
+	// one; before that, each node's own client certificate.
+	help, _ := exec.Command(myriad, "kubeconfig", "--help").CombinedOutput()
+	bootstrap := strings.Contains(string(help), "-bootstrap")
+	if env := os.Getenv("JOIN"); env != "" {
+		bootstrap = env == "bootstrap"
+	}
+	c.bootstrap = bootstrap
+	bootstrapKC := filepath.Join(c.work, "bootstrap.kubeconfig")
+	if bootstrap {
+		if out, err := exec.Command(myriad, "kubeconfig", "--data-dir", data, "--bootstrap", "--server", server, "-o", bootstrapKC).CombinedOutput(); err != nil {
+			t.Fatalf("myriad kubeconfig --bootstrap: %v\n%s", err, out)
+		}
+		t.Log("nodes join by TLS bootstrap with a bootstrap token")
+	} else {
+		t.Log("nodes join with their own client certificates (myriad kubeconfig --node)")
+	}
 	for _, name := range nodeNames {
 		kc := filepath.Join(c.work, name+".kubeconfig")
-		if out, err := exec.Command(myriad, "kubeconfig", "--data-dir", data, "--node", name,
-			"--server", fmt.Sprintf("https://127.0.0.1:%d", port), "-o", kc).CombinedOutput(); err != nil {
+		var creds []string
+		if bootstrap {
+			// The kubelet gets its client certificate through a CSR and
+			// writes kc itself.
+			creds = []string{"--bootstrap-kubeconfig=" + bootstrapKC, "--cert-dir=" + filepath.Join(c.work, "certs-"+name)}
+		} else if out, err := exec.Command(myriad, "kubeconfig", "--data-dir", data, "--node", name, "--server", server, "-o", kc).CombinedOutput(); err != nil {
 			t.Fatalf("myriad kubeconfig --node %s: %v\n%s", name, err, out)
 		}
 		// kubemark makes the kubelet's root directory under TMPDIR.
@@ -188,15 +212,15 @@ func startCluster(t *testing.T) *cluster {
 		if err := os.MkdirAll(tmp, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		c.procs = append(c.procs, start(t, name, []string{"TMPDIR=" + tmp}, kubemark,
+		c.procs = append(c.procs, start(t, name, []string{"TMPDIR=" + tmp}, kubemark, append([]string{
 			"--morph=kubelet",
 			"--use-host-image-service=false",
-			"--name="+name,
-			"--kubeconfig="+kc,
-			"--kubelet-port="+strconv.Itoa(freePort(t)),
+			"--name=" + name,
+			"--kubeconfig=" + kc,
+			"--kubelet-port=" + strconv.Itoa(freePort(t)),
 			"--kubelet-read-only-port=0",
 			"--v=2",
-		))
+		}, creds...)...))
 	}
 	c.waitNodesReady(t, 3*time.Minute)
 	return c
@@ -333,6 +357,28 @@ func TestKubemark(t *testing.T) {
 			if n.Status.NodeInfo.KubeletVersion == "" || n.Status.Capacity.Pods().IsZero() || len(n.Status.Addresses) == 0 {
 				t.Errorf("%s status incomplete: nodeInfo %+v capacity %v addresses %v", name, n.Status.NodeInfo, n.Status.Capacity, n.Status.Addresses)
 			}
+		}
+	})
+
+	t.Run("tls bootstrap", func(t *testing.T) {
+		if !c.bootstrap {
+			t.Skip("this myriad has no `kubeconfig --bootstrap`: the nodes joined with client certificates")
+		}
+		// Each kubelet asked for its client certificate with a CSR as a
+		// bootstrapper; the approver and signer issued it.
+		csrs, err := c.cs.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		issued := 0
+		for _, csr := range csrs.Items {
+			if csr.Spec.SignerName == "kubernetes.io/kube-apiserver-client-kubelet" && len(csr.Status.Certificate) > 0 &&
+				strings.HasPrefix(csr.Spec.Username, "system:bootstrap:") {
+				issued++
+			}
+		}
+		if issued < len(nodeNames) {
+			t.Fatalf("%d kubelet client certificates issued to bootstrappers, want %d", issued, len(nodeNames))
 		}
 	})
 

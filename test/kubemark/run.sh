@@ -19,9 +19,14 @@
 #               AUDIT=Request or RequestResponse logs bodies too
 #   KUBEMARK_V  kubelet log verbosity (default 2)
 #
-# Each node runs as its own process with the node's own client certificate
-# (`myriad kubeconfig --node NAME`: system:node:NAME in system:nodes), so the
-# Node authorizer and NodeRestriction see exactly what a real kubelet sends.
+#   JOIN        how nodes get credentials: "bootstrap" (TLS bootstrap with a
+#               bootstrap token from `myriad kubeconfig --bootstrap`; the
+#               default when myriad has that flag) or "cert" (a node client
+#               certificate from `myriad kubeconfig --node NAME`)
+#
+# Each node runs as its own process with its own identity
+# (system:node:NAME in system:nodes), so the Node authorizer and
+# NodeRestriction see exactly what a real kubelet sends.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -79,11 +84,27 @@ for _ in $(seq 600); do
 done
 kubectl --kubeconfig "$KC" get --raw /readyz >/dev/null
 
-log "starting $NODES kubemark nodes"
+if [ -z "${JOIN:-}" ]; then
+	JOIN=cert
+	case $("$MYRIAD" kubeconfig --help 2>&1 || true) in *-bootstrap*) JOIN=bootstrap ;; esac
+fi
+CRED_ARGS=()
+if [ "$JOIN" = bootstrap ]; then
+	"$MYRIAD" kubeconfig --data-dir "$WORK/data" --bootstrap \
+		--server "https://127.0.0.1:$PORT" -o "$WORK/bootstrap.kubeconfig"
+fi
+
+log "starting $NODES kubemark nodes (credentials: $JOIN)"
 for i in $(seq 0 $((NODES - 1))); do
 	name=kubemark-$i
-	"$MYRIAD" kubeconfig --data-dir "$WORK/data" --node "$name" \
-		--server "https://127.0.0.1:$PORT" -o "$WORK/$name.kubeconfig"
+	if [ "$JOIN" = bootstrap ]; then
+		# The kubelet asks for its client certificate with a CSR and
+		# writes --kubeconfig itself.
+		CRED_ARGS=(--bootstrap-kubeconfig="$WORK/bootstrap.kubeconfig" --cert-dir="$WORK/certs-$name")
+	else
+		"$MYRIAD" kubeconfig --data-dir "$WORK/data" --node "$name" \
+			--server "https://127.0.0.1:$PORT" -o "$WORK/$name.kubeconfig"
+	fi
 	# kubemark puts the kubelet's root dir, pod manifests and pod logs in a
 	# fresh directory under TMPDIR: one per node, removed with the data dir.
 	mkdir -p "$WORK/tmp-$name"
@@ -95,7 +116,7 @@ for i in $(seq 0 $((NODES - 1))); do
 		--morph=kubelet \
 		--use-host-image-service=false \
 		--name="$name" \
-		--kubeconfig="$WORK/$name.kubeconfig" \
+		--kubeconfig="$WORK/$name.kubeconfig" "${CRED_ARGS[@]}" \
 		--kubelet-port="$(freeport)" \
 		--kubelet-read-only-port=0 \
 		--v="${KUBEMARK_V:-2}" \
