@@ -36,6 +36,8 @@ type cluster struct {
 	cs               *kubernetes.Clientset
 	// bootstrap: the nodes joined by TLS bootstrap.
 	bootstrap bool
+	// kubeletPorts are the nodes' --kubelet-port.
+	kubeletPorts map[string]int32
 	procs            []*proc
 }
 
@@ -140,7 +142,7 @@ func build(t *testing.T) (myriad, kubemark string) {
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	myriad, kubemark := build(t)
-	c := &cluster{work: t.TempDir()}
+	c := &cluster{work: t.TempDir(), kubeletPorts: map[string]int32{}}
 	data := filepath.Join(c.work, "data")
 	c.kubeconfig = filepath.Join(data, "kubeconfig")
 	port := freePort(t)
@@ -212,12 +214,13 @@ func startCluster(t *testing.T) *cluster {
 		if err := os.MkdirAll(tmp, 0o755); err != nil {
 			t.Fatal(err)
 		}
+		c.kubeletPorts[name] = int32(freePort(t))
 		c.procs = append(c.procs, start(t, name, []string{"TMPDIR=" + tmp}, kubemark, append([]string{
 			"--morph=kubelet",
 			"--use-host-image-service=false",
 			"--name=" + name,
 			"--kubeconfig=" + kc,
-			"--kubelet-port=" + strconv.Itoa(freePort(t)),
+			"--kubelet-port=" + strconv.Itoa(int(c.kubeletPorts[name])),
 			"--kubelet-read-only-port=0",
 			"--v=2",
 		}, creds...)...))
@@ -353,6 +356,10 @@ func TestKubemark(t *testing.T) {
 			n, err := c.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Where the API server dials the kubelet (logs, exec, proxy).
+			if p := n.Status.DaemonEndpoints.KubeletEndpoint.Port; p != c.kubeletPorts[name] {
+				t.Errorf("%s: kubelet endpoint port %d, want %d", name, p, c.kubeletPorts[name])
 			}
 			if n.Status.NodeInfo.KubeletVersion == "" || n.Status.Capacity.Pods().IsZero() || len(n.Status.Addresses) == 0 {
 				t.Errorf("%s status incomplete: nodeInfo %+v capacity %v addresses %v", name, n.Status.NodeInfo, n.Status.Capacity, n.Status.Addresses)
