@@ -107,18 +107,21 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// build builds what the test runs: bin/myriad from the main module, and
-// kubemark from this module (KUBEMARK names a prebuilt one). A kubemark
+// build builds what the test runs: myriad from the main module, and
+// kubemark from this module (MYRIAD and KUBEMARK name prebuilt ones). A kubemark
 // that cannot be built skips the test: it needs the k8s.io/kubernetes
 // module and several minutes of compiling the first time.
 func build(t *testing.T) (myriad, kubemark string) {
 	t.Helper()
 	dir := t.TempDir()
-	myriad = filepath.Join(dir, "myriad")
-	cmd := exec.Command("go", "build", "-o", myriad, "./cmd/myriad")
-	cmd.Dir = "../.."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building myriad: %v\n%s", err, out)
+	myriad = os.Getenv("MYRIAD")
+	if myriad == "" {
+		myriad = filepath.Join(dir, "myriad")
+		cmd := exec.Command("go", "build", "-o", myriad, "./cmd/myriad")
+		cmd.Dir = "../.."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building myriad: %v\n%s", err, out)
+		}
 	}
 	if k := os.Getenv("KUBEMARK"); k != "" {
 		return myriad, k
@@ -129,7 +132,7 @@ func build(t *testing.T) (myriad, kubemark string) {
 	if err != nil {
 		t.Skipf("kubemark cannot be built here: ldflags.sh: %v", err)
 	}
-	cmd = exec.Command("go", "build", "-ldflags", strings.TrimSpace(string(ldflags)), "-o", kubemark, "k8s.io/kubernetes/cmd/kubemark")
+	cmd := exec.Command("go", "build", "-ldflags", strings.TrimSpace(string(ldflags)), "-o", kubemark, "k8s.io/kubernetes/cmd/kubemark")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Skipf("kubemark (k8s.io/kubernetes/cmd/kubemark) cannot be built here, so the upstream kubelet cannot be tried: %v\n%s", err, out)
 	}
