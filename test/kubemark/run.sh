@@ -18,6 +18,7 @@
 #               see every request the kubelets send and the code it got;
 #               AUDIT=Request or RequestResponse logs bodies too
 #   KUBEMARK_V  kubelet log verbosity (default 2)
+#   MYRIAD_ARGS more flags for `myriad up`, space-separated
 #
 #   JOIN        how nodes get credentials: "bootstrap" (TLS bootstrap with a
 #               bootstrap token from `myriad kubeconfig --bootstrap`; the
@@ -75,7 +76,8 @@ if [ -n "${AUDIT:-}" ]; then
 	AUDIT_ARGS=(--audit-policy-file "$WORK/audit-policy.yaml" --audit-log-path "$WORK/audit.log")
 fi
 log "starting myriad up on 127.0.0.1:$PORT (data dir $WORK/data)"
-"$MYRIAD" up --data-dir "$WORK/data" --secure-port "$PORT" "${AUDIT_ARGS[@]}" >"$WORK/myriad.log" 2>&1 &
+# shellcheck disable=SC2086 # MYRIAD_ARGS is split on purpose
+"$MYRIAD" up --data-dir "$WORK/data" --secure-port "$PORT" "${AUDIT_ARGS[@]}" ${MYRIAD_ARGS:-} >"$WORK/myriad.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 600); do
 	[ -f "$KC" ] && kubectl --kubeconfig "$KC" get --raw /readyz >/dev/null 2>&1 && break
