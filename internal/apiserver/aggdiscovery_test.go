@@ -103,3 +103,65 @@ func TestLegacyDiscoveryScaleKind(t *testing.T) {
 		t.Errorf("%d scale subresources listed, want 3", found)
 	}
 }
+
+// TestDiscoveryCrossGroupSubresources: pods/eviction and
+// serviceaccounts/token name their kinds' groups, as upstream, in both
+// discovery documents. kubectl drain evicts only when pods/eviction says
+// policy/v1 Eviction; otherwise it deletes the pods, past their
+// PodDisruptionBudgets.
+func TestDiscoveryCrossGroupSubresources(t *testing.T) {
+	e := newEnv(t)
+	want := map[string]metav1.GroupVersionKind{
+		"pods/eviction":            {Group: "policy", Version: "v1", Kind: "Eviction"},
+		"serviceaccounts/token":    {Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"},
+		"pods/binding":             {Kind: "Binding"},
+		"pods/ephemeralcontainers": {Kind: "Pod"},
+		"pods/resize":              {Kind: "Pod"},
+	}
+	resp := e.do("GET", "/api/v1", nil, "Accept: application/json")
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(resp.body, &list); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, r := range list.APIResources {
+		if w, ok := want[r.Name]; ok {
+			seen++
+			if got := (metav1.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}); got != w {
+				t.Errorf("/api/v1 %s: %+v, want %+v", r.Name, got, w)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("/api/v1 listed %d of %d subresources", seen, len(want))
+	}
+
+	resp = e.do("GET", "/api", nil, "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+	var agg apidiscoveryv2.APIGroupDiscoveryList
+	if err := json.Unmarshal(resp.body, &agg); err != nil {
+		t.Fatal(err)
+	}
+	seen = 0
+	for _, g := range agg.Items {
+		for _, v := range g.Versions {
+			for _, r := range v.Resources {
+				for _, sub := range r.Subresources {
+					w, ok := want[r.Resource+"/"+sub.Subresource]
+					if !ok {
+						continue
+					}
+					seen++
+					if w.Version == "" {
+						w.Version = "v1"
+					}
+					if sub.ResponseKind == nil || *sub.ResponseKind != w {
+						t.Errorf("aggregated %s/%s: %+v, want %+v", r.Resource, sub.Subresource, sub.ResponseKind, w)
+					}
+				}
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("aggregated discovery listed %d of %d subresources", seen, len(want))
+	}
+}

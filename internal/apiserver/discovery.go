@@ -71,10 +71,8 @@ func (d *discovery) resourceList(gv schema.GroupVersion) (*metav1.APIResourceLis
 		for _, sub := range r.Subresources {
 			kind, verbs := subresourceShape(r, sub)
 			ar := metav1.APIResource{Name: r.Resource + "/" + sub, Namespaced: r.Namespaced, Kind: kind, Verbs: verbs}
-			if sub == "scale" {
-				// Every scale subresource speaks autoscaling/v1 Scale, and
-				// says so: client-go's scale client picks its codec by it.
-				ar.Group, ar.Version = "autoscaling", "v1"
+			if gv, ok := subresourceGroupVersion[sub]; ok {
+				ar.Group, ar.Version = gv.Group, gv.Version
 			}
 			list.APIResources = append(list.APIResources, ar)
 		}
@@ -82,10 +80,21 @@ func (d *discovery) resourceList(gv schema.GroupVersion) (*metav1.APIResourceLis
 	return list, true
 }
 
+// subresourceGroupVersion: the subresources whose kind is of another
+// group, which discovery names as upstream does. Clients pick their codec
+// by it: client-go's scale client for autoscaling/v1 Scale, and kubectl
+// drain evicts only when pods/eviction names policy's Eviction (without
+// it, drain deletes pods, ignoring their PodDisruptionBudgets).
+var subresourceGroupVersion = map[string]schema.GroupVersion{
+	"scale":    {Group: "autoscaling", Version: "v1"},
+	"eviction": {Group: "policy", Version: "v1"},
+	"token":    {Group: "authentication.k8s.io", Version: "v1"},
+}
+
 // subresourceShape is the kind and verbs upstream advertises per subresource.
 func subresourceShape(r *registry.Resource, sub string) (string, metav1.Verbs) {
 	switch sub {
-	case "status", "approval":
+	case "status", "approval", "ephemeralcontainers", "resize":
 		return r.Kind, metav1.Verbs{"get", "patch", "update"}
 	case "scale":
 		return "Scale", metav1.Verbs{"get", "patch", "update"}
@@ -93,6 +102,8 @@ func subresourceShape(r *registry.Resource, sub string) (string, metav1.Verbs) {
 		return "Binding", metav1.Verbs{"create"}
 	case "eviction":
 		return "Eviction", metav1.Verbs{"create"}
+	case "token":
+		return "TokenRequest", metav1.Verbs{"create"}
 	case "finalize":
 		return r.Kind, metav1.Verbs{"update"}
 	case "log":
@@ -161,8 +172,8 @@ func (d *discovery) aggregated(core bool) *apidiscoveryv2.APIGroupDiscoveryList 
 				for _, sub := range r.Subresources {
 					kind, verbs := subresourceShape(r, sub)
 					rk := &metav1.GroupVersionKind{Group: g, Version: v, Kind: kind}
-					if sub == "scale" {
-						rk = &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+					if gv, ok := subresourceGroupVersion[sub]; ok {
+						rk.Group, rk.Version = gv.Group, gv.Version
 					}
 					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{Subresource: sub, ResponseKind: rk, Verbs: verbs})
 				}

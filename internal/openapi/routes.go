@@ -263,7 +263,8 @@ func resourceRoutes(r Resource) []common.Route {
 	}
 	for _, name := range r.Subresources {
 		path, suffix := item+"/"+name, strings.ToUpper(name[:1])+name[1:]
-		if name == "status" {
+		if name == "status" || name == "ephemeralcontainers" || name == "resize" {
+			// Parts of the object, read and written as the whole object.
 			itemRoutes(path, suffix, obj, gvk, []string{"get", "update", "patch"})
 		} else if sub, ok := subresources[name]; ok {
 			itemRoutes(path, suffix, modelName(sub.model), sub.gvk, sub.verbs)

@@ -168,7 +168,6 @@ const (
 	issueSecurity       = "issue 21 (security)"
 	issueExtensibility  = "issue 22 (extensibility)"
 	issueFlowControl    = "issue 25 (flow control)"
-	issueRealNodes      = "issue 27 (real nodes)"
 	issueSeveralServers = "issue 23 (etcd and several API servers)"
 	issueWholeAPI       = "issue 28 (the whole built-in API), still owed"
 	noIssue             = "no issue yet"
@@ -184,10 +183,6 @@ type exclusion struct {
 // are "group/version/resource" or ".../resource/subresource", with "core" for
 // the empty group, as upstreamAPI spells them.
 var excluded = map[string]exclusion{
-	// Core.
-	"core/v1/pods/ephemeralcontainers": {issueRealNodes, "only a real kubelet starts the containers it adds"},
-	"core/v1/pods/resize":              {issueRealNodes, "only a real kubelet actuates an in-place resize"},
-
 	// Admission, extensions, aggregation.
 	"admissionregistration.k8s.io/v1/mutatingwebhookconfigurations":      {issueExtensibility, "admission webhooks"},
 	"admissionregistration.k8s.io/v1/validatingwebhookconfigurations":    {issueExtensibility, "admission webhooks"},

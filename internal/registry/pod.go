@@ -36,6 +36,14 @@ func podResource(c clock) *Resource {
 		defaults:       defaultPod,
 		prepareCreate:  preparePodCreate,
 		validate:       func(p *corev1.Pod) field.ErrorList { return validatePodSpec(&p.Spec, field.NewPath("spec")) },
+		// Ephemeral containers join a running pod through
+		// pods/ephemeralcontainers only.
+		validateCreate: func(p *corev1.Pod) field.ErrorList {
+			if len(p.Spec.EphemeralContainers) > 0 {
+				return field.ErrorList{field.Forbidden(field.NewPath("spec", "ephemeralContainers"), "cannot be set on create")}
+			}
+			return nil
+		},
 		validateUpdate: validatePodUpdate,
 		validateStatus: validatePodStatus,
 	}}
@@ -48,11 +56,12 @@ func podResource(c clock) *Resource {
 		ShortNames:       []string{"po"},
 		Categories:       []string{"all"},
 		Verbs:            allVerbs(),
-		Subresources:     []string{"status", "binding", "eviction", "attach", "exec", "log", "portforward", "proxy"},
+		Subresources:     []string{"status", "binding", "eviction", "ephemeralcontainers", "resize", "attach", "exec", "log", "portforward", "proxy"},
 		New:              func() runtime.Object { return &corev1.Pod{} },
 		NewList:          func() runtime.Object { return &corev1.PodList{} },
 		Strategy:         s,
 		Status:           statusOf(s),
+		Parts:            map[string]StatusStrategy{"ephemeralcontainers": podEphemeralContainersStrategy, "resize": podResizeStrategy},
 		SelectableFields: func(o runtime.Object) fields.Set { return podFields(o.(*corev1.Pod)) },
 		IndexSkip:        podIndexSkip,
 		Table:            podTable(c),

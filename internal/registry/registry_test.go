@@ -74,7 +74,7 @@ func TestDiscovery(t *testing.T) {
 	cases := map[string]want{
 		"/namespaces":                {false, "ns", "", "status,finalize", false},
 		"/nodes":                     {false, "no", "", "status,proxy", true},
-		"/pods":                      {true, "po", "all", "status,binding,eviction,attach,exec,log,portforward,proxy", true},
+		"/pods":                      {true, "po", "all", "status,binding,eviction,ephemeralcontainers,resize,attach,exec,log,portforward,proxy", true},
 		"/podtemplates":              {true, "", "", "", true},
 		"/replicationcontrollers":    {true, "rc", "all", "status,scale", true},
 		"/componentstatuses":         {false, "cs", "", "", false},

@@ -65,6 +65,11 @@ type Resource struct {
 	// it, which may change only the Approved and Denied conditions.
 	Approval StatusStrategy
 
+	// Parts are further subresources that write one part of the object
+	// through the generic GET/PUT/PATCH, each with its strategy (pods'
+	// ephemeralcontainers and resize); each is listed in Subresources too.
+	Parts map[string]StatusStrategy
+
 	// Scale is set exactly when Subresources has "scale"; the server uses it
 	// to serve autoscaling/v1 Scale without knowing the Kind.
 	Scale *ScaleAccessor
@@ -116,6 +121,8 @@ func (r *Resource) PartStrategy(sub string) (StatusStrategy, bool) {
 		s = r.Status
 	case "approval":
 		s = r.Approval
+	default:
+		s = r.Parts[sub]
 	}
 	return s, s != nil && r.HasSubresource(sub)
 }

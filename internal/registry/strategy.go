@@ -55,10 +55,11 @@ type behavior[T object] struct {
 	prepareUpdate func(obj, old T)
 
 	// validate checks everything but metadata on create and update;
-	// validateUpdate adds update-only rules (immutability) and
+	// validateCreate adds create-only rules; validateUpdate adds update-only rules (immutability) and
 	// validateStatus the rules of a status update (metadata update rules
 	// are always applied).
 	validate       func(obj T) field.ErrorList
+	validateCreate func(obj T) field.ErrorList
 	validateUpdate func(obj, old T) field.ErrorList
 	validateStatus func(obj, old T) field.ErrorList
 }
@@ -115,6 +116,9 @@ func (s strategy[T]) Validate(_ context.Context, o runtime.Object) field.ErrorLi
 	errs := apivalidation.ValidateObjectMetaAccessor(obj, s.b.namespaced, s.b.name, field.NewPath("metadata"))
 	if s.b.validate != nil {
 		errs = append(errs, s.b.validate(obj)...)
+	}
+	if s.b.validateCreate != nil {
+		errs = append(errs, s.b.validateCreate(obj)...)
 	}
 	return errs
 }
