@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +55,14 @@ func controlPlaneFlags(fs *flag.FlagSet) (*controlplane.Config, *string) {
 	serviceAccountFlags(fs, &cfg.ServiceAccounts)
 	kubeletFlags(fs, &cfg.Kubelet)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	fs.BoolFunc("contention-profiling", "record blocking and mutex contention for /debug/pprof/block and /debug/pprof/mutex (as upstream's flag; costs a little on every lock)", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		if on {
+			runtime.SetBlockProfileRate(1)
+			runtime.SetMutexProfileFraction(5)
+		}
+		return err
+	})
 	securityFlags(fs, cfg)
 	return cfg, level
 }
