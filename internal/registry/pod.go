@@ -33,9 +33,9 @@ func podResource(c clock) *Resource {
 			obj.OwnerReferences = old.OwnerReferences
 			obj.Status.QOSClass = old.Status.QOSClass
 		},
-		defaults:       defaultPod,
-		prepareCreate:  preparePodCreate,
-		validate:       func(p *corev1.Pod) field.ErrorList { return validatePodSpec(&p.Spec, field.NewPath("spec")) },
+		defaults:      defaultPod,
+		prepareCreate: preparePodCreate,
+		validate:      func(p *corev1.Pod) field.ErrorList { return validatePodSpec(&p.Spec, field.NewPath("spec")) },
 		// Ephemeral containers join a running pod through
 		// pods/ephemeralcontainers only.
 		validateCreate: func(p *corev1.Pod) field.ErrorList {
