@@ -192,43 +192,43 @@ func containerNotFound(w http.ResponseWriter, container, pod string) {
 }
 
 func (s *Server) serveExec(w http.ResponseWriter, r *http.Request) {
-	opts, err := remotecommand.NewOptions(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+	if t, ok := s.streamTarget(w, r); ok {
+		remotecommand.ServeExec(w, r, t.rt, t.rt.pod.Name, string(t.rt.pod.UID), t.container, r.URL.Query()["command"], t.opts,
+			s.cfg.StreamIdleTimeout, s.cfg.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 	}
-	pod, node, ok := s.lookup(w, r)
-	if !ok {
-		return
-	}
-	c := r.PathValue("container")
-	if !hasContainer(pod, c) {
-		containerNotFound(w, c, pod.Name)
-		return
-	}
-	rt := &hollowRuntime{s: s, pod: pod, node: node}
-	remotecommand.ServeExec(w, r, rt, pod.Name, string(pod.UID), c, r.URL.Query()["command"], opts,
-		s.cfg.StreamIdleTimeout, s.cfg.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 }
 
 func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request) {
+	if t, ok := s.streamTarget(w, r); ok {
+		remotecommand.ServeAttach(w, r, t.rt, t.rt.pod.Name, string(t.rt.pod.UID), t.container, t.opts,
+			s.cfg.StreamIdleTimeout, s.cfg.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
+	}
+}
+
+// streamTarget is what an exec or attach request names: its stream
+// options and the pod's container, or an error already answered.
+type streamTarget struct {
+	opts      *remotecommand.Options
+	rt        *hollowRuntime
+	container string
+}
+
+func (s *Server) streamTarget(w http.ResponseWriter, r *http.Request) (streamTarget, bool) {
 	opts, err := remotecommand.NewOptions(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return streamTarget{}, false
 	}
 	pod, node, ok := s.lookup(w, r)
 	if !ok {
-		return
+		return streamTarget{}, false
 	}
 	c := r.PathValue("container")
 	if !hasContainer(pod, c) {
 		containerNotFound(w, c, pod.Name)
-		return
+		return streamTarget{}, false
 	}
-	rt := &hollowRuntime{s: s, pod: pod, node: node}
-	remotecommand.ServeAttach(w, r, rt, pod.Name, string(pod.UID), c, opts,
-		s.cfg.StreamIdleTimeout, s.cfg.StreamCreationTimeout, remotecommand.SupportedStreamingProtocols)
+	return streamTarget{opts: opts, rt: &hollowRuntime{s: s, pod: pod, node: node}, container: c}, true
 }
 
 func (s *Server) servePortForward(w http.ResponseWriter, r *http.Request) {
