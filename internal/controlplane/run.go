@@ -191,9 +191,11 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	url := pki.ServerURL(cfg.BindAddress, cfg.SecurePort)
 	log.Info("serving", "address", url, "startup", time.Since(start).Round(time.Millisecond))
 	if cfg.EnableBootstrapTokenAuth {
+		// Only kubeadm-style discovery needs cluster-info: a stored copy
+		// that cannot be read or written (say, encrypted with a key no
+		// longer configured) is reported, and the control plane serves on.
 		if err := ensureClusterInfo(ctx, url, creds); err != nil {
-			_ = srv.Close()
-			return err
+			log.Error("cluster-info not written; nodes cannot discover the cluster from it", "err", err)
 		}
 	}
 	components, err := startComponents(cfg.Components, url, creds, compTokens, metrics, log)
