@@ -82,9 +82,16 @@ func (e *kubeletEnv) addNode(name string, port int32, addrs ...corev1.NodeAddres
 	}
 	node.Status.Addresses = addrs
 	node.Status.DaemonEndpoints.KubeletEndpoint.Port = port
-	if _, err := e.cs.CoreV1().Nodes().UpdateStatus(context.Background(), node, metav1.UpdateOptions{}); err != nil {
+	updated, err := e.cs.CoreV1().Nodes().UpdateStatus(context.Background(), node, metav1.UpdateOptions{})
+	if err != nil {
 		e.t.Fatal(err)
 	}
+	// The kubelet path reads nodes from the watch cache; wait until it holds
+	// the status with the addresses, not just the node.
+	waitFor(e.t, 10*time.Second, "node status in cache", func() bool {
+		obj, err := e.api.GetObject(context.Background(), nodesGVR, "", name, "0")
+		return err == nil && obj.(*corev1.Node).ResourceVersion == updated.ResourceVersion
+	})
 }
 
 // addPod creates pod name with the given containers, bound to node ("":
@@ -384,10 +391,6 @@ func TestKubeletTimeout(t *testing.T) {
 func TestNodeProxy(t *testing.T) {
 	e := newKubeletEnv(t, 5*time.Second, true)
 	e.addNode("n1", e.kubelet.Port, loopback())
-	waitFor(t, 10*time.Second, "node in cache", func() bool {
-		_, err := e.api.GetObject(context.Background(), nodesGVR, "", "n1", "0")
-		return err == nil
-	})
 	data, err := e.cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/n1/proxy/healthz").DoRaw(context.Background())
 	if err != nil || string(data) != "ok" {
 		t.Fatalf("nodes/proxy/healthz: %q, %v", data, err)
@@ -402,10 +405,6 @@ func TestNodeProxy(t *testing.T) {
 
 	strict := newKubeletEnv(t, 5*time.Second, false)
 	strict.addNode("n1", strict.kubelet.Port, loopback())
-	waitFor(t, 10*time.Second, "node in cache", func() bool {
-		_, err := strict.api.GetObject(context.Background(), nodesGVR, "", "n1", "0")
-		return err == nil
-	})
 	r := strict.do("GET", "/api/v1/nodes/n1/proxy/healthz", nil)
 	if st := r.status(t); r.code != 400 || st.Message != "address not allowed" {
 		t.Fatalf("loopback kubelet without AllowLoopbackProxy: %d %q", r.code, st.Message)
