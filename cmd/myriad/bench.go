@@ -23,6 +23,7 @@ func benchScenarios() []benchScenario {
 		{"api-latency", "SLO: mixed API calls, p50/p90/p99 per verb/resource/scope vs upstream SLOs", runAPILatencyBench},
 		{"watch-latency", "SLO: write acknowledged → each watcher sees it, p50/p99", runWatchLatencyBench},
 		{"kubelet-path", "pods/log through the API server to hollow kubelets, p50/p99; server memory per open exec session", runKubeletPathBench},
+		{"crds", "CRDs: time to Established for many, discovery/OpenAPI latency, memory per custom resource vs ConfigMap, LIST-by-label p99", runCRDsBench},
 		{"greedy-clients", "SLO: per-node agents listing all Services/Pods vs everyone else's latency", runGreedyClientsBench},
 		{"churn", "SLO: short-lived pods on hollow nodes at a fixed rate: create/delete and running latency", runChurnBench},
 		{"heartbeat", "SLO: idle hollow nodes, Lease vs full Node status heartbeats: server CPU, memory, writes", runHeartbeatBench},

@@ -216,3 +216,20 @@ func runDensityBench(ctx context.Context, args []string, stdout io.Writer) error
 	}
 	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
 }
+
+func runCRDsBench(ctx context.Context, args []string, stdout io.Writer) error {
+	const name = "crds"
+	fs := flag.NewFlagSet("myriad bench "+name, flag.ContinueOnError)
+	o := loadtestFlags(fs)
+	var c scenarios.CRDs
+	fs.IntVar(&c.CRDs, "crds", 1000, "CRDs installed")
+	fs.IntVar(&c.KindsPerGroup, "kinds-per-group", 10, "CRDs to an API group")
+	fs.IntVar(&c.Objects, "objects", 100000, "custom resources, and as many ConfigMaps, of --object-size (negative: none)")
+	fs.IntVar(&c.ObjectSize, "object-size", 2048, "payload bytes of each object")
+	fs.IntVar(&c.Lists, "lists", 100, "LISTs by label of each kind, each matching 1% of the objects")
+	fs.IntVar(&c.Probes, "probes", 50, "GETs of each discovery and OpenAPI document")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return runLoadtest(ctx, name, o, args, stdout, "", c.Run)
+}
