@@ -330,6 +330,25 @@ func TestLoadtestScenarios(t *testing.T) {
 		checkNoHollowNodesLeft(t, s, "bench-density-")
 	})
 
+	t.Run("crds", func(t *testing.T) {
+		res, _ := runLoadBench(t, append([]string{"crds", "--crds", "6", "--kinds-per-group", "3", "--objects", "60", "--lists", "4", "--probes", "2"}, common("crds")...)...)
+		checkVerdicts(t, res)
+		if est := figure(t, res, "crds_established"); est <= 0 || est > 60 {
+			t.Errorf("CRDs established after %v s", est)
+		}
+		for _, f := range []string{"custom_resource_heap_per_object", "configmap_heap_per_object", "custom_resource_create_rate"} {
+			figure(t, res, f)
+		}
+		if calls(res, "LIST", "custom resources by label", "namespace") != 4 {
+			t.Errorf("custom resource lists: %d", calls(res, "LIST", "custom resources by label", "namespace"))
+		}
+		// The scenario deletes what it installed.
+		waitFor(t, 60*time.Second, func() bool {
+			out, err := s.kubectl(t, "", "get", "crd", "-l", "myriad-bench", "-o", "name")
+			return err == nil && strings.TrimSpace(out) == ""
+		})
+	})
+
 	t.Run("compare", func(t *testing.T) {
 		if apiRes == nil {
 			t.Skip("api-latency did not run")
