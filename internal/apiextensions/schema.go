@@ -32,6 +32,10 @@ type Schema struct {
 	// preserveUnknownFields is the CRD's spec.preserveUnknownFields: when
 	// set, nothing is pruned at the root (ObjectMeta is still coerced).
 	preserveUnknownFields bool
+	// features says which of the per-object walks the schema can need at
+	// all; the walks allocate per field, so a schema without embedded
+	// resources, list sets or maps, or defaults skips them.
+	features schemaFeatures
 
 	// validator is the OpenAPI validator of the whole object; status the
 	// one of .status alone (nil without a status subresource or a status
@@ -91,6 +95,7 @@ func NewSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) (*
 				return nil, fmt.Errorf("apiextensions: pruning the defaults of %s %s: %w", crd.Name, version, err)
 			}
 			s.structural = st
+			s.features = featuresOf(st)
 		}
 	}
 
@@ -144,12 +149,15 @@ func (s *Schema) Prune(obj map[string]interface{}) []string {
 
 	if !s.preserveUnknownFields {
 		unknown = append(unknown, structuralpruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})...)
-		if s.structural != nil {
+		if s.structural != nil && hasNull(obj) {
 			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, s.structural)
 		}
 	}
-	if _, paths := schemaobjectmeta.CoerceWithOptions(nil, obj, s.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true}); len(paths) > 0 {
-		unknown = append(unknown, paths...)
+	// Below the root, only embedded resources are coerced.
+	if s.features.embedded {
+		if _, paths := schemaobjectmeta.CoerceWithOptions(nil, obj, s.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true}); len(paths) > 0 {
+			unknown = append(unknown, paths...)
+		}
 	}
 
 	// Pruning at the root keeps kind, apiVersion and metadata; restore them
@@ -170,7 +178,9 @@ func (s *Schema) Prune(obj map[string]interface{}) []string {
 
 // Default applies the schema's defaults in place.
 func (s *Schema) Default(obj map[string]interface{}) {
-	structuraldefaulting.Default(obj, s.structural)
+	if s.features.defaults {
+		structuraldefaulting.Default(obj, s.structural)
+	}
 }
 
 // TypeConverter is the schema as server-side apply's types: the OpenAPI
@@ -187,4 +197,58 @@ func (s *Schema) TypeConverter() managedfields.TypeConverter {
 		s.tc = tc
 	})
 	return s.tc
+}
+
+// schemaFeatures records what a structural schema contains anywhere.
+type schemaFeatures struct {
+	embedded bool // x-kubernetes-embedded-resource
+	listSets bool // x-kubernetes-list-type set or map
+	defaults bool // default
+}
+
+func featuresOf(s *structuralschema.Structural) schemaFeatures {
+	var f schemaFeatures
+	var walk func(s *structuralschema.Structural)
+	walk = func(s *structuralschema.Structural) {
+		if s == nil {
+			return
+		}
+		f.embedded = f.embedded || s.XEmbeddedResource
+		f.defaults = f.defaults || s.Default.Object != nil
+		if t := s.XListType; t != nil && (*t == "set" || *t == "map") {
+			f.listSets = true
+		}
+		walk(s.Items)
+		if s.AdditionalProperties != nil {
+			walk(s.AdditionalProperties.Structural)
+		}
+		for k := range s.Properties {
+			p := s.Properties[k]
+			walk(&p)
+		}
+	}
+	walk(s)
+	return f
+}
+
+// hasNull reports whether a JSON value holds a null anywhere; pruning of
+// nulls walks the schema for every field, which most objects never need.
+func hasNull(v interface{}) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]interface{}:
+		for _, e := range v {
+			if hasNull(e) {
+				return true
+			}
+		}
+	case []interface{}:
+		for _, e := range v {
+			if hasNull(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -42,9 +42,17 @@ func (s *Schema) Validate(ctx context.Context, obj, old map[string]interface{}) 
 	}
 	errs = append(errs, s.validateScaleSpec(obj)...)
 	errs = append(errs, s.validateScaleStatus(obj)...)
-	errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, s.structural, false)...)
-	if old == nil || len(structurallisttype.ValidateListSetsAndMaps(nil, s.structural, old)) == 0 {
-		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
+	if s.features.embedded {
+		errs = append(errs, schemaobjectmeta.Validate(ctx, nil, obj, s.structural, false)...)
+	}
+	if s.features.listSets {
+		if newErrs := structurallisttype.ValidateListSetsAndMaps(nil, s.structural, obj); len(newErrs) > 0 {
+			// Ratcheted: an old object that already broke the invariant
+			// may keep doing so.
+			if old == nil || len(structurallisttype.ValidateListSetsAndMaps(nil, s.structural, old)) == 0 {
+				errs = append(errs, newErrs...)
+			}
+		}
 	}
 	return s.validateCEL(ctx, errs, obj, old, celOpts)
 }
@@ -67,9 +75,11 @@ func (s *Schema) ValidateStatus(ctx context.Context, obj, old map[string]interfa
 		errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, old["status"], s.statusValidator, opts...)...)
 	}
 	errs = append(errs, s.validateScaleStatus(obj)...)
-	if newErrs := structurallisttype.ValidateListSetsAndMaps(nil, s.structural, obj); len(newErrs) > 0 {
-		if oldErrs := structurallisttype.ValidateListSetsAndMaps(nil, s.structural, old); len(oldErrs) == 0 {
-			errs = append(errs, newErrs...)
+	if s.features.listSets {
+		if newErrs := structurallisttype.ValidateListSetsAndMaps(nil, s.structural, obj); len(newErrs) > 0 {
+			if oldErrs := structurallisttype.ValidateListSetsAndMaps(nil, s.structural, old); len(oldErrs) == 0 {
+				errs = append(errs, newErrs...)
+			}
 		}
 	}
 	return s.validateCEL(ctx, errs, obj, old, []cel.Option{cel.WithRatcheting(correlated)})
