@@ -161,7 +161,7 @@ func TestValidate(t *testing.T) {
 		{name: "CEL rule", spec: `{"replicas":1,"minReplicas":2}`,
 			want: []string{`spec: Invalid value: replicas must be at least minReplicas`}},
 		{name: "CEL messageExpression, fieldPath and reason", spec: `{"size":"huge","replicas":10}`,
-			want: []string{`spec.size: Forbidden: huge widgets are limited to 9 replicas`}},
+			want: []string{`spec.size: Forbidden: a huge widget is limited to 9 replicas`}},
 		{name: "list-type map duplicate key", spec: `{"ports":[{"name":"a"},{"name":"a","number":2}]}`,
 			want: []string{`spec.ports[1]: Duplicate value: {"name":"a"}`}},
 		{name: "list-type set duplicate", spec: `{"tags":["x","y","x"]}`,
