@@ -396,7 +396,11 @@ func FuzzConversionResponse(f *testing.F) {
 		hook.requests = nil
 		hook.mu.Unlock()
 		in := []*unstructured.Unstructured{widget(t, "a", "v1"), widget(t, "b", "v1")}
+		start := time.Now()
 		out, err := conv.Convert(context.Background(), in, v2)
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("conversion took %v past its 2s timeout (%v)", d, err)
+		}
 		if err != nil {
 			return
 		}
