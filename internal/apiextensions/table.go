@@ -130,9 +130,9 @@ func SelectableFields(crd *apiextensionsv1.CustomResourceDefinition, version str
 	// its own set from the pool.
 	pool := &sync.Pool{New: func() any {
 		paths, _ := parse() // parsed once above, cannot fail now
-		return paths
+		return &paths
 	}}
-	pool.Put(first)
+	pool.Put(&first)
 	return func(obj runtime.Object) fields.Set {
 		set := make(fields.Set, len(names))
 		u, ok := obj.(runtime.Unstructured)
@@ -143,9 +143,9 @@ func SelectableFields(crd *apiextensionsv1.CustomResourceDefinition, version str
 			return set
 		}
 		content := u.UnstructuredContent()
-		paths := pool.Get().([]*jsonpath.JSONPath)
+		paths := pool.Get().(*[]*jsonpath.JSONPath)
 		defer pool.Put(paths)
-		for i, p := range paths {
+		for i, p := range *paths {
 			set[names[i]] = selectableValue(p, content)
 		}
 		return set
