@@ -151,3 +151,38 @@ func BenchmarkSelectableFields(b *testing.B) {
 		_ = fn(o)
 	}
 }
+
+// BenchmarkSchemaStages splits a create's cost by stage (each on a fresh
+// copy, the copy included; see BenchmarkSchemaWrite/copy).
+func BenchmarkSchemaStages(b *testing.B) {
+	ctx := context.Background()
+	base := benchObject(b)
+	s, err := NewSchema(benchCRD(true), "v1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("prune", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			s.Prune(runtime.DeepCopyJSON(base))
+		}
+	})
+	b.Run("default", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			s.Default(runtime.DeepCopyJSON(base))
+		}
+	})
+	b.Run("validate", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			_ = s.Validate(ctx, base, nil)
+		}
+	})
+	b.Run("validateUpdate", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			_ = s.Validate(ctx, base, base)
+		}
+	})
+}

@@ -43,7 +43,8 @@ type Converter struct {
 	webhook bool
 	timeout time.Duration
 	// unsafe converts in place; Convert hands it a list it built itself.
-	unsafe runtime.ObjectConvertor
+	// safe copies its input first.
+	unsafe, safe runtime.ObjectConvertor
 }
 
 // NewConverter builds crd's converter.
@@ -78,7 +79,7 @@ func NewConverter(crd *apiextensionsv1.CustomResourceDefinition, opts ConverterO
 	if err != nil {
 		return nil, fmt.Errorf("apiextensions: conversion of %s: %w", crd.Name, err)
 	}
-	_, unsafe, err := factory.NewConverter(crd)
+	safe, unsafe, err := factory.NewConverter(crd)
 	if err != nil {
 		return nil, fmt.Errorf("apiextensions: conversion of %s: %w", crd.Name, err)
 	}
@@ -87,8 +88,17 @@ func NewConverter(crd *apiextensionsv1.CustomResourceDefinition, opts ConverterO
 		webhook: crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter,
 		timeout: timeout,
 		unsafe:  unsafe,
+		safe:    safe,
 	}, nil
 }
+
+// ObjectConvertor is the converter as the runtime.ObjectConvertor that
+// server-side apply's field manager (managedfields.NewDefaultCRDFieldManager)
+// and codecs take: upstream's safe CR converter, which copies its input,
+// converts autoscaling/v1 Scale for a scale subresource, and answers field
+// label conversions. Its webhook calls carry no context (upstream's); they
+// are bounded by the timeout.
+func (c *Converter) ObjectConvertor() runtime.ObjectConvertor { return c.safe }
 
 // Convert converts objs to version to, in order, in one call for a
 // webhook. Objects already at to are returned as they are. Objects are
