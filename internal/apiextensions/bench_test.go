@@ -186,3 +186,56 @@ func BenchmarkSchemaStages(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkInstall is the cost of what installing a CRD version builds
+// here: its Schema (CEL compiled), table, validation of the CRD, its
+// OpenAPI v3 document and its apply type converter, for a small CRD
+// (widgets) and a large one with many CEL rules (Gateway API's HTTPRoute,
+// ~4,700 lines of YAML).
+func BenchmarkInstall(b *testing.B) {
+	ctx := context.Background()
+	var httproute *apiextensionsv1.CustomResourceDefinition
+	for _, crd := range gatewayCRDs(b) {
+		if crd.Spec.Names.Kind == "HTTPRoute" {
+			httproute = crd
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		crd     *apiextensionsv1.CustomResourceDefinition
+		version string
+	}{{"widget", widgetCRD(b), "v1"}, {"httproute", httproute, "v1"}} {
+		b.Run(tc.name+"/NewSchema", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := NewSchema(tc.crd, tc.version); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tc.name+"/ValidateCRD", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if errs := ValidateCRD(ctx, tc.crd); len(errs) > 0 {
+					b.Fatal(errs.ToAggregate())
+				}
+			}
+		})
+		b.Run(tc.name+"/OpenAPIV3", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := OpenAPIV3(tc.crd, tc.version); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tc.name+"/TypeConverter", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := newTypeConverter(tc.crd); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

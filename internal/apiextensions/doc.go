@@ -27,6 +27,8 @@
 //	table.go         Table (registry/customresource/tableconvertor) and
 //	                 SelectableFields (as upstream's strategy formats them)
 //	conversion.go    Converter (pkg/apiserver/conversion's CR converter)
+//	warnings.go      DeprecationWarning (the custom resource handler's) and
+//	                 CRDWarnings (the CRD strategy's)
 //
 // Where the libraries are not used as they are:
 //
