@@ -303,3 +303,45 @@ func sorted(s []string) []string {
 	}
 	return out
 }
+
+// TestNonStructuralPreserved: a CRD that predates structural schemas
+// (preserveUnknownFields, a schema NewStructural refuses) still validates
+// its OpenAPI rules and prunes nothing.
+func TestNonStructuralPreserved(t *testing.T) {
+	crd := widgetCRD(t)
+	crd.Spec.PreserveUnknownFields = true
+	crd.Spec.Versions[0].Schema = &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+		Type: "object",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"replicas": {Type: "integer", Minimum: ptr(float64(0))},
+				// An items array cannot be made structural at all.
+				"list": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{JSONSchemas: []apiextensionsv1.JSONSchemaProps{{Type: "string"}}}},
+			}},
+		},
+	}}
+	s, err := NewSchema(crd, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.structural != nil {
+		t.Fatal("schema unexpectedly structural")
+	}
+	o := obj(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"replicas":-1,"other":{"kept":true}}}`)
+	if unknown := s.Prune(o); len(unknown) != 0 {
+		t.Errorf("pruned %v", unknown)
+	}
+	s.Default(o)
+	old := obj(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"replicas":1}}`)
+	_ = s.ValidateStatus(context.Background(), o, old) // no panic without a structural schema
+	want := sorted([]string{
+		`spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0`,
+		`.spec.replicas: Invalid value: -1: should be a non-negative integer`, // the scale subresource's
+	})
+	if got := errorStrings(s.Validate(context.Background(), o, old)); !reflect.DeepEqual(got, want) {
+		t.Errorf("Validate update: %q, want %q", got, want)
+	}
+	if got := errorStrings(s.Validate(context.Background(), o, nil)); !reflect.DeepEqual(got, want) {
+		t.Errorf("Validate: %q, want %q", got, want)
+	}
+}

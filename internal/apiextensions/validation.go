@@ -33,9 +33,15 @@ func (s *Schema) Validate(ctx context.Context, obj, old map[string]interface{}) 
 	}
 	var errs field.ErrorList
 	var celOpts []cel.Option
-	if old == nil {
+	switch {
+	case old == nil:
 		errs = append(errs, apiservervalidation.ValidateCustomResource(nil, obj, s.validator)...)
-	} else {
+	case s.structural == nil:
+		// Ratcheting correlates through the structural schema; a schema
+		// that has none (preserveUnknownFields from before structural
+		// schemas) is validated whole, as the status strategy does.
+		errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, obj, old, s.validator)...)
+	default:
 		correlated := common.NewCorrelatedObject(obj, old, &model.Structural{Structural: s.structural})
 		errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, obj, old, s.validator, apiservervalidation.WithRatcheting(correlated))...)
 		celOpts = append(celOpts, cel.WithRatcheting(correlated))
