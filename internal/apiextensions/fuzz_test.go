@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
@@ -11,9 +12,19 @@ import (
 // FuzzSchema runs arbitrary JSON through Prune, Default and Validate (as a
 // create, an update and a status update) of the widget schema, which has
 // every feature: CEL rules, embedded resources, list types, defaults,
-// int-or-string and preserved unknown fields. Nothing may panic.
+// int-or-string and preserved unknown fields, and of a schema that has no
+// structural form (preserveUnknownFields). Nothing may panic.
 func FuzzSchema(f *testing.F) {
-	s := widgetSchema(f)
+	crd := widgetCRD(f)
+	crd.Spec.PreserveUnknownFields = true
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["list"] = apiextensionsv1.JSONSchemaProps{
+		Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{JSONSchemas: []apiextensionsv1.JSONSchemaProps{{Type: "string"}}},
+	}
+	nonStructural, err := NewSchema(crd, "v1")
+	if err != nil {
+		f.Fatal(err)
+	}
+	schemas := []*Schema{widgetSchema(f), nonStructural}
 	ctx := context.Background()
 	for _, seed := range []string{
 		validWidget,
@@ -39,12 +50,15 @@ func FuzzSchema(f *testing.F) {
 			obj["kind"] = "Widget"
 			obj["apiVersion"] = "example.com/v1"
 		}
-		old := runtime.DeepCopyJSON(obj)
-		s.Prune(obj)
-		s.Default(obj)
-		_ = s.Validate(ctx, obj, nil)
-		_ = s.Validate(ctx, obj, old)
-		_ = s.ValidateStatus(ctx, obj, old)
-		_ = s.Validate(ctx, old, obj)
+		for _, s := range schemas {
+			obj := runtime.DeepCopyJSON(obj)
+			old := runtime.DeepCopyJSON(obj)
+			s.Prune(obj)
+			s.Default(obj)
+			_ = s.Validate(ctx, obj, nil)
+			_ = s.Validate(ctx, obj, old)
+			_ = s.ValidateStatus(ctx, obj, old)
+			_ = s.Validate(ctx, old, obj)
+		}
 	})
 }
