@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -37,7 +38,8 @@ func benchCRD(withCEL bool) *apiextensionsv1.CustomResourceDefinition {
 			{Rule: "self.workers.all(w, w.replicas >= 0)", Message: "worker replicas must be non-negative"},
 		}
 	}
-	return &apiextensionsv1.CustomResourceDefinition{
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "jobs.bench.example.com"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "bench.example.com", Scope: apiextensionsv1.NamespaceScoped,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "jobs", Singular: "job", Kind: "Job", ListKind: "JobList"},
@@ -51,6 +53,9 @@ func benchCRD(withCEL bool) *apiextensionsv1.CustomResourceDefinition {
 			}},
 		},
 	}
+	DefaultCRD(crd)
+	PrepareCRDForCreate(crd)
+	return crd
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -188,10 +193,10 @@ func BenchmarkSchemaStages(b *testing.B) {
 }
 
 // BenchmarkInstall is the cost of what installing a CRD version builds
-// here: its Schema (CEL compiled), table, validation of the CRD, its
-// OpenAPI v3 document and its apply type converter, for a small CRD
-// (widgets) and a large one with many CEL rules (Gateway API's HTTPRoute,
-// ~4,700 lines of YAML).
+// here: its Schema (CEL compiled), validation of the CRD, its OpenAPI v3
+// document and its apply type converter, for a small CRD without CEL
+// rules, a small one with four (widgets) and a large one with many
+// (Gateway API's HTTPRoute, ~4,700 lines of YAML).
 func BenchmarkInstall(b *testing.B) {
 	ctx := context.Background()
 	var httproute *apiextensionsv1.CustomResourceDefinition
@@ -204,7 +209,7 @@ func BenchmarkInstall(b *testing.B) {
 		name    string
 		crd     *apiextensionsv1.CustomResourceDefinition
 		version string
-	}{{"widget", widgetCRD(b), "v1"}, {"httproute", httproute, "v1"}} {
+	}{{"noCEL", benchCRD(false), "v1"}, {"widget", widgetCRD(b), "v1"}, {"httproute", httproute, "v1"}} {
 		b.Run(tc.name+"/NewSchema", func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
@@ -237,5 +242,19 @@ func BenchmarkInstall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTableCells is the per-row cost of kubectl get on a custom
+// resource with three printer columns.
+func BenchmarkTableCells(b *testing.B) {
+	table, err := NewTable(widgetCRD(b), "v1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := &unstructured.Unstructured{Object: obj(b, validWidget)}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		_ = table.Cells(o)
 	}
 }
