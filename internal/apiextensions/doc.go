@@ -15,7 +15,8 @@
 //
 //	schema.go        NewSchema (structural schema, defaults pruned, CEL compiled once),
 //	                 Prune (pkg/apiserver/schema/pruning and objectmeta, as the
-//	                 custom resource decoder does), Default (schema/defaulting)
+//	                 custom resource decoder does), Default (schema/defaulting),
+//	                 FromStorage (what the storage decoder does on read)
 //	validation.go    Validate / ValidateStatus: upstream's customresource
 //	                 strategy without ObjectMeta (validation.NewSchemaValidator,
 //	                 ratcheting, listtype, embedded resources, scale paths, CEL
@@ -36,7 +37,8 @@
 //     (integers int64); float64 integers fail the schema's integer checks
 //     and CEL, as upstream.
 //   - Prune leaves root metadata it cannot parse as sent (upstream's decoder
-//     fails there); the server's ObjectMeta handling refuses it.
+//     fails there); the server's ObjectMeta handling refuses it. Embedded
+//     metadata of the wrong type is left for Validate, which reports it.
 //   - Upstream's conversion webhook call has neither a timeout nor the
 //     request's context; the Converter bounds each call
 //     (ConverterOptions.Timeout, default 30s) and returns when the caller's

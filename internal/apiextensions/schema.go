@@ -138,26 +138,52 @@ func (s *Schema) GroupVersionKind() schema.GroupVersionKind { return s.gvk }
 // Metadata of the wrong type is left for Validate (embedded) and the
 // server's ObjectMeta handling (root) to report.
 func (s *Schema) Prune(obj map[string]interface{}) []string {
+	return s.coerce(obj, false)
+}
+
+// FromStorage is what upstream's storage decoder does to a custom resource
+// read back from storage, so that a schema change applies to objects
+// written before it: unknown fields are pruned by the current schema,
+// metadata fields of the wrong type are dropped (root and embedded), a
+// missing generation is repaired to 1, and defaults are applied.
+func (s *Schema) FromStorage(obj map[string]interface{}) {
+	s.coerce(obj, true)
+	s.Default(obj)
+}
+
+// coerce is upstream's unstructuredSchemaCoercer: for a write it reports
+// unknown fields and leaves malformed metadata in place; for a stored
+// object it drops malformed metadata and repairs the generation.
+func (s *Schema) coerce(obj map[string]interface{}, stored bool) []string {
 	var unknown []string
 	kind, hasKind := obj["kind"]
 	apiVersion, hasAPIVersion := obj["apiVersion"]
-	meta, hasMeta, metaUnknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
-	if err != nil {
+	meta, hasMeta, metaUnknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{
+		DropMalformedFields:     stored,
+		ReturnUnknownFieldPaths: !stored,
+	})
+	if err != nil || meta == nil {
 		hasMeta = false // malformed: keep it as sent for the server to refuse
 	}
 	unknown = append(unknown, metaUnknown...)
 
 	if !s.preserveUnknownFields {
-		unknown = append(unknown, structuralpruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})...)
+		unknown = append(unknown, structuralpruning.PruneWithOptions(obj, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: !stored})...)
 		if s.structural != nil && hasNull(obj) {
 			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, s.structural)
 		}
 	}
 	// Below the root, only embedded resources are coerced.
 	if s.features.embedded {
-		if _, paths := schemaobjectmeta.CoerceWithOptions(nil, obj, s.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true}); len(paths) > 0 {
+		if _, paths := schemaobjectmeta.CoerceWithOptions(nil, obj, s.structural, false, schemaobjectmeta.CoerceOptions{
+			DropInvalidFields:       stored,
+			ReturnUnknownFieldPaths: !stored,
+		}); len(paths) > 0 {
 			unknown = append(unknown, paths...)
 		}
+	}
+	if stored && hasMeta && meta.Generation == 0 {
+		meta.Generation = 1 // objects written before generation was kept
 	}
 
 	// Pruning at the root keeps kind, apiVersion and metadata; restore them

@@ -345,3 +345,23 @@ func TestNonStructuralPreserved(t *testing.T) {
 		t.Errorf("Validate: %q, want %q", got, want)
 	}
 }
+
+// TestFromStorage: an object stored under an older schema is read back
+// pruned and defaulted by the current one, with malformed metadata dropped
+// and its generation repaired.
+func TestFromStorage(t *testing.T) {
+	s := widgetSchema(t)
+	o := obj(t, `{"apiVersion":"example.com/v1","kind":"Widget",
+		"metadata":{"name":"w1","namespace":"default","labels":{"a":1},"annotations":{"k":"v"}},
+		"spec":{"color":"red","removedField":true,"template":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":"bad"}}}}`)
+	s.FromStorage(o)
+	want := obj(t, `{"apiVersion":"example.com/v1","kind":"Widget",
+		"metadata":{"name":"w1","namespace":"default","annotations":{"k":"v"},"generation":1},
+		"spec":{"color":"red","size":"small","replicas":1,"minReplicas":0,
+			"template":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}}}`)
+	if !reflect.DeepEqual(o, want) {
+		got, _ := json.Marshal(o)
+		w, _ := json.Marshal(want)
+		t.Errorf("read back\n got %s\nwant %s", got, w)
+	}
+}
