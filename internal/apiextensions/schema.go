@@ -26,8 +26,9 @@ type Schema struct {
 	gvk schema.GroupVersionKind
 
 	// structural is the version's structural schema with unpruned defaults
-	// removed, as upstream serves it; nil when the CRD has no schema for the
-	// version (only possible with spec.preserveUnknownFields).
+	// removed, as upstream serves it; nil when the version has no schema or
+	// one with no structural form (both only possible with
+	// spec.preserveUnknownFields).
 	structural *structuralschema.Structural
 	// preserveUnknownFields is the CRD's spec.preserveUnknownFields: when
 	// set, nothing is pruned at the root (ObjectMeta is still coerced).
@@ -63,6 +64,24 @@ func NewSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) (*
 	if !apihelpers.HasServedCRDVersion(crd, version) {
 		return nil, fmt.Errorf("apiextensions: %s does not serve version %q", crd.Name, version)
 	}
+	return newSchema(crd, version)
+}
+
+// NewStoredSchema is NewSchema for a version that is served or is the
+// storage version: objects read from storage are coerced and defaulted by
+// the storage version's schema (FromStorage) before conversion, as
+// upstream's storage decoder does, even when that version is no longer
+// served.
+func NewStoredSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Schema, error) {
+	for _, v := range crd.Spec.Versions {
+		if v.Name == version && (v.Served || v.Storage) {
+			return newSchema(crd, version)
+		}
+	}
+	return nil, fmt.Errorf("apiextensions: %s neither serves nor stores version %q", crd.Name, version)
+}
+
+func newSchema(crd *apiextensionsv1.CustomResourceDefinition, version string) (*Schema, error) {
 	s := &Schema{
 		gvk:                   schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind},
 		preserveUnknownFields: crd.Spec.PreserveUnknownFields,

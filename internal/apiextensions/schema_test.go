@@ -55,6 +55,18 @@ func TestNewSchemaUnservedVersion(t *testing.T) {
 	if _, err := NewSchema(crd, "v9"); err == nil {
 		t.Error("NewSchema accepted a version the CRD does not have")
 	}
+
+	// The storage version has a schema for reads even when not served.
+	crd.Spec.Versions[0].Served = false
+	if _, err := NewSchema(crd, "v1"); err == nil {
+		t.Error("NewSchema accepted an unserved storage version")
+	}
+	if _, err := NewStoredSchema(crd, "v1"); err != nil {
+		t.Errorf("NewStoredSchema of the storage version: %v", err)
+	}
+	if _, err := NewStoredSchema(crd, "v2"); err == nil {
+		t.Error("NewStoredSchema accepted a version neither served nor stored")
+	}
 }
 
 func TestPrune(t *testing.T) {
