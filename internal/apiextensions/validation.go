@@ -20,17 +20,15 @@ import (
 // Validate checks obj against the schema and its x-kubernetes-validations
 // CEL rules; old is nil on create, and on update errors in fields that
 // did not change are ratcheted away as upstream does. ObjectMeta is the
-// server's job, not this one's.
+// server's job, not this one's, and so are kind and apiVersion (upstream's
+// "must be KIND" checks; the API server makes them).
 //
 // It is upstream's custom resource strategy Validate/ValidateUpdate without
-// the ObjectMeta part: kind and apiVersion, OpenAPI validation, the scale
-// subresource's replica paths, embedded resources, list-type set and map
-// invariants, then the CEL rules under the runtime cost budget (skipped,
-// with upstream's message, when an error already makes them meaningless).
+// those: OpenAPI validation, the scale subresource's replica paths,
+// embedded resources, list-type set and map invariants, then the CEL rules
+// under the runtime cost budget (skipped, with upstream's message, when an
+// error already makes them meaningless).
 func (s *Schema) Validate(ctx context.Context, obj, old map[string]interface{}) field.ErrorList {
-	if errs := s.validateTypeMeta(obj); len(errs) > 0 {
-		return errs
-	}
 	var errs field.ErrorList
 	var celOpts []cel.Option
 	switch {
@@ -66,11 +64,9 @@ func (s *Schema) Validate(ctx context.Context, obj, old map[string]interface{}) 
 // ValidateStatus checks a write to the status subresource as upstream's
 // status strategy does: only .status against its own schema (ratcheted),
 // the scale status paths, list-type invariants newly broken, and the CEL
-// rules of the whole object.
+// rules of the whole object. Like Validate, it leaves ObjectMeta, kind and
+// apiVersion to the server.
 func (s *Schema) ValidateStatus(ctx context.Context, obj, old map[string]interface{}) field.ErrorList {
-	if errs := s.validateTypeMeta(obj); len(errs) > 0 {
-		return errs
-	}
 	correlated := common.NewCorrelatedObject(obj, old, &model.Structural{Structural: s.structural})
 	var errs field.ErrorList
 	if status, ok := obj["status"]; ok && s.statusValidator != nil {
@@ -117,19 +113,6 @@ func blockingError(errs field.ErrorList) *field.Error {
 		}
 	}
 	return nil
-}
-
-func (s *Schema) validateTypeMeta(obj map[string]interface{}) field.ErrorList {
-	var errs field.ErrorList
-	kind, _ := obj["kind"].(string)
-	if kind != s.gvk.Kind {
-		errs = append(errs, field.Invalid(field.NewPath("kind"), kind, fmt.Sprintf("must be %v", s.gvk.Kind)))
-	}
-	apiVersion, _ := obj["apiVersion"].(string)
-	if want := s.gvk.Group + "/" + s.gvk.Version; apiVersion != want {
-		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), apiVersion, fmt.Sprintf("must be %v", want)))
-	}
-	return errs
 }
 
 func (s *Schema) validateScaleSpec(obj map[string]interface{}) field.ErrorList {
