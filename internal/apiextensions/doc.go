@@ -13,7 +13,8 @@
 //
 // Files by concern, each the upstream piece it wraps:
 //
-//	schema.go        NewSchema (structural schema, defaults pruned, CEL compiled once),
+//	schema.go        NewSchema / NewStoredSchema (structural schema, defaults
+//	                 pruned, CEL compiled once),
 //	                 Prune (pkg/apiserver/schema/pruning and objectmeta, as the
 //	                 custom resource decoder does), Default (schema/defaulting),
 //	                 FromStorage (what the storage decoder does on read)
@@ -27,7 +28,8 @@
 //	                 openapi controllers call it) and the apply type converter
 //	table.go         Table (registry/customresource/tableconvertor) and
 //	                 SelectableFields (as upstream's strategy formats them)
-//	conversion.go    Converter (pkg/apiserver/conversion's CR converter)
+//	conversion.go    Converter (pkg/apiserver/conversion's CR converter), and
+//	                 its ObjectConvertor for the apply field manager
 //	warnings.go      DeprecationWarning (the custom resource handler's) and
 //	                 CRDWarnings (the CRD strategy's)
 //
