@@ -49,6 +49,11 @@
 //     carry ObjectMeta and every definition they reference) rather than
 //     merged with the built-in kinds' static spec, and lazily on first use,
 //     since building it runs the OpenAPI builder.
+//   - Validate leaves kind and apiVersion to the server, as it does
+//     ObjectMeta; upstream's strategy checks them first.
+//   - On update, a schema without a structural form (preserveUnknownFields
+//     from before structural schemas) is validated whole: upstream's
+//     ratcheting would dereference the missing structural schema.
 //   - Schemas without embedded resources, list sets/maps or defaults skip
 //     those walks; the results are the same.
 package apiextensions
