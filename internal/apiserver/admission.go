@@ -97,6 +97,11 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 		plugins = append(plugins, defaultclass.NewIngressClass(h.listClasses))
 	}
 	plugins = append(plugins, s.services)
+	extMutating, extValidating, err := s.newExtensionAdmission()
+	if err != nil {
+		return nil, err
+	}
+	plugins = append(append(plugins, extMutating...), extValidating...)
 	plugins = append(plugins, s.cfg.AdmissionPlugins...)
 	if h, ok := s.handlers[resourceQuotasGVR]; ok {
 		plugins = append(plugins, resourcequota.New(quotaStore{h}, s.clock))
