@@ -66,6 +66,11 @@ func (s *Server) newExtensionAdmission() (mutating, validating []admission.Inter
 		return nil, nil, err
 	}
 	s.extAdmission = ext
+	// Upstream's plugins record their metrics in component-base's
+	// legacyregistry; this server's /metrics shows them.
+	if err := s.metrics.Register(upstream.MetricsCollector()); err != nil {
+		return nil, nil, fmt.Errorf("admission metrics: %w", err)
+	}
 	s.AddReadinessCheck("admission-webhooks", ext.webhooks.Ready)
 	s.AddReadinessCheck("validating-admission-policies", ext.policies.Ready)
 	return []admission.Interface{ext.webhooks.Mutating}, []admission.Interface{ext.policies, ext.webhooks.Validating}, nil

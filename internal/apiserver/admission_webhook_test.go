@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -159,7 +160,8 @@ func untilEffective(t *testing.T, cs kubernetes.Interface, ns string, effective 
 }
 
 func TestValidatingWebhookDenies(t *testing.T) {
-	e := newEnv(t)
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, withConfig(func(c *Config) { c.Metrics = reg }))
 	hook := newHookServer(t, func(_ string, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		if strings.HasPrefix(req.Name, "bad-") || strings.HasPrefix(req.Name, "probe-") {
 			return &admissionv1.AdmissionResponse{Result: &metav1.Status{Message: "names starting with bad- are refused", Code: 403}}
@@ -186,6 +188,26 @@ func TestValidatingWebhookDenies(t *testing.T) {
 	var sent corev1.ConfigMap
 	if err := json.Unmarshal(req.Object.Raw, &sent); err != nil || sent.Kind != "ConfigMap" || sent.APIVersion != "v1" || sent.Data["k"] != "v" {
 		t.Errorf("review object %s (err %v): want the ConfigMap with apiVersion and kind", req.Object.Raw, err)
+	}
+	// Upstream's metrics, under upstream's names, on this server's registry.
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "name" && l.GetValue() == "deny.myriad.test" {
+					seen[f.GetName()] = true
+				}
+			}
+		}
+	}
+	for _, name := range []string{"apiserver_admission_webhook_admission_duration_seconds", "apiserver_admission_webhook_rejection_count", "apiserver_admission_webhook_request_total"} {
+		if !seen[name] {
+			t.Errorf("metric %s has no sample for the webhook", name)
+		}
 	}
 	// An update is reviewed with the old object.
 	cm, _ := e.cs.CoreV1().ConfigMaps("default").Get(context.Background(), "good", metav1.GetOptions{})
