@@ -39,7 +39,7 @@ type hookServer struct {
 	got map[string][]*admissionv1.AdmissionRequest
 }
 
-func newHookServer(t *testing.T, answer func(path string, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) *hookServer {
+func newHookServer(t testing.TB, answer func(path string, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) *hookServer {
 	t.Helper()
 	h := &hookServer{got: map[string][]*admissionv1.AdmissionRequest{}}
 	h.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

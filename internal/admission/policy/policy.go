@@ -82,9 +82,14 @@ func New(cfg Config) (*Plugin, error) {
 	p.SetDrainedNotification(cfg.Stop)
 	p.SetExcludedAdmissionResources(cfg.Excluded)
 	arv1 := cfg.Informers.Admissionregistration().V1()
+	// A policy acts only through a binding: none, nothing to do.
+	bound := &upstream.Configured{}
+	if err := bound.Watch(arv1.ValidatingAdmissionPolicyBindings().Informer()); err != nil {
+		return nil, err
+	}
 	return &Plugin{
 		plugin:     p,
-		Validating: &upstream.Validating{Plugin: p, Objects: cfg.Objects},
+		Validating: &upstream.Validating{Plugin: p, Objects: cfg.Objects, Configured: bound},
 		ready: []func() bool{
 			cfg.Informers.Core().V1().Namespaces().Informer().HasSynced,
 			arv1.ValidatingAdmissionPolicies().Informer().HasSynced,

@@ -2,8 +2,10 @@ package upstream
 
 import (
 	"context"
+	"sync/atomic"
 
 	apiadmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/myriad-k8s/myriad/internal/admission"
 )
@@ -12,6 +14,10 @@ import (
 type Mutating struct {
 	Plugin  apiadmission.MutationInterface
 	Objects apiadmission.ObjectInterfaces
+	// Configured, when set, reports whether anything is configured for
+	// the plugin to act on (see Configured); when it says no, Admit
+	// returns at once, so that a cluster without webhooks pays nothing.
+	Configured *Configured
 }
 
 var _ admission.MutationInterface = (*Mutating)(nil)
@@ -24,6 +30,9 @@ func (m *Mutating) Handles(op admission.Operation) bool {
 // reinvocationPolicy IfNeeded asks for it because a later one changed the
 // object (upstream's reinvocation handler).
 func (m *Mutating) Admit(ctx context.Context, a *admission.Attributes) error {
+	if !m.Configured.Any() {
+		return nil
+	}
 	ctx, attr := Attributes(ctx, a)
 	if err := m.Plugin.Admit(ctx, attr, m.Objects); err != nil {
 		return err
@@ -39,6 +48,8 @@ func (m *Mutating) Admit(ctx context.Context, a *admission.Attributes) error {
 type Validating struct {
 	Plugin  apiadmission.ValidationInterface
 	Objects apiadmission.ObjectInterfaces
+	// Configured: as Mutating's.
+	Configured *Configured
 }
 
 var _ admission.ValidationInterface = (*Validating)(nil)
@@ -48,6 +59,30 @@ func (v *Validating) Handles(op admission.Operation) bool {
 }
 
 func (v *Validating) Validate(ctx context.Context, a *admission.Attributes) error {
+	if !v.Configured.Any() {
+		return nil
+	}
 	ctx, attr := Attributes(ctx, a)
 	return v.Plugin.Validate(ctx, attr, v.Objects)
 }
+
+// Configured counts the objects of one kind an informer holds (webhook
+// configurations, policy bindings): the plugin that acts on them has
+// nothing to do while there are none. The count may run ahead of or
+// behind the plugin's own view by an event; either way the plugin is
+// called whenever it could have something to do, except in the moment
+// the last object is deleted.
+type Configured struct{ n atomic.Int64 }
+
+// Watch counts inf's objects.
+func (c *Configured) Watch(inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.n.Add(1) },
+		DeleteFunc: func(any) { c.n.Add(-1) },
+	})
+	return err
+}
+
+// Any reports whether there is at least one; a nil Configured always
+// says yes.
+func (c *Configured) Any() bool { return c == nil || c.n.Load() > 0 }

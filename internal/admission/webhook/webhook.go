@@ -101,8 +101,15 @@ func New(cfg Config) (*Plugins, error) {
 		arv1.MutatingWebhookConfigurations().Informer().HasSynced,
 		arv1.ValidatingWebhookConfigurations().Informer().HasSynced,
 	}
-	p.Mutating = &upstream.Mutating{Plugin: m, Objects: cfg.Objects}
-	p.Validating = &upstream.Validating{Plugin: v, Objects: cfg.Objects}
+	mc, vc := &upstream.Configured{}, &upstream.Configured{}
+	if err := mc.Watch(arv1.MutatingWebhookConfigurations().Informer()); err != nil {
+		return nil, err
+	}
+	if err := vc.Watch(arv1.ValidatingWebhookConfigurations().Informer()); err != nil {
+		return nil, err
+	}
+	p.Mutating = &upstream.Mutating{Plugin: m, Objects: cfg.Objects, Configured: mc}
+	p.Validating = &upstream.Validating{Plugin: v, Objects: cfg.Objects, Configured: vc}
 	return p, nil
 }
 
