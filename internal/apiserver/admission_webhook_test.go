@@ -25,6 +25,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -471,9 +472,9 @@ func TestMutatingWebhookReinvocation(t *testing.T) {
 	}
 }
 
-// selfSignedCert is a serving certificate for 127.0.0.1 that no CA the
-// tests trust signed.
-func selfSignedCert(t *testing.T) tls.Certificate {
+// selfSignedCert is a serving certificate for 127.0.0.1 (and dnsNames)
+// that no CA the tests trust signed.
+func selfSignedCert(t testing.TB, dnsNames ...string) tls.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -482,7 +483,7 @@ func selfSignedCert(t *testing.T) tls.Certificate {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "wrong"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: dnsNames, KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
@@ -490,4 +491,65 @@ func selfSignedCert(t *testing.T) tls.Certificate {
 		t.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestWebhookServiceReference: a webhook addressed by a Service is called
+// at one of the Service's ready endpoints (there is no kube-proxy on the
+// control plane), and its certificate is verified for
+// <service>.<namespace>.svc.
+func TestWebhookServiceReference(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	cert := selfSignedCert(t, "hook.default.svc")
+	var calls atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review admissionv1.AdmissionReview
+		_ = json.NewDecoder(r.Body).Decode(&review)
+		calls.Add(1)
+		review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Result: &metav1.Status{Code: 403, Message: "refused via " + r.URL.Path}}
+		review.Request = nil
+		_ = json.NewEncoder(w).Encode(&review)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	_, portStr, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
+	var port int32
+	fmt.Sscan(portStr, &port)
+
+	if _, err := e.cs.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "hook"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cs.DiscoveryV1().EndpointSlices("default").Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "hook-1", Labels: map[string]string{discoveryv1.LabelServiceName: "hook"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{
+			{Addresses: []string{"127.0.0.2"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(false)}},
+			{Addresses: []string{"127.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}},
+		},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr("https"), Port: ptr(port)}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h := validatingHook("svc.myriad.test", admissionregistrationv1.WebhookClientConfig{
+		Service:  &admissionregistrationv1.ServiceReference{Namespace: "default", Name: "hook", Path: ptr("/by-service")},
+		CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Certificate[0]}),
+	}, configMapRule(admissionregistrationv1.Create))
+	e.createValidatingHooks("svc", h)
+	var err error
+	waitFor(t, 5*time.Second, "service webhook", func() bool {
+		_, err = e.cs.CoreV1().ConfigMaps("default").Create(ctx, configMap("default", "x", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && calls.Load() > 0
+	})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "refused via /by-service") {
+		t.Fatalf("got %v, want the webhook's refusal through the service", err)
+	}
+	// The stored configuration has the service port defaulted.
+	got, _ := e.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "svc", metav1.GetOptions{})
+	if p := got.Webhooks[0].ClientConfig.Service.Port; p == nil || *p != 443 {
+		t.Errorf("service port %v, want 443 by default", p)
+	}
 }

@@ -206,7 +206,9 @@ func validateWebhookCommon(p *field.Path, name string, rules []admissionregistra
 		if cc.Service.Port != nil {
 			port = *cc.Service.Port
 		}
-		errs = append(errs, webhookutil.ValidateWebhookService(cp.Child("service"), cc.Service.Name, cc.Service.Namespace, cc.Service.Path, port)...)
+		// Upstream passes name and namespace the other way round, so its
+		// errors name the wrong field; the parameters are (namespace, name).
+		errs = append(errs, webhookutil.ValidateWebhookService(cp.Child("service"), cc.Service.Namespace, cc.Service.Name, cc.Service.Path, port)...)
 	}
 	// caBundle is not checked here, as upstream does not: charts commonly
 	// ship a placeholder ("Cg==") that a CA injector replaces later, and a
