@@ -45,7 +45,9 @@ func TestValidatingWebhookConfigurationValidation(t *testing.T) {
 		}, []string{"Required value: webhooks[0].clientConfig"}},
 		{"neither url nor service", func(w *admissionregistrationv1.ValidatingWebhook) { w.ClientConfig.URL = nil },
 			[]string{"Required value: webhooks[0].clientConfig"}},
-		{"http url", func(w *admissionregistrationv1.ValidatingWebhook) { w.ClientConfig.URL = ptrTo("http://x.example.com/") },
+		{"http url", func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.ClientConfig.URL = ptrTo("http://x.example.com/")
+		},
 			[]string{"Invalid value: webhooks[0].clientConfig.url"}},
 		{"service without name", func(w *admissionregistrationv1.ValidatingWebhook) {
 			w.ClientConfig = admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "ns"}}
@@ -131,7 +133,9 @@ func TestValidatingAdmissionPolicyValidation(t *testing.T) {
 			[]string{"Required value: spec.matchConstraints"}},
 		{"nothing to check", func(p *admissionregistrationv1.ValidatingAdmissionPolicy) { p.Spec.Validations = nil },
 			[]string{"Required value: spec.validations", "Required value: spec.auditAnnotations"}},
-		{"bad CEL", func(p *admissionregistrationv1.ValidatingAdmissionPolicy) { p.Spec.Validations[0].Expression = "object.spec.(" },
+		{"bad CEL", func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
+			p.Spec.Validations[0].Expression = "object.spec.("
+		},
 			[]string{"Invalid value: spec.validations[0].expression"}},
 		{"params without paramKind", func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
 			p.Spec.Validations[0].Expression = "params.max > 1"
@@ -151,7 +155,9 @@ func TestValidatingAdmissionPolicyValidation(t *testing.T) {
 			p.Spec.Validations[0].Message = "a\nb"
 			p.Spec.Validations[0].Reason = ptrTo(metav1.StatusReasonConflict)
 		}, []string{"Invalid value: spec.validations[0].message", "Unsupported value: spec.validations[0].reason"}},
-		{"bad message expression", func(p *admissionregistrationv1.ValidatingAdmissionPolicy) { p.Spec.Validations[0].MessageExpression = "1 +" },
+		{"bad message expression", func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
+			p.Spec.Validations[0].MessageExpression = "1 +"
+		},
 			[]string{"Invalid value: spec.validations[0].messageExpression"}},
 		{"bad paramKind", func(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
 			p.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "a/b/c"}
