@@ -12,9 +12,12 @@
 // internal/controllers/vapstatus, as upstream runs it in the controller
 // manager.
 //
-// MutatingAdmissionPolicy is not served: in v1.34 (k8s.io/apiserver
-// v0.37.2's API set) it is admissionregistration.k8s.io/v1beta1 and off by
-// default, and serving a beta group is a decision of its own.
+// MutatingAdmissionPolicy is not served. The libraries would make it
+// cheap (k8s.io/api v0.37.2 has its v1 types and k8s.io/apiserver v0.37.2
+// the plugin, policy/mutating, on v1 informers), but the API Myriad
+// serves is v1.34's, where it is v1beta1 and off by default (the
+// registry's completeness test lists it so); serving it is a decision of
+// its own.
 //
 // Audit annotations a policy sets are kept on upstream's attributes
 // record and not yet passed to Myriad's audit log.
