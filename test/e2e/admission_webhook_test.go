@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -85,6 +86,19 @@ webhooks:
 		t.Fatalf("create forbidden-one: err %v\n%s\nwant %s", err, out, want)
 	}
 	s.mustKubectl(t, "", "create", "configmap", "allowed", "-n", ns)
+	// Upstream's webhook metrics, under upstream's names, on /metrics.
+	metrics, err := s.client(t).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{
+		`apiserver_admission_webhook_admission_duration_seconds_count{name="deny.e2e.myriad.test"`,
+		`apiserver_admission_webhook_rejection_count{error_type="no_error",name="deny.e2e.myriad.test"`,
+	} {
+		if !strings.Contains(string(metrics), m) {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
 
 	// A policy that denies, and one that warns.
 	s.mustKubectl(t, `apiVersion: admissionregistration.k8s.io/v1
