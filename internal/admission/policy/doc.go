@@ -19,6 +19,7 @@
 // registry's completeness test lists it so); serving it is a decision of
 // its own.
 //
-// Audit annotations a policy sets are kept on upstream's attributes
-// record and not yet passed to Myriad's audit log.
+// Audit annotations a policy sets (auditAnnotations, and the failures of
+// a binding with validationActions Audit) reach the request's audit event
+// through package upstream.
 package policy

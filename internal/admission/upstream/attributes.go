@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiadmission "k8s.io/apiserver/pkg/admission"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/warning"
 
@@ -38,7 +39,33 @@ func Attributes(ctx context.Context, a *admission.Attributes) (context.Context, 
 	}
 	rec := apiadmission.NewAttributesRecord(obj, old, a.Kind, a.Namespace, a.Name, a.Resource, a.Subresource,
 		apiadmission.Operation(a.Operation), a.Options, a.DryRun, u)
-	return warning.WithWarningRecorder(ctx, warningSink{ctx}), rec
+	return warning.WithWarningRecorder(ctx, warningSink{ctx}), &auditedAttributes{Attributes: rec, ctx: ctx}
+}
+
+// auditedAttributes passes the audit annotations plugins add (which
+// webhook mutated the object, a policy's auditAnnotations and its
+// validationActions Audit failures) to the request's audit event, as
+// upstream's admission audit handler does after each plugin. Only
+// Metadata-level annotations go: Myriad's audit events keep annotations
+// at every level, and upstream keeps the Request-level ones (the patches
+// webhooks applied) out of Metadata-level events.
+type auditedAttributes struct {
+	apiadmission.Attributes
+	ctx context.Context
+}
+
+func (a *auditedAttributes) AddAnnotation(key, value string) error {
+	return a.AddAnnotationWithLevel(key, value, auditinternal.LevelMetadata)
+}
+
+func (a *auditedAttributes) AddAnnotationWithLevel(key, value string, level auditinternal.Level) error {
+	if err := a.Attributes.AddAnnotationWithLevel(key, value, level); err != nil {
+		return err
+	}
+	if !auditinternal.LevelMetadata.Less(level) {
+		request.AddAuditAnnotation(a.ctx, key, value)
+	}
+	return nil
 }
 
 // warningSink forwards upstream's warnings to Myriad's sink in ctx.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiadmission "k8s.io/apiserver/pkg/admission"
+	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/rest"
 
@@ -73,6 +74,10 @@ type sink []string
 
 func (s *sink) AddWarning(text string) { *s = append(*s, text) }
 
+type annotations map[string]string
+
+func (a annotations) AddAnnotation(key, value string) { a[key] = value }
+
 func TestAttributes(t *testing.T) {
 	var warnings sink
 	ctx := request.WithWarnings(context.Background(), &warnings)
@@ -93,6 +98,19 @@ func TestAttributes(t *testing.T) {
 	warning.AddWarning(ctx, "", "careful")
 	if len(warnings) != 1 || warnings[0] != "careful" {
 		t.Errorf("warnings %q", warnings)
+	}
+	// Audit annotations reach the request's audit event; Request-level
+	// ones (a webhook's patch) do not.
+	audited := annotations{}
+	_, attr = Attributes(request.WithAuditAnnotations(context.Background(), audited), a)
+	if err := attr.AddAnnotation("validation.policy.admission.k8s.io/validation_failure", "[...]"); err != nil {
+		t.Fatal(err)
+	}
+	if err := attr.AddAnnotationWithLevel("patch.webhook.admission.k8s.io/round_0_index_0", "{}", auditinternal.LevelRequest); err != nil {
+		t.Fatal(err)
+	}
+	if len(audited) != 1 || audited["validation.policy.admission.k8s.io/validation_failure"] != "[...]" {
+		t.Errorf("audit annotations %v", audited)
 	}
 	// The server's own writes have no user; upstream's plugins get an
 	// empty one rather than nil.
