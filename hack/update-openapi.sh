@@ -20,6 +20,7 @@ GOBIN="${BIN_DIR}" GOFLAGS= go install "k8s.io/kube-openapi/cmd/openapi-gen@${KO
 # their versions are the ones in go.mod, read from the module cache.
 PACKAGES=(
   k8s.io/api/core/v1
+  k8s.io/api/admissionregistration/v1
   k8s.io/api/apps/v1
   k8s.io/api/authentication/v1
   k8s.io/api/authorization/v1

@@ -33,9 +33,9 @@
 // The interfaces follow upstream's: Operation, Attributes,
 // Handles(operation), a MutationInterface with Admit and a
 // ValidationInterface with Validate, a chain that runs every mutating
-// plugin, then every validating one. They are smaller in three ways, and
-// the module does not depend on k8s.io/apiserver (its dependency tree is
-// larger than Myriad's):
+// plugin, then every validating one. They are smaller in three ways
+// (upstream's own plugins — webhooks, ValidatingAdmissionPolicy — run
+// through the adapter in package upstream):
 //
 //   - Attributes is a struct, not an interface of getters: there is one
 //     implementation, the handlers fill it in without an allocation per
@@ -44,8 +44,9 @@
 //   - No ObjectInterfaces argument: every object is the served version of
 //     its Kind (Myriad serves one version per resource and never converts),
 //     so plugins need no scheme to convert or default.
-//   - No annotations or reinvocation yet: the webhook plugin that needs
-//     them adds them to Attributes.
+//   - No annotations or reinvocation in Attributes: package upstream
+//     keeps them on upstream's attributes record for the one call, and
+//     reinvokes the mutating webhooks itself.
 //
 // # Where this differs from upstream
 //
@@ -54,8 +55,9 @@
 // strategy does both in one step, so the chain runs after it: plugins see
 // defaulted objects, as upstream's do, but on an UPDATE the strategy has
 // already decided whether the spec changed (metadata.generation) when a
-// mutating plugin runs. No plugin mutates updates yet; the first that
-// does (mutating webhooks) needs the registry's defaulting split from its
+// mutating plugin runs. Mutating webhooks do change updates: a webhook
+// that changes the spec of an update that did not leaves generation
+// where it was, until the registry's defaulting is split from its
 // preparation. The same fusion is why the pod defaults that mirror
 // admission plugins (DefaultTolerationSeconds, the ServiceAccount name,
 // Priority without a class) stay in the registry: the strategy compares
@@ -72,7 +74,10 @@
 // storageprotection,
 // runtimeclass, certsubject (CertificateSubjectRestriction), serviceip,
 // resourcequota (which also allocates: its Finish gives back the quota
-// charged for a write that was not stored). The API server builds the chain
+// charged for a write that was not stored), webhook
+// (MutatingAdmissionWebhook, ValidatingAdmissionWebhook) and policy
+// (ValidatingAdmissionPolicy), the last two on k8s.io/apiserver's plugins
+// through package upstream. The API server builds the chain
 // (internal/apiserver, admission.go) because the plugins read through its
 // stores and caches.
 package admission

@@ -42,7 +42,9 @@ var (
 // (with Config.ServiceAccounts), NodeRestriction, PodSecurity, Priority,
 // DefaultStorageClass, StorageObjectInUseProtection, RuntimeClass,
 // CertificateSubjectRestriction, DefaultIngressClass, then the ClusterIP
-// and node port allocation, then Config.AdmissionPlugins, then
+// and node port allocation, then MutatingAdmissionWebhook,
+// ValidatingAdmissionPolicy and ValidatingAdmissionWebhook
+// (admission_ext.go), then Config.AdmissionPlugins, then
 // ResourceQuota (last, as upstream's, so it charges what is stored). A
 // plugin is added here or there; the REST
 // handlers call the chain and need no change.
@@ -97,6 +99,11 @@ func (s *Server) newAdmission() (*admission.Chain, error) {
 		plugins = append(plugins, defaultclass.NewIngressClass(h.listClasses))
 	}
 	plugins = append(plugins, s.services)
+	extMutating, extValidating, err := s.newExtensionAdmission()
+	if err != nil {
+		return nil, err
+	}
+	plugins = append(append(plugins, extMutating...), extValidating...)
 	plugins = append(plugins, s.cfg.AdmissionPlugins...)
 	if h, ok := s.handlers[resourceQuotasGVR]; ok {
 		plugins = append(plugins, resourcequota.New(quotaStore{h}, s.clock))

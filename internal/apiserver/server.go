@@ -104,6 +104,8 @@ type Server struct {
 	// services is its ClusterIP and node port allocator.
 	admission *admission.Chain
 	services  *serviceip.Allocator
+	// extAdmission are the webhook and policy plugins (admission_ext.go).
+	extAdmission *extensionAdmission
 	// nsMemo holds the namespaces admission reads (nsmemo.go).
 	nsMemo namespaceMemo
 	// listWriters holds the 64 KiB buffered writers lists stream through
@@ -276,6 +278,11 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	if err := s.loadServiceAllocations(ctx); err != nil {
+		return err
+	}
+	// Before bootstrap: its writes go through the webhook and policy
+	// plugins, which wait for their informers.
+	if err := s.startExtensionAdmission(); err != nil {
 		return err
 	}
 	if err := s.bootstrap(ctx); err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccounttoken"
 	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
 	"github.com/myriad-k8s/myriad/internal/controllers/tokencleaner"
+	"github.com/myriad-k8s/myriad/internal/controllers/vapstatus"
 	"github.com/myriad-k8s/myriad/internal/controllers/volumeprotection"
 )
 
@@ -61,5 +62,6 @@ func All() []controllerctx.Descriptor {
 		bootstrapsigner.Descriptor(),
 		podautoscaler.Descriptor(),
 		clusterroleaggregation.Descriptor(),
+		vapstatus.Descriptor(),
 	}
 }

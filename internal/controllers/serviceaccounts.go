@@ -34,6 +34,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/serviceaccount"
 	"github.com/myriad-k8s/myriad/internal/controllers/statefulset"
 	"github.com/myriad-k8s/myriad/internal/controllers/tokencleaner"
+	"github.com/myriad-k8s/myriad/internal/controllers/vapstatus"
 	"github.com/myriad-k8s/myriad/internal/controllers/volumeprotection"
 )
 
@@ -69,6 +70,7 @@ func serviceAccountNames() map[string]string {
 		bootstrapsigner.Name:        "bootstrap-signer",
 		podautoscaler.Name:          "horizontal-pod-autoscaler",
 		clusterroleaggregation.Name: "clusterrole-aggregation-controller",
+		vapstatus.Name:              "validatingadmissionpolicy-status-controller",
 	}
 }
 

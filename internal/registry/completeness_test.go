@@ -184,15 +184,10 @@ type exclusion struct {
 // the empty group, as upstreamAPI spells them.
 var excluded = map[string]exclusion{
 	// Admission, extensions, aggregation.
-	"admissionregistration.k8s.io/v1/mutatingwebhookconfigurations":      {issueExtensibility, "admission webhooks"},
-	"admissionregistration.k8s.io/v1/validatingwebhookconfigurations":    {issueExtensibility, "admission webhooks"},
-	"admissionregistration.k8s.io/v1/validatingadmissionpolicies":        {issueExtensibility, "CEL admission policies"},
-	"admissionregistration.k8s.io/v1/validatingadmissionpolicies/status": {issueExtensibility, "CEL admission policies"},
-	"admissionregistration.k8s.io/v1/validatingadmissionpolicybindings":  {issueExtensibility, "CEL admission policies"},
-	"apiextensions.k8s.io/v1/customresourcedefinitions":                  {issueExtensibility, "CustomResourceDefinitions"},
-	"apiextensions.k8s.io/v1/customresourcedefinitions/status":           {issueExtensibility, "CustomResourceDefinitions"},
-	"apiregistration.k8s.io/v1/apiservices":                              {issueExtensibility, "API aggregation"},
-	"apiregistration.k8s.io/v1/apiservices/status":                       {issueExtensibility, "API aggregation"},
+	"apiextensions.k8s.io/v1/customresourcedefinitions":        {issueExtensibility, "CustomResourceDefinitions"},
+	"apiextensions.k8s.io/v1/customresourcedefinitions/status": {issueExtensibility, "CustomResourceDefinitions"},
+	"apiregistration.k8s.io/v1/apiservices":                    {issueExtensibility, "API aggregation"},
+	"apiregistration.k8s.io/v1/apiservices/status":             {issueExtensibility, "API aggregation"},
 
 	// Flow control.
 	"flowcontrol.apiserver.k8s.io/v1/flowschemas":                        {issueFlowControl, "API priority and fairness"},

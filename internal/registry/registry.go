@@ -34,7 +34,7 @@ func NewWithOptions(opts Options) (*Registry, error) {
 	c := clock(opts.Now)
 	// Discovery order mirrors upstream: groups in the API server's group
 	// priority order (core, apps, events, authentication, authorization, batch, certificates, networking, policy, rbac,
-	// storage, scheduling, coordination, node, discovery), resources
+	// storage, admissionregistration, scheduling, coordination, node, discovery), resources
 	// alphabetical within a group.
 	rs := []*Resource{
 		bindingResource(),
@@ -96,6 +96,11 @@ func NewWithOptions(opts Options) (*Registry, error) {
 		storageClassResource(c),
 		volumeAttachmentResource(c),
 		volumeAttributesClassResource(c),
+
+		mutatingWebhookConfigurationResource(c),
+		validatingAdmissionPolicyResource(c),
+		validatingAdmissionPolicyBindingResource(c),
+		validatingWebhookConfigurationResource(c),
 
 		priorityClassResource(c),
 

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -55,6 +56,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		rbacv1.AddToScheme,
 		schedulingv1.AddToScheme,
 		storagev1.AddToScheme,
+		admissionregistrationv1.AddToScheme,
 	}
 	for _, add := range adders {
 		if err := add(s); err != nil {
