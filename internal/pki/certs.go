@@ -42,6 +42,11 @@ func serialNumber() (*big.Int, error) {
 }
 
 func newCA(now time.Time, validity time.Duration) (*keyPair, error) {
+	return newNamedCA("myriad-ca", now, validity)
+}
+
+// newNamedCA is a CA whose common name is name@<unix time>.
+func newNamedCA(name string, now time.Time, validity time.Duration) (*keyPair, error) {
 	key, keyPEM, err := newKey()
 	if err != nil {
 		return nil, err
@@ -52,7 +57,7 @@ func newCA(now time.Time, validity time.Duration) (*keyPair, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: fmt.Sprintf("myriad-ca@%d", now.Unix())},
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s@%d", name, now.Unix())},
 		NotBefore:             now.Add(-clockSkew),
 		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
