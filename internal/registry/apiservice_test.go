@@ -36,7 +36,10 @@ func TestAPIServiceValidation(t *testing.T) {
 			"spec.versionPriority: Invalid value: 1001: must be positive and less than 1000"},
 		{"local with caBundle", remote(func(a *apiregistrationv1.APIService) { a.Spec.Service = nil; a.Spec.CABundle = []byte("x") }),
 			"spec.caBundle: Invalid value: \"1 bytes\": local APIServices may not have a caBundle"},
-		{"insecure and caBundle", remote(func(a *apiregistrationv1.APIService) { a.Spec.InsecureSkipTLSVerify = true; a.Spec.CABundle = []byte("x") }),
+		{"insecure and caBundle", remote(func(a *apiregistrationv1.APIService) {
+			a.Spec.InsecureSkipTLSVerify = true
+			a.Spec.CABundle = []byte("x")
+		}),
 			"spec.insecureSkipTLSVerify: Invalid value: true: may not be true if caBundle is present"},
 		{"missing service name", remote(func(a *apiregistrationv1.APIService) { a.Spec.Service.Name = "" }),
 			"spec.service.name: Required value"},
