@@ -41,10 +41,6 @@ func serialNumber() (*big.Int, error) {
 	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
 }
 
-func newCA(now time.Time, validity time.Duration) (*keyPair, error) {
-	return newNamedCA("myriad-ca", now, validity)
-}
-
 // newNamedCA is a CA whose common name is name@<unix time>.
 func newNamedCA(name string, now time.Time, validity time.Duration) (*keyPair, error) {
 	key, keyPEM, err := newKey()

@@ -61,9 +61,7 @@ var builtInPriorities = map[schema.GroupVersion]Priority{
 	{Group: "apiregistration.k8s.io", Version: "v1"}: {18000, 15},
 }
 
-// localRegistration is a Local APIService the aggregator keeps: the
-// checks recreate it if it is deleted, as upstream's autoregister
-// controller does.
+// localRegistration is a Local APIService the aggregator manages.
 type localRegistration struct {
 	priority Priority
 	managed  string
@@ -200,11 +198,17 @@ func (a *Aggregator) RemoveLocal(ctx context.Context, gv schema.GroupVersion) er
 	return nil
 }
 
-// restoreLocal recreates registered Local APIServices that were deleted.
+// restoreLocal recreates the RegisterLocal APIServices that were
+// deleted, as upstream's autoregister controller does for its
+// continuously managed ones (the "onstart" ones it restores only at the
+// next start).
 func (a *Aggregator) restoreLocal(ctx context.Context) {
 	a.mu.Lock()
 	var missing []*apiregistrationv1.APIService
 	for gv, reg := range a.mu.local {
+		if reg.managed != manageContinuous {
+			continue
+		}
 		if _, ok := a.apiServiceLister.get(gv.Version + "." + gv.Group); !ok {
 			missing = append(missing, localAPIService(gv, reg.priority, reg.managed))
 		}
