@@ -68,7 +68,7 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 		"No authentication: keep it on loopback")
 	metricsAPIAddr := fs.String("metrics-api-address", "", "serve the resource metrics API (metrics.k8s.io/v1beta1 NodeMetrics and PodMetrics, as metrics-server) here, e.g. 127.0.0.1:8443 (default: off). "+
 		"Pod usage is the pod's "+sim.AnnotationCPUUsage+" / "+sim.AnnotationMemoryUsage+" annotation, else --usage-fraction of its requests. "+
-		"Plain HTTP without authentication: keep it on loopback")
+		"Plain HTTP without authentication (unless --register-metrics-api): keep it on loopback")
 	registerMetricsAPI := fs.Bool("register-metrics-api", false, "with --metrics-api-address: serve the metrics API over TLS (self-signed, for Service kube-system/metrics-server) to the API server's front proxy only, "+
 		"and register it as the APIService v1beta1.metrics.k8s.io with that Service and an EndpointSlice pointing here, so kubectl top and the HPA controller read it through the API server")
 	fs.Float64Var(&cfg.UsageFraction, "usage-fraction", 0.5, "share of its requests a pod without usage annotations uses, as the metrics API reports it (negative: none)")

@@ -69,6 +69,13 @@ func TestAggregation(t *testing.T) {
 		}
 	})
 
+	t.Run("kubectl explain apiservice", func(t *testing.T) {
+		out := srv.mustKubectl(t, "", "explain", "apiservice.spec.caBundle")
+		if !strings.Contains(out, "APIService") || !strings.Contains(out, "caBundle") {
+			t.Errorf("kubectl explain apiservice.spec.caBundle:\n%s", out)
+		}
+	})
+
 	port, err := freePort()
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,20 +18,20 @@ import (
 )
 
 // startInProcess runs an API server (no HTTP) and an aggregator over it.
-func startInProcess(t *testing.T, local []schema.GroupVersion) (*apiserver.Server, *aggregator.Aggregator) {
+// The store lives in dir; stop ends both and closes it.
+func startInProcess(t *testing.T, dir string, local []schema.GroupVersion) (api *apiserver.Server, agg *aggregator.Aggregator, stop func()) {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := embedded.Open(ctx, embedded.Options{Dir: t.TempDir(), Logger: log})
+	st, err := embedded.Open(ctx, embedded.Options{Dir: dir, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = st.Close() })
-	api, err := apiserver.New(apiserver.Config{Store: st, Logger: log})
+	api, err = apiserver.New(apiserver.Config{Store: st, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	agg, err := aggregator.New(aggregator.Config{ListerWatcher: api.ListerWatcher, Objects: api.Objects(), LocalGroupVersions: local,
+	agg, err = aggregator.New(aggregator.Config{ListerWatcher: api.ListerWatcher, Objects: api.Objects(), LocalGroupVersions: local,
 		Logger: log, CheckInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -38,12 +39,19 @@ func startInProcess(t *testing.T, local []schema.GroupVersion) (*apiserver.Serve
 	if err := api.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(api.Stop)
 	if err := agg.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(agg.Stop)
-	return api, agg
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			agg.Stop()
+			api.Stop()
+			_ = st.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return api, agg, stop
 }
 
 func getAPIService(api *apiserver.Server, name string) (*apiregistrationv1.APIService, error) {
@@ -70,7 +78,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestLocalRegistration(t *testing.T) {
 	ctx := context.Background()
 	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
-	api, agg := startInProcess(t, []schema.GroupVersion{{Version: "v1"}, apps})
+	dir := t.TempDir()
+	batch := schema.GroupVersion{Group: "batch", Version: "v1"}
+	api, agg, stop := startInProcess(t, dir, []schema.GroupVersion{{Version: "v1"}, apps, batch})
 	s, err := getAPIService(api, "v1.apps")
 	if err != nil {
 		t.Fatal(err)
@@ -101,5 +111,15 @@ func TestLocalRegistration(t *testing.T) {
 	}
 	if _, err := getAPIService(api, s.Name); !apierrors.IsNotFound(err) {
 		t.Errorf("after RemoveLocal: %v", err)
+	}
+
+	// Restarted serving batch/v1 no more, its APIService goes.
+	stop()
+	api, _, _ = startInProcess(t, dir, []schema.GroupVersion{{Version: "v1"}, apps})
+	if _, err := getAPIService(api, "v1.batch"); !apierrors.IsNotFound(err) {
+		t.Errorf("v1.batch after a restart without batch/v1: %v", err)
+	}
+	if _, err := getAPIService(api, "v1.apps"); err != nil {
+		t.Errorf("v1.apps after the restart: %v", err)
 	}
 }
