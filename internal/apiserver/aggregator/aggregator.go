@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiserverproxy "k8s.io/apiserver/pkg/util/proxy"
@@ -77,8 +79,9 @@ type Aggregator struct {
 	sliceGetter                   apiserverproxy.EndpointSliceGetter
 
 	// routes is rebuilt from the APIService informer on every change and
-	// read lock-free by every request.
-	routes atomic.Pointer[routeTable]
+	// read lock-free by every request; rebuilding holds rebuildMu.
+	routes    atomic.Pointer[routeTable]
+	rebuildMu sync.Mutex
 	// discovery holds what each remote group version's server advertises.
 	discovery discoveryCache
 	// kick asks the availability loop for a check now.
@@ -154,17 +157,45 @@ func New(cfg Config) (*Aggregator, error) {
 		return nil, fmt.Errorf("aggregator: %w", err)
 	}
 	a.routes.Store(&routeTable{})
-	onChange := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { a.changed() },
-		UpdateFunc: func(_, _ any) { a.changed() },
-		DeleteFunc: func(any) { a.changed() },
+	// Any APIService change rebuilds the routes and checks; a Service or
+	// EndpointSlice change checks only when an APIService names its
+	// Service: in a large cluster endpoints churn all the time.
+	apiServiceChanged := func() {
+		a.rebuildRoutes()
+		a.checkSoon()
 	}
-	for _, inf := range []toolscache.SharedIndexInformer{a.apiServices, a.services, a.slices} {
-		if _, err := inf.AddEventHandler(onChange); err != nil {
+	handlers := map[toolscache.SharedIndexInformer]func(any){
+		a.apiServices: func(any) { apiServiceChanged() },
+		a.services: func(obj any) {
+			if m, ok := objectMeta(obj); ok && a.routes.Load().services[m.GetNamespace()+"/"+m.GetName()] {
+				a.checkSoon()
+			}
+		},
+		a.slices: func(obj any) {
+			if m, ok := objectMeta(obj); ok && a.routes.Load().services[m.GetNamespace()+"/"+m.GetLabels()[discoveryv1.LabelServiceName]] {
+				a.checkSoon()
+			}
+		},
+	}
+	for inf, fn := range handlers {
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    fn,
+			UpdateFunc: func(_, obj any) { fn(obj) },
+			DeleteFunc: fn,
+		}); err != nil {
 			return nil, fmt.Errorf("aggregator: %w", err)
 		}
 	}
 	return a, nil
+}
+
+// objectMeta is obj's metadata, tombstones included.
+func objectMeta(obj any) (metav1.Object, bool) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, err := meta.Accessor(obj)
+	return m, err == nil
 }
 
 // sliceInformer is the EndpointSliceInformer upstream's getter wants.
@@ -179,10 +210,8 @@ func (s sliceInformer) Lister() discoveryv1listers.EndpointSliceLister {
 	return discoveryv1listers.NewEndpointSliceLister(s.inf.GetIndexer())
 }
 
-// changed rebuilds the routes and asks for a check: an APIService, a
-// Service or an EndpointSlice changed.
-func (a *Aggregator) changed() {
-	a.rebuildRoutes()
+// checkSoon asks the availability loop for a round of checks.
+func (a *Aggregator) checkSoon() {
 	select {
 	case a.kick <- struct{}{}:
 	default:

@@ -54,13 +54,17 @@ type routeTable struct {
 	// lists those groups highest group priority first.
 	remoteGroups map[string][]*apiregistrationv1.APIService
 	order        []string
+	// services are the remote APIServices' Services, "namespace/name".
+	services map[string]bool
 }
 
 // rebuildRoutes snapshots the APIService informer. APIServices are few
 // (tens) and change rarely, so a full rebuild is simplest.
 func (a *Aggregator) rebuildRoutes() {
+	a.rebuildMu.Lock()
+	defer a.rebuildMu.Unlock()
 	all := a.apiServiceLister.list()
-	t := &routeTable{remote: map[schema.GroupVersion]*remoteAPI{}, remoteGroups: map[string][]*apiregistrationv1.APIService{}}
+	t := &routeTable{remote: map[schema.GroupVersion]*remoteAPI{}, remoteGroups: map[string][]*apiregistrationv1.APIService{}, services: map[string]bool{}}
 	old := a.routes.Load()
 	for _, s := range all {
 		if s.Spec.Service == nil {
@@ -84,6 +88,7 @@ func (a *Aggregator) rebuildRoutes() {
 			r.transport, r.transportErr = transport.New(a.transportConfig(r))
 		}
 		t.remote[gv] = r
+		t.services[r.namespace+"/"+r.service] = true
 	}
 	for _, group := range helper.SortedByGroupAndVersion(all) {
 		g := group[0].Spec.Group
