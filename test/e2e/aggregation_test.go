@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -146,6 +147,21 @@ func TestAggregation(t *testing.T) {
 		}
 		if len(nodes) != 2 {
 			t.Errorf("kubectl top nodes:\n%s", out)
+		}
+	})
+
+	t.Run("the metrics API refuses requests that skip the front proxy", func(t *testing.T) {
+		// No front-proxy client certificate: 401, whatever the headers say.
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/apis/metrics.k8s.io/v1beta1/nodes", port), nil)
+		req.Header.Set("X-Remote-User", "system:admin")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("direct request answered %d, want 401", resp.StatusCode)
 		}
 	})
 
