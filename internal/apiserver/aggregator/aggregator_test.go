@@ -133,6 +133,21 @@ func startExtension(t testing.TB, frontProxyCA []byte) *extension {
 		writeJSON(w, map[string]any{"apiVersion": group + "/" + version, "kind": "FlunderList", "metadata": map[string]any{"resourceVersion": "1"},
 			"items": []any{map[string]any{"apiVersion": group + "/" + version, "kind": "Flunder", "metadata": map[string]any{"name": "first", "namespace": "default"}}}})
 	})
+	// An upgrade: 101, then echo what the client writes.
+	mux.HandleFunc("/apis/"+group+"/"+version+"/namespaces/default/flunders/first/echo", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "echo" || r.Header.Get("X-Remote-User") == "" {
+			http.Error(w, "want an echo upgrade from the front proxy", http.StatusBadRequest)
+			return
+		}
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+		_ = rw.Flush()
+		_, _ = io.Copy(conn, rw)
+	})
 	e.srv = httptest.NewUnstartedServer(mux)
 	e.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
 	e.srv.StartTLS()
@@ -326,6 +341,25 @@ func TestAggregatedAPI(t *testing.T) {
 	}
 	stream.Close()
 	cancel()
+
+	// An upgraded connection passes through both ways.
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(s.rest.Host, "https://"), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "GET /apis/%s/%s/namespaces/default/flunders/first/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n",
+		group, version, s.rest.BearerToken)
+	br := bufio.NewReader(conn)
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade through the aggregator: %v %+v", err, resp)
+	}
+	fmt.Fprint(conn, "ping\n")
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if echoed, err := br.ReadString('\n'); err != nil || echoed != "ping\n" {
+		t.Errorf("echo over the upgraded connection: %q %v", echoed, err)
+	}
+	conn.Close()
 
 	// Discovery: aggregated (kubectl's) and the legacy documents.
 	dc := discovery.NewDiscoveryClientForConfigOrDie(s.rest)
