@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -54,6 +55,26 @@ func BenchmarkAggregatedGet(b *testing.B) {
 	})
 	b.Run("through-myriad", func(b *testing.B) {
 		run(b, httpClient(b, s), s.rest.Host+path)
+	})
+	// /apis in the aggregated form kubectl asks for: the server's own
+	// document (answered 304 to the aggregator's If-None-Match) merged
+	// with the remote group, served from the merged cache.
+	b.Run("discovery", func(b *testing.B) {
+		c := httpClient(b, s)
+		b.ReportAllocs()
+		for b.Loop() {
+			req, _ := http.NewRequest(http.MethodGet, s.rest.Host+"/apis", nil)
+			req.Header.Set("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+			resp, err := c.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Type"), "APIGroupDiscoveryList") {
+				b.Fatalf("status %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+		}
 	})
 	b.Run("local", func(b *testing.B) {
 		run(b, httpClient(b, s), s.rest.Host+"/apis/apiregistration.k8s.io/v1/apiservices/v1.apps")
