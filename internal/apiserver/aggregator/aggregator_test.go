@@ -133,6 +133,13 @@ func startExtension(t testing.TB, frontProxyCA []byte) *extension {
 		writeJSON(w, map[string]any{"apiVersion": group + "/" + version, "kind": "FlunderList", "metadata": map[string]any{"resourceVersion": "1"},
 			"items": []any{map[string]any{"apiVersion": group + "/" + version, "kind": "Flunder", "metadata": map[string]any{"name": "first", "namespace": "default"}}}})
 	})
+	mux.HandleFunc("/openapi/v3", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"paths": map[string]any{"apis/" + group + "/" + version: map[string]string{"serverRelativeURL": "/openapi/v3/apis/" + group + "/" + version + "?hash=1"}}})
+	})
+	mux.HandleFunc("/openapi/v3/apis/"+group+"/"+version, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"openapi": "3.0.0", "info": map[string]string{"title": "wardle", "version": "1"},
+			"components": map[string]any{"schemas": map[string]any{"com.example.wardle.v1alpha1.Flunder": map[string]string{"type": "object"}}}})
+	})
 	// An upgrade: 101, then echo what the client writes.
 	mux.HandleFunc("/apis/"+group+"/"+version+"/namespaces/default/flunders/first/echo", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "echo" || r.Header.Get("X-Remote-User") == "" {
@@ -390,6 +397,25 @@ func TestAggregatedAPI(t *testing.T) {
 	raw, err = client.Get().AbsPath("/apis", group).DoRaw(ctx)
 	if err != nil || json.Unmarshal(raw, &grp) != nil || grp.PreferredVersion.Version != version {
 		t.Errorf("/apis/%s: %v %s", group, err, raw)
+	}
+
+	// OpenAPI v3: listed, and fetched from the extension.
+	var v3 struct {
+		Paths map[string]struct {
+			ServerRelativeURL string `json:"serverRelativeURL"`
+		} `json:"paths"`
+	}
+	raw, err = client.Get().AbsPath("/openapi/v3").DoRaw(ctx)
+	if err != nil || json.Unmarshal(raw, &v3) != nil {
+		t.Fatalf("/openapi/v3: %v %s", err, raw)
+	}
+	entry, ok := v3.Paths["apis/"+group+"/"+version]
+	if _, apps := v3.Paths["apis/apps/v1"]; !ok || !apps {
+		t.Errorf("/openapi/v3 lacks the aggregated or a local group version: %s", raw)
+	}
+	raw, err = client.Get().AbsPath(entry.ServerRelativeURL).DoRaw(ctx)
+	if err != nil || !strings.Contains(string(raw), "com.example.wardle.v1alpha1.Flunder") {
+		t.Errorf("%s: %v %s", entry.ServerRelativeURL, err, raw)
 	}
 
 	// Availability follows the Service: no EndpointSlice, no API (503

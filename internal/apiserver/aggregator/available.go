@@ -82,7 +82,11 @@ func (a *Aggregator) checkOne(ctx context.Context, orig *apiregistrationv1.APISe
 	s := orig.DeepCopy()
 	cond, list := a.availability(ctx, s)
 	if s.Spec.Service != nil {
-		a.discovery.set(schema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version}, list)
+		gv := schema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version}
+		a.discovery.set(gv, list)
+		if list != nil {
+			a.discovery.setOpenAPIV3(gv, a.hasOpenAPIV3(ctx, s))
+		}
 	}
 	helper.SetAPIServiceCondition(s, cond)
 	a.metrics.set(s)
@@ -204,6 +208,40 @@ func (a *Aggregator) fetchDiscovery(ctx context.Context, s *apiregistrationv1.AP
 		}
 	}
 	return nil, lastErr
+}
+
+// hasOpenAPIV3 reports whether s's server lists its group version in
+// /openapi/v3 (a failure is a no: the document is optional).
+func (a *Aggregator) hasOpenAPIV3(ctx context.Context, s *apiregistrationv1.APIService) bool {
+	gv := schema.GroupVersion{Group: s.Spec.Group, Version: s.Spec.Version}
+	remote := a.routes.Load().remote[gv]
+	if remote == nil || remote.transport == nil {
+		return false
+	}
+	loc, err := apiserverproxy.ResolveEndpoint(a.serviceLister, a.sliceGetter, remote.namespace, remote.service, remote.port)
+	if err != nil {
+		return false
+	}
+	loc.Path = openAPIV3Path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc.String(), nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Accept", "application/json")
+	transport.SetAuthProxyHeaders(req, "system:kube-aggregator", "", []string{"system:masters"}, nil)
+	client := &http.Client{Transport: remote.transport, Timeout: a.cfg.CheckTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var doc openAPIV3Discovery
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, maxDiscoveryBytes)).Decode(&doc) != nil {
+		return false
+	}
+	_, ok := doc.Paths[gvPath(gv)]
+	return ok
 }
 
 func getDiscovery(ctx context.Context, client *http.Client, url string) (*metav1.APIResourceList, error) {

@@ -32,6 +32,9 @@ type discoveryCache struct {
 	etag      string
 	localETag string
 	localBody []byte
+	// openAPIV3 holds the remote group versions whose servers publish
+	// an OpenAPI v3 document for them (openapi.go).
+	openAPIV3 map[schema.GroupVersion]bool
 }
 
 type remoteDiscovery struct {
@@ -70,6 +73,11 @@ func (c *discoveryCache) forget(keep map[schema.GroupVersion]*remoteAPI) {
 			delete(c.byGV, gv)
 			delete(c.stale, gv)
 			c.merged = nil
+		}
+	}
+	for gv := range c.openAPIV3 {
+		if _, ok := keep[gv]; !ok {
+			delete(c.openAPIV3, gv)
 		}
 	}
 }

@@ -30,6 +30,10 @@
 //     group versions of remote APIServices, whose resources come from the
 //     extension server's /apis/<group>/<version>, fetched by the
 //     availability checks and cached (never fetched per request).
+//   - OpenAPI v3 (openapi.go): /openapi/v3 lists the remote group versions
+//     whose servers publish a document, and their documents are proxied;
+//     the v2 document, which upstream merges into one spec, is the API
+//     server's own.
 //   - Availability (available.go): each remote APIService is checked
 //     periodically and on every change of it, its Service or its
 //     EndpointSlices, with upstream's reasons and messages, and the result

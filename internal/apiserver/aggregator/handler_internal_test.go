@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,10 @@ func TestHandlerRouting(t *testing.T) {
 		{"GET", "/apis/metrics.k8s.io/", 200},
 		{"DELETE", "/apis/metrics.k8s.io", 418},
 		{"GET", "/healthz", 418},
+		{"GET", "/openapi/v3/apis/metrics.k8s.io/v1beta1", 503},
+		{"GET", "/openapi/v3/apis/apps/v1", 418},
+		{"GET", "/openapi/v3/apis/metrics.k8s.io/v1beta1/x", 418},
+		{"GET", "/openapi/v2", 418},
 	}
 	a := routed()
 	for _, tc := range cases {
@@ -99,7 +104,7 @@ func TestToDiscoveryV2(t *testing.T) {
 // FuzzHandlerPath: no request path makes the router panic or reach the
 // remote for another group version.
 func FuzzHandlerPath(f *testing.F) {
-	for _, s := range []string{"/apis", "/apis/", "/apis/metrics.k8s.io/v1beta1/pods", "/apis//", "/apis/metrics.k8s.io//", "/api", "/apis/a/b/c/d/e", "/apis/metrics.k8s.io/v1beta1"} {
+	for _, s := range []string{"/openapi/v3", "/openapi/v3/apis/metrics.k8s.io/v1beta1", "/apis", "/apis/", "/apis/metrics.k8s.io/v1beta1/pods", "/apis//", "/apis/metrics.k8s.io//", "/api", "/apis/a/b/c/d/e", "/apis/metrics.k8s.io/v1beta1"} {
 		f.Add(s)
 	}
 	a := routed()
@@ -112,7 +117,7 @@ func FuzzHandlerPath(f *testing.F) {
 		w := httptest.NewRecorder()
 		d := &countingDelegate{}
 		a.Handler(d).ServeHTTP(w, r)
-		if w.Code == 503 && !(len(path) >= len("/apis/metrics.k8s.io/v1beta1") && path[:len("/apis/metrics.k8s.io/v1beta1")] == "/apis/metrics.k8s.io/v1beta1") {
+		if w.Code == 503 && !strings.HasPrefix(path, "/apis/metrics.k8s.io/v1beta1") && path != "/openapi/v3/apis/metrics.k8s.io/v1beta1" {
 			t.Fatalf("%q routed to metrics.k8s.io/v1beta1", path)
 		}
 	})

@@ -132,6 +132,11 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/apis")
 	if !ok || (rest != "" && rest[0] != '/') {
+		if strings.HasPrefix(r.URL.Path, openAPIV3Path) {
+			if t := h.a.routes.Load(); len(t.remote) > 0 && h.a.serveOpenAPIV3(w, r, h.delegate, t) {
+				return
+			}
+		}
 		h.delegate.ServeHTTP(w, r)
 		return
 	}
