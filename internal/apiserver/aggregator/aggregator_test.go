@@ -393,6 +393,12 @@ func TestAggregatedAPI(t *testing.T) {
 	if !hasGroup(groups, group) || !hasGroup(groups, "apps") {
 		t.Errorf("/apis lacks %s or apps: %s", group, raw)
 	}
+	// HEAD /apis answers like GET, without the body.
+	if resp, err := httpClient(t, s).Head(s.rest.Host + "/apis"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("HEAD /apis: %v %v", err, resp)
+	} else {
+		resp.Body.Close()
+	}
 	var grp metav1.APIGroup
 	raw, err = client.Get().AbsPath("/apis", group).DoRaw(ctx)
 	if err != nil || json.Unmarshal(raw, &grp) != nil || grp.PreferredVersion.Version != version {

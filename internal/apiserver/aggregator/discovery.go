@@ -171,6 +171,7 @@ func (a *Aggregator) serveAPIs(w http.ResponseWriter, r *http.Request, delegate 
 	localETag := c.localETag
 	c.mu.Unlock()
 	local := r.Clone(r.Context())
+	local.Method = http.MethodGet // a HEAD's answer has no document to merge
 	local.Header.Del("If-None-Match")
 	if localETag != "" {
 		local.Header.Set("If-None-Match", localETag)
@@ -229,7 +230,8 @@ func (a *Aggregator) mergedAggregated(rec *recorder, t *routeTable) ([]byte, str
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if rec.status() == http.StatusOK {
-		if etag := rec.header.Get("ETag"); etag != c.localETag || c.localBody == nil {
+		// Without an ETag the document cannot be compared: take it.
+		if etag := rec.header.Get("ETag"); etag == "" || etag != c.localETag || c.localBody == nil {
 			c.localETag, c.localBody, c.merged = etag, append([]byte(nil), rec.body.Bytes()...), nil
 		}
 	}
@@ -326,7 +328,9 @@ func apiGroup(group string, t *routeTable) *metav1.APIGroup {
 func (a *Aggregator) serveGroup(w http.ResponseWriter, r *http.Request, delegate http.Handler, t *routeTable, group string) {
 	grp := apiGroup(group, t)
 	rec := &recorder{header: http.Header{}}
-	delegate.ServeHTTP(rec, r.Clone(r.Context()))
+	local := r.Clone(r.Context())
+	local.Method = http.MethodGet
+	delegate.ServeHTTP(rec, local)
 	if rec.status() == http.StatusOK {
 		// The group has local versions too: the APIServices list them all.
 		var local metav1.APIGroup

@@ -58,6 +58,7 @@ func (a *Aggregator) serveOpenAPIV3(w http.ResponseWriter, r *http.Request, dele
 func (a *Aggregator) serveOpenAPIV3Discovery(w http.ResponseWriter, r *http.Request, delegate http.Handler) {
 	rec := &recorder{header: http.Header{}}
 	local := r.Clone(r.Context())
+	local.Method = http.MethodGet
 	local.Header.Del("If-None-Match")
 	delegate.ServeHTTP(rec, local)
 	var doc openAPIV3Discovery
