@@ -149,6 +149,9 @@ func New(cfg Config) (*Aggregator, error) {
 	if a.slices, err = informer(endpointSlicesGVR, &discoveryv1.EndpointSlice{}, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}); err != nil {
 		return nil, err
 	}
+	if err := errors.Join(a.services.SetTransform(serviceTransform), a.slices.SetTransform(endpointSliceTransform)); err != nil {
+		return nil, fmt.Errorf("aggregator: %w", err)
+	}
 	a.apiServiceLister = apiServiceLister{a.apiServices.GetIndexer()}
 	a.serviceLister = corev1listers.NewServiceLister(a.services.GetIndexer())
 	// Upstream's getter indexes slices by Service, so resolving a Service

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -173,5 +175,39 @@ func BenchmarkHandlerPassThrough(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		h.ServeHTTP(w, r)
+	}
+}
+
+func TestTransformsKeepWhatResolvingReads(t *testing.T) {
+	ready := true
+	name, port := "https", int32(8443)
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Labels: map[string]string{discoveryv1.LabelServiceName: "svc"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}, Annotations: map[string]string{"a": "b"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}, Hostname: &name}},
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+	}
+	out, err := endpointSliceTransform(slice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*discoveryv1.EndpointSlice)
+	if got.Labels[discoveryv1.LabelServiceName] != "svc" || got.ManagedFields != nil || got.Annotations != nil || got.Endpoints[0].Hostname != nil ||
+		!*got.Endpoints[0].Conditions.Ready || got.Endpoints[0].Addresses[0] != "10.0.0.1" || *got.Ports[0].Port != 8443 {
+		t.Errorf("transformed slice %+v", got)
+	}
+	if slice.ManagedFields == nil || slice.Endpoints[0].Hostname == nil {
+		t.Error("the transform modified the shared original")
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "svc", Namespace: "ns", Annotations: map[string]string{"a": "b"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}, Selector: map[string]string{"app": "x"}}}
+	out, err = serviceTransform(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := out.(*corev1.Service)
+	if gs.Name != "svc" || gs.Spec.Type != corev1.ServiceTypeClusterIP || gs.Spec.Ports[0].Port != 443 || gs.Spec.Selector != nil || gs.Annotations != nil {
+		t.Errorf("transformed service %+v", gs)
 	}
 }
