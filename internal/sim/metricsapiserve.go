@@ -21,6 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -240,6 +241,9 @@ func (m *MetricsAPIServer) register(ctx context.Context, caPEM []byte) error {
 			return fmt.Errorf("metrics API: updating endpointslice %s/%s: %w", ns, name, err)
 		}
 	}
+	if err := m.ensureReaderRole(ctx, labels); err != nil {
+		return err
+	}
 	svcPort := int32(443)
 	spec := apiregistrationv1.APIServiceSpec{Group: metricsGroup, Version: metricsv1beta1.SchemeGroupVersion.Version,
 		GroupPriorityMinimum: 100, VersionPriority: 100, CABundle: caPEM,
@@ -257,6 +261,28 @@ func (m *MetricsAPIServer) register(ctx context.Context, caPEM []byte) error {
 		if _, err := apis.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("metrics API: updating APIService %s: %w", metricsAPIServiceName, err)
 		}
+	}
+	return nil
+}
+
+// ensureReaderRole creates metrics-server's system:aggregated-metrics-reader
+// ClusterRole, which the view, edit and admin roles aggregate, so users
+// who may view a namespace may also `kubectl top` it.
+func (m *MetricsAPIServer) ensureReaderRole(ctx context.Context, labels map[string]string) error {
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "system:aggregated-metrics-reader", Labels: map[string]string{
+			"rbac.authorization.k8s.io/aggregate-to-admin": "true",
+			"rbac.authorization.k8s.io/aggregate-to-edit":  "true",
+			"rbac.authorization.k8s.io/aggregate-to-view":  "true",
+		}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{metricsGroup}, Resources: []string{"pods", "nodes"}, Verbs: []string{"get", "list", "watch"}}},
+	}
+	for k, v := range labels {
+		role.Labels[k] = v
+	}
+	_, err := m.client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("metrics API: creating ClusterRole %s: %w", role.Name, err)
 	}
 	return nil
 }

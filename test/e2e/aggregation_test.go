@@ -137,6 +137,25 @@ func TestAggregation(t *testing.T) {
 		t.Fatalf("kubectl top pods -n agg-e2e:\n%s", out)
 	})
 
+	t.Run("a namespace viewer may kubectl top", func(t *testing.T) {
+		// The simulator's system:aggregated-metrics-reader is aggregated
+		// into view, as metrics-server's manifests arrange.
+		srv.mustKubectl(t, "", "-n", "agg-e2e", "create", "rolebinding", "jane-view", "--clusterrole=view", "--user=jane")
+		var out string
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+			out, _ = srv.kubectl(t, "", "auth", "can-i", "list", "pods.metrics.k8s.io", "-n", "agg-e2e", "--as=jane")
+			if strings.TrimSpace(out) == "yes" {
+				break
+			}
+		}
+		if strings.TrimSpace(out) != "yes" {
+			t.Fatalf("jane (view) may not list pods.metrics.k8s.io: %q", out)
+		}
+		if out, err := srv.kubectl(t, "", "top", "pods", "-n", "agg-e2e", "--as=jane", "--no-headers"); err != nil || strings.Count(out, "150m") != 2 {
+			t.Errorf("kubectl top pods --as=jane: %v\n%s", err, out)
+		}
+	})
+
 	t.Run("kubectl top nodes", func(t *testing.T) {
 		out := srv.mustKubectl(t, "", "top", "nodes", "--no-headers")
 		var nodes []string
