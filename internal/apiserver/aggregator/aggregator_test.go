@@ -140,6 +140,9 @@ func startExtension(t testing.TB, frontProxyCA []byte) *extension {
 		writeJSON(w, map[string]any{"openapi": "3.0.0", "info": map[string]string{"title": "wardle", "version": "1"},
 			"components": map[string]any{"schemas": map[string]any{"com.example.wardle.v1alpha1.Flunder": map[string]string{"type": "object"}}}})
 	})
+	mux.HandleFunc("/apis/"+group+"/"+version+"/namespaces/default/flunders/first/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://example.com/elsewhere", http.StatusFound)
+	})
 	// An upgrade: 101, then echo what the client writes.
 	mux.HandleFunc("/apis/"+group+"/"+version+"/namespaces/default/flunders/first/echo", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "echo" || r.Header.Get("X-Remote-User") == "" {
@@ -348,6 +351,12 @@ func TestAggregatedAPI(t *testing.T) {
 	}
 	stream.Close()
 	cancel()
+
+	// An extension's redirect is not forwarded (upstream's default).
+	if code, text := rawGet(t, s, "/apis/"+group+"/"+version+"/namespaces/default/flunders/first/redirect"); code != http.StatusBadGateway ||
+		text != "the backend attempted to redirect this request, which is not permitted" {
+		t.Errorf("redirect through the aggregator: %d %q", code, text)
+	}
 
 	// An upgraded connection passes through both ways.
 	conn, err := tls.Dial("tcp", strings.TrimPrefix(s.rest.Host, "https://"), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})

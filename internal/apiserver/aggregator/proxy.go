@@ -49,6 +49,9 @@ func (a *Aggregator) proxy(w http.ResponseWriter, r *http.Request, remote *remot
 		transport.SetAuthProxyHeaders(newReq, user.Name, user.UID, user.Groups, user.Extra)
 	}
 	h := proxy.NewUpgradeAwareHandler(location, rt, true, upgrade, responder{w: w})
+	// Upstream's --aggregator-reject-forwarding-redirect default: an
+	// extension server's redirect is not passed on to the client.
+	h.RejectForwardingRedirects = true
 	h.ServeHTTP(w, newReq)
 }
 
