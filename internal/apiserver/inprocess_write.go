@@ -31,24 +31,24 @@ func (o Objects) ctx(ctx context.Context) context.Context {
 
 // Get reads the stored object (consistent, not from the cache).
 func (o Objects) Get(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (runtime.Object, error) {
-	return serverObjects{o.s}.Get(o.ctx(ctx), gvr, ns, name)
+	return serverObjects(o).Get(o.ctx(ctx), gvr, ns, name)
 }
 
 // Create creates obj; an existing object is AlreadyExists.
 func (o Objects) Create(ctx context.Context, gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error) {
-	return serverObjects{o.s}.Create(o.ctx(ctx), gvr, obj)
+	return serverObjects(o).Create(o.ctx(ctx), gvr, obj)
 }
 
 // Update replaces the object; obj's resourceVersion, when set, must be
 // the stored one (409 Conflict otherwise).
 func (o Objects) Update(ctx context.Context, gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error) {
-	return serverObjects{o.s}.Update(o.ctx(ctx), gvr, obj)
+	return serverObjects(o).Update(o.ctx(ctx), gvr, obj)
 }
 
 // UpdateStatus writes obj through the status subresource: only its
 // status (and what the status strategy lets through) changes.
 func (o Objects) UpdateStatus(ctx context.Context, gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error) {
-	h, err := serverObjects{o.s}.handler(gvr)
+	h, err := serverObjects(o).handler(gvr)
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +64,11 @@ func (o Objects) UpdateStatus(ctx context.Context, gvr schema.GroupVersionResour
 		func(runtime.Object) (runtime.Object, error) { return obj.DeepCopyObject(), nil })
 }
 
-// Delete deletes the object if it still has uid's identity.
+// Delete deletes the object if it is still obj (same UID).
 func (o Objects) Delete(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, obj runtime.Object) error {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
-	return serverObjects{o.s}.Delete(o.ctx(ctx), gvr, ns, name, m.GetUID())
+	return serverObjects(o).Delete(o.ctx(ctx), gvr, ns, name, m.GetUID())
 }
