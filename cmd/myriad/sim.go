@@ -68,7 +68,9 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 		"No authentication: keep it on loopback")
 	metricsAPIAddr := fs.String("metrics-api-address", "", "serve the resource metrics API (metrics.k8s.io/v1beta1 NodeMetrics and PodMetrics, as metrics-server) here, e.g. 127.0.0.1:8443 (default: off). "+
 		"Pod usage is the pod's "+sim.AnnotationCPUUsage+" / "+sim.AnnotationMemoryUsage+" annotation, else --usage-fraction of its requests. "+
-		"Plain HTTP without authentication: keep it on loopback")
+		"Plain HTTP without authentication (unless --register-metrics-api): keep it on loopback")
+	registerMetricsAPI := fs.Bool("register-metrics-api", false, "with --metrics-api-address: serve the metrics API over TLS (self-signed, for Service kube-system/metrics-server) to the API server's front proxy only, "+
+		"and register it as the APIService v1beta1.metrics.k8s.io with that Service and an EndpointSlice pointing here, so kubectl top and the HPA controller read it through the API server")
 	fs.Float64Var(&cfg.UsageFraction, "usage-fraction", 0.5, "share of its requests a pod without usage annotations uses, as the metrics API reports it (negative: none)")
 	kubeletPort := fs.Int("kubelet-port", 0, "port of the hollow nodes' kubelet API (logs, exec, attach, port-forward; one HTTPS listener for all nodes, reported in every Node's status): 0 picks a free one, -1 turns it off")
 	fs.StringVar(&cfg.Kubelet.Address, "kubelet-address", "127.0.0.1", "IP the kubelet API listens on and the API server dials: every node's InternalIP and the serving certificate's IP SAN")
@@ -154,7 +156,21 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 		defer srv.Close()
 		fmt.Fprintf(os.Stderr, "serving metrics on http://%s/metrics, node control on http://%s/fail and /recover\n", l.Addr(), l.Addr())
 	}
-	if *metricsAPIAddr != "" {
+	if *registerMetricsAPI {
+		if *metricsAPIAddr == "" {
+			return errors.New("--register-metrics-api needs --metrics-api-address")
+		}
+		m, err := s.RegisterMetricsAPI(ctx, rc, sim.MetricsAPIService{Listen: *metricsAPIAddr})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = m.Close(closeCtx)
+		}()
+		fmt.Fprintf(os.Stderr, "serving metrics.k8s.io/v1beta1 on https://%s, registered as APIService v1beta1.metrics.k8s.io\n", m.Addr())
+	} else if *metricsAPIAddr != "" {
 		l, err := net.Listen("tcp", *metricsAPIAddr)
 		if err != nil {
 			return fmt.Errorf("--metrics-api-address: %w", err)

@@ -140,6 +140,11 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		stopAuthorizer()
 		return err
 	}
+	agg, err := newAggregator(cfg.DataDir, api, reg, creds, metrics, log)
+	if err != nil {
+		stopAuthorizer()
+		return err
+	}
 	if err := api.Start(ctx); err != nil {
 		stopAuthorizer()
 		return err
@@ -148,9 +153,14 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	// Deferred after api.Stop so it runs first: the authorizers' informers
 	// read the API server's caches.
 	defer stopAuthorizer()
+	if err := agg.Start(ctx); err != nil {
+		agg.Stop()
+		return err
+	}
+	defer agg.Stop()
 
 	mux := http.NewServeMux()
-	mux.Handle("/", api)
+	mux.Handle("/", agg.Handler(api))
 	mux.Handle("/metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

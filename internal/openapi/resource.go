@@ -43,6 +43,9 @@ func (r Resource) withDefaults() Resource {
 			pkg, _, _ = strings.Cut(g, ".")
 		}
 		r.ModelName = fmt.Sprintf("io.k8s.api.%s.%s.%s", pkg, r.GroupVersionKind.Version, r.GroupVersionKind.Kind)
+		if r.GroupVersionKind.Group == apiRegistrationGroup {
+			r.ModelName = aggregatorModelName(r.GroupVersionKind)
+		}
 	}
 	if len(r.Verbs) == 0 {
 		r.Verbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}

@@ -41,7 +41,8 @@ func serialNumber() (*big.Int, error) {
 	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
 }
 
-func newCA(now time.Time, validity time.Duration) (*keyPair, error) {
+// newNamedCA is a CA whose common name is name@<unix time>.
+func newNamedCA(name string, now time.Time, validity time.Duration) (*keyPair, error) {
 	key, keyPEM, err := newKey()
 	if err != nil {
 		return nil, err
@@ -52,7 +53,7 @@ func newCA(now time.Time, validity time.Duration) (*keyPair, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: fmt.Sprintf("myriad-ca@%d", now.Unix())},
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s@%d", name, now.Unix())},
 		NotBefore:             now.Add(-clockSkew),
 		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,

@@ -73,7 +73,12 @@ func EnsureCredentials(dir string, opts Options) (*Credentials, error) {
 }
 
 func ensureCA(dir string, now time.Time, validity time.Duration) (*keyPair, error) {
-	certPath, keyPath := filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile)
+	return ensureCAFiles(filepath.Join(dir, CACertFile), filepath.Join(dir, CAKeyFile), "myriad-ca", now, validity)
+}
+
+// ensureCAFiles loads the CA at certPath and keyPath or creates one named
+// name; see EnsureCredentials for why half a CA is an error.
+func ensureCAFiles(certPath, keyPath, name string, now time.Time, validity time.Duration) (*keyPair, error) {
 	certPEM, err := readFileIfExists(certPath)
 	if err != nil {
 		return nil, fmt.Errorf("pki: %w", err)
@@ -95,7 +100,7 @@ func ensureCA(dir string, now time.Time, validity time.Duration) (*keyPair, erro
 	case certPEM != nil || keyPEM != nil:
 		return nil, fmt.Errorf("pki: only one of %s and %s exists; restore the other or remove both to create a new CA (invalidates existing kubeconfigs)", certPath, keyPath)
 	}
-	ca, err := newCA(now, validity)
+	ca, err := newNamedCA(name, now, validity)
 	if err != nil {
 		return nil, err
 	}

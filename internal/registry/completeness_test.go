@@ -186,8 +186,6 @@ var excluded = map[string]exclusion{
 	// Admission, extensions, aggregation.
 	"apiextensions.k8s.io/v1/customresourcedefinitions":        {issueExtensibility, "CustomResourceDefinitions"},
 	"apiextensions.k8s.io/v1/customresourcedefinitions/status": {issueExtensibility, "CustomResourceDefinitions"},
-	"apiregistration.k8s.io/v1/apiservices":                    {issueExtensibility, "API aggregation"},
-	"apiregistration.k8s.io/v1/apiservices/status":             {issueExtensibility, "API aggregation"},
 
 	// Flow control.
 	"flowcontrol.apiserver.k8s.io/v1/flowschemas":                        {issueFlowControl, "API priority and fairness"},

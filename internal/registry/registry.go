@@ -33,7 +33,7 @@ func NewWithOptions(opts Options) (*Registry, error) {
 	}
 	c := clock(opts.Now)
 	// Discovery order mirrors upstream: groups in the API server's group
-	// priority order (core, apps, events, authentication, authorization, batch, certificates, networking, policy, rbac,
+	// priority order (core, apiregistration, apps, events, authentication, authorization, batch, certificates, networking, policy, rbac,
 	// storage, admissionregistration, scheduling, coordination, node, discovery), resources
 	// alphabetical within a group.
 	rs := []*Resource{
@@ -54,6 +54,8 @@ func NewWithOptions(opts Options) (*Registry, error) {
 		secretResource(c),
 		serviceAccountResource(c),
 		serviceResource(c),
+
+		apiServiceResource(c),
 
 		controllerRevisionResource(c),
 		daemonSetResource(c),

@@ -127,6 +127,7 @@ func TestDiscovery(t *testing.T) {
 		"admissionregistration.k8s.io/validatingwebhookconfigurations":   {false, "", "api-extensions", "", true},
 		"admissionregistration.k8s.io/validatingadmissionpolicies":       {false, "", "api-extensions", "status", true},
 		"admissionregistration.k8s.io/validatingadmissionpolicybindings": {false, "", "api-extensions", "", true},
+		"apiregistration.k8s.io/apiservices":                             {false, "", "api-extensions", "status", true},
 	}
 	// autoscaling is served in v2 as well as v1.
 	if n := len(reg.Resources()); n != len(cases)+1 {

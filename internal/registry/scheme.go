@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
 
 // NewScheme returns a fresh scheme holding every served group's types, the
@@ -57,6 +58,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		schedulingv1.AddToScheme,
 		storagev1.AddToScheme,
 		admissionregistrationv1.AddToScheme,
+		apiregistrationv1.AddToScheme,
 	}
 	for _, add := range adders {
 		if err := add(s); err != nil {

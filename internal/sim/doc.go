@@ -75,7 +75,12 @@
 // Sim.MetricsAPIHandler serves metrics.k8s.io/v1beta1 as metrics-server
 // does (discovery, NodeMetrics and PodMetrics, get and list, label
 // selectors), so kubectl top and the horizontal pod autoscaler have
-// something to read; myriad sim serves it on --metrics-api-address. A
+// something to read; myriad sim serves it on --metrics-api-address, and
+// with --register-metrics-api (Sim.RegisterMetricsAPI) over TLS to the API
+// server's front proxy only, registered as the APIService
+// v1beta1.metrics.k8s.io with a Service kube-system/metrics-server and an
+// EndpointSlice pointing at the listener, so kubectl top and the HPA
+// controller read it through the API server's aggregation layer. A
 // running pod uses what its annotations say for the whole pod,
 //
 //	sim.myriad.io/cpu-usage: 250m

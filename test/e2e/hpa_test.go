@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
@@ -14,14 +13,11 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
-	"k8s.io/utils/clock"
 
-	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
-	"github.com/myriad-k8s/myriad/internal/controllers/podautoscaler"
+	"github.com/myriad-k8s/myriad/internal/sim"
 )
 
 // hpaDeploymentYAML is a one-replica Deployment with CPU requests (so a
@@ -70,14 +66,17 @@ spec:
 `
 
 // noMetricsMessage is ScalingActive's message while no metrics API is
-// served (aggregation is issue 22), word for word as upstream's.
+// registered (before the last subtest registers the hollow nodes'),
+// word for word as upstream's.
 const noMetricsMessage = "the HPA was unable to compute the replica count: failed to get cpu utilization: unable to get metrics for resource cpu: " +
 	"unable to fetch metrics from resource metrics API: the server could not find the requested resource (get pods.metrics.k8s.io)"
 
 // TestHPA runs the horizontal pod autoscaler controller in a real
 // `myriad up` with hollow nodes: below minReplicas it scales the target up
-// without metrics; at the minimum it reports that it cannot read metrics,
-// as no metrics API is registered; kubectl autoscale makes a working HPA.
+// without metrics; at the minimum it reports that it cannot read metrics
+// while no metrics API is registered; kubectl autoscale makes a working
+// HPA; once the hollow nodes' metrics API is registered as an APIService,
+// it scales on their CPU metrics through the aggregation layer.
 func TestHPA(t *testing.T) {
 	srv, hs := startWithHollowNodes(t, "hpa", 3, nil)
 
@@ -148,8 +147,9 @@ func TestHPA(t *testing.T) {
 	})
 
 	t.Run("hollow nodes serve the pods' metrics", func(t *testing.T) {
-		// What the aggregation layer (issue 22) will route metrics.k8s.io
-		// to: the web pods, now 3 on hollow nodes, use their annotated 150m.
+		// What the aggregation layer routes metrics.k8s.io to once
+		// registered: the web pods, now 3 on hollow nodes, use their
+		// annotated 150m.
 		ms := httptest.NewServer(hs.MetricsAPIHandler())
 		defer ms.Close()
 		mc, err := metricsclient.NewForConfig(&rest.Config{Host: ms.URL})
@@ -241,54 +241,43 @@ func TestHPA(t *testing.T) {
 		}
 	})
 
-	t.Run("controller scales on hollow-node metrics", func(t *testing.T) {
-		// What `myriad up` will do once metrics.k8s.io is aggregated: an HPA
-		// controller reading the hollow nodes' PodMetrics. It runs here, in
-		// the test, on one namespace, syncing every second; the server's own
-		// controller, without metrics, leaves a target within its bounds
-		// alone.
+	t.Run("myriad up's controller scales on hollow-node metrics through the aggregator", func(t *testing.T) {
+		// The hollow nodes' metrics API registered as the APIService
+		// v1beta1.metrics.k8s.io: the server's own HPA controller reads
+		// PodMetrics through the aggregation layer.
 		const simNS = "hpa-sim"
 		srv.mustKubectl(t, "", "create", "namespace", simNS)
 		srv.mustKubectl(t, strings.ReplaceAll(burnYAML, "NS", simNS), "apply", "-f", "-")
-		ms := httptest.NewServer(hs.MetricsAPIHandler())
-		defer ms.Close()
-		mc, err := metricsclient.NewForConfig(&rest.Config{Host: ms.URL})
+		port, err := freePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc := srv.restConfig(t)
-		cc := &controllerctx.Context{
-			Client:    c,
-			Informers: informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(simNS)),
-			Clock:     clock.RealClock{},
-			Logger:    slog.New(slog.DiscardHandler),
-		}
-		hc, err := podautoscaler.New(cc, podautoscaler.Options{SyncPeriod: time.Second, RESTConfig: rc,
-			Metrics: &podautoscaler.RESTMetrics{Resource: mc.MetricsV1beta1()}})
+		m, err := hs.RegisterMetricsAPI(ctx, srv.restConfig(t), sim.MetricsAPIService{Listen: fmt.Sprintf("127.0.0.1:%d", port)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		runCtx, cancel := context.WithCancel(ctx)
-		cc.Informers.Start(runCtx.Done())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			hc.Run(runCtx, 1)
-		}()
 		defer func() {
-			cancel()
-			<-done
-			cc.Informers.Shutdown()
+			if err := m.Close(ctx); err != nil {
+				t.Error(err)
+			}
 		}()
 		// 150m used of 100m requested against a 50% target: up to 4 at
-		// once (the scale-up limit), then the maximum, 5.
-		hpa := waitHPA(t, c, simNS, "burn", 60*time.Second, func(h *autoscalingv2.HorizontalPodAutoscaler) bool {
+		// once (the scale-up limit), then the maximum, 5, one sync period
+		// (15 s) apart.
+		hpa := waitHPA(t, c, simNS, "burn", 120*time.Second, func(h *autoscalingv2.HorizontalPodAutoscaler) bool {
 			d, err := c.AppsV1().Deployments(simNS).Get(ctx, "burn", metav1.GetOptions{})
 			return err == nil && *d.Spec.Replicas == 5 && h.Status.DesiredReplicas == 5
 		})
 		if len(hpa.Status.CurrentMetrics) != 1 || hpa.Status.CurrentMetrics[0].Resource == nil ||
 			hpa.Status.CurrentMetrics[0].Resource.Current.AverageUtilization == nil || *hpa.Status.CurrentMetrics[0].Resource.Current.AverageUtilization != 150 {
 			t.Errorf("currentMetrics %+v, want cpu at 150%%", hpa.Status.CurrentMetrics)
+		}
+		if sa := findHPACondition(hpa, autoscalingv2.ScalingActive); sa == nil || sa.Status != corev1.ConditionTrue || sa.Reason != "ValidMetricFound" {
+			t.Errorf("ScalingActive %+v, want True ValidMetricFound", sa)
+		}
+		out := srv.mustKubectl(t, "", "top", "pods", "-n", simNS, "--no-headers")
+		if n := strings.Count(out, "150m"); n < 2 {
+			t.Errorf("kubectl top pods -n %s:\n%s", simNS, out)
 		}
 	})
 }
