@@ -125,7 +125,7 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 		if err != nil {
 			return nil, err
 		}
-		tracked, err := h.s.fields.trackCreate(h.res, obj, opts.fieldManager)
+		tracked, err := h.fields.trackCreate(h.res, obj, opts.fieldManager)
 		if err != nil {
 			finish(false)
 			return nil, err

@@ -203,7 +203,7 @@ func wantsAggregated(r *http.Request) bool {
 // ok is false for paths that are not discovery.
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	d := s.discovery
+	d := s.discovery.Load()
 	switch {
 	case len(parts) == 1 && parts[0] == "api":
 		if wantsAggregated(r) {

@@ -229,7 +229,7 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Ob
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := h.s.fields.trackUpdate(h.res, obj, old, opts.fieldManager, subresource)
+	out, err := h.fields.trackUpdate(h.res, obj, old, opts.fieldManager, subresource)
 	if err != nil {
 		finish(false)
 		return nil, nil, err

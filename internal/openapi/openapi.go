@@ -16,7 +16,8 @@ import (
 // Config says what New builds documents for.
 type Config struct {
 	// Definitions returns every OpenAPI definition by model name. Nil means
-	// the generated GetOpenAPIDefinitions of this package.
+	// the generated GetOpenAPIDefinitions of this package with
+	// apiextensions-apiserver's (the CustomResourceDefinition types).
 	Definitions common.GetOpenAPIDefinitions
 	// Resources are the served resources; at least one.
 	Resources []Resource
@@ -53,7 +54,7 @@ func New(cfg Config) (*OpenAPI, error) {
 		return nil, ErrNoResources
 	}
 	if cfg.Definitions == nil {
-		cfg.Definitions = GetOpenAPIDefinitions
+		cfg.Definitions = builtinDefinitions
 	}
 	if cfg.Title == "" {
 		cfg.Title = "Kubernetes"

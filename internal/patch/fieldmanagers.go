@@ -34,6 +34,13 @@ type FieldManagersConfig struct {
 	// everything but status (and metadata) for "status", as upstream's
 	// strategies' GetResetFields. Nil entries reset nothing.
 	ResetFields func(gvk schema.GroupVersionKind, subresource string) *fieldpath.Set
+	// CustomResources makes the managers upstream's for custom resources
+	// (unstructured objects, unknown fields kept where the schema says
+	// so); Creater and Convertor are then required instead of Scheme,
+	// which does not know the kinds.
+	CustomResources bool
+	Creater         runtime.ObjectCreater
+	Convertor       runtime.ObjectConvertor
 }
 
 // FieldManagers holds one upstream managedfields.FieldManager per kind and
@@ -63,13 +70,22 @@ func NewFieldManagers(cfg FieldManagersConfig) (*FieldManagers, error) {
 	if cfg.TypeConverter == nil {
 		return nil, errors.New("patch: FieldManagersConfig.TypeConverter is required")
 	}
-	if cfg.Scheme == nil {
-		return nil, errors.New("patch: FieldManagersConfig.Scheme is required")
-	}
 	if cfg.Defaulter == nil {
 		cfg.Defaulter = noDefaults{}
 	}
-	f := &FieldManagers{cfg: cfg, convertor: runtime.UnsafeObjectConvertor(cfg.Scheme)}
+	var f *FieldManagers
+	switch {
+	case cfg.CustomResources:
+		if cfg.Creater == nil || cfg.Convertor == nil {
+			return nil, errors.New("patch: FieldManagersConfig.Creater and Convertor are required for custom resources")
+		}
+		f = &FieldManagers{cfg: cfg, convertor: cfg.Convertor}
+	case cfg.Scheme == nil:
+		return nil, errors.New("patch: FieldManagersConfig.Scheme is required")
+	default:
+		cfg.Creater = cfg.Scheme
+		f = &FieldManagers{cfg: cfg, convertor: runtime.UnsafeObjectConvertor(cfg.Scheme)}
+	}
 	f.mu.managers = map[managerKey]*managedfields.FieldManager{}
 	return f, nil
 }
@@ -193,7 +209,11 @@ func (f *FieldManagers) managerFor(obj runtime.Object, subresource string) (*man
 			})
 		}
 	}
-	fm, err := managedfields.NewDefaultFieldManager(f.cfg.TypeConverter, f.convertor, f.cfg.Defaulter, f.cfg.Scheme,
+	newManager := managedfields.NewDefaultFieldManager
+	if f.cfg.CustomResources {
+		newManager = managedfields.NewDefaultCRDFieldManager
+	}
+	fm, err := newManager(f.cfg.TypeConverter, f.convertor, f.cfg.Defaulter, f.cfg.Creater,
 		gvk, gvk.GroupVersion(), subresource, reset)
 	if err != nil {
 		return nil, fmt.Errorf("patch: field manager for %v %q: %w", gvk, subresource, err)
@@ -210,6 +230,9 @@ func (f *FieldManagers) kindOf(obj runtime.Object) (schema.GroupVersionKind, err
 	}
 	if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() && gvk.Kind != "" {
 		return gvk, nil
+	}
+	if f.cfg.Scheme == nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("patch: %T has no kind", obj)
 	}
 	gvks, _, err := f.cfg.Scheme.ObjectKinds(obj)
 	if err != nil {

@@ -189,8 +189,6 @@ var excluded = map[string]exclusion{
 	"admissionregistration.k8s.io/v1/validatingadmissionpolicies":        {issueExtensibility, "CEL admission policies"},
 	"admissionregistration.k8s.io/v1/validatingadmissionpolicies/status": {issueExtensibility, "CEL admission policies"},
 	"admissionregistration.k8s.io/v1/validatingadmissionpolicybindings":  {issueExtensibility, "CEL admission policies"},
-	"apiextensions.k8s.io/v1/customresourcedefinitions":                  {issueExtensibility, "CustomResourceDefinitions"},
-	"apiextensions.k8s.io/v1/customresourcedefinitions/status":           {issueExtensibility, "CustomResourceDefinitions"},
 	"apiregistration.k8s.io/v1/apiservices":                              {issueExtensibility, "API aggregation"},
 	"apiregistration.k8s.io/v1/apiservices/status":                       {issueExtensibility, "API aggregation"},
 

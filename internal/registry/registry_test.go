@@ -123,6 +123,7 @@ func TestDiscovery(t *testing.T) {
 		"authorization.k8s.io/selfsubjectaccessreviews":  {false, "", "", "", false},
 		"authorization.k8s.io/selfsubjectrulesreviews":   {false, "", "", "", false},
 		"authorization.k8s.io/localsubjectaccessreviews": {true, "", "", "", false},
+		"apiextensions.k8s.io/customresourcedefinitions": {false, "crd,crds", "api-extensions", "status", true},
 	}
 	// autoscaling is served in v2 as well as v1.
 	if n := len(reg.Resources()); n != len(cases)+1 {

@@ -18,6 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -55,6 +56,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		rbacv1.AddToScheme,
 		schedulingv1.AddToScheme,
 		storagev1.AddToScheme,
+		apiextensionsv1.AddToScheme,
 	}
 	for _, add := range adders {
 		if err := add(s); err != nil {
