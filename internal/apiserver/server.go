@@ -92,8 +92,6 @@ type Server struct {
 	scheme     *runtime.Scheme
 	codecs     *codecSet
 	paramCodec runtime.ParameterCodec
-	// discovery is replaced whenever the custom resources change.
-	discovery  atomic.Pointer[discovery]
 	fields     *fieldTracker
 	openapi    *openapi.OpenAPI
 	metrics    *prometheus.Registry
@@ -102,9 +100,11 @@ type Server struct {
 
 	// handlers are the built-in resources, fixed after New; custom
 	// resources come and go in custom (crd_serve.go).
-	handlers   map[schema.GroupVersionResource]*resourceHandler
-	custom     customResources
-	crds       *crdController
+	handlers map[schema.GroupVersionResource]*resourceHandler
+	custom   customResources
+	crds     *crdController
+	// discovery is replaced whenever the custom resources change.
+	discovery  atomic.Pointer[discovery]
 	namespaces *resourceHandler
 	// admission is the chain every write goes through (admission.go);
 	// services is its ClusterIP and node port allocator.
