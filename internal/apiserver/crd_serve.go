@@ -18,9 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/myriad-k8s/myriad/internal/apiextensions"
+	"github.com/myriad-k8s/myriad/internal/openapi"
 	"github.com/myriad-k8s/myriad/internal/patch"
 	"github.com/myriad-k8s/myriad/internal/registry"
 )
@@ -45,6 +47,9 @@ type customResources struct {
 // crdServing is what one CRD serves.
 type crdServing struct {
 	uid types.UID
+	// openAPIV2 and openAPIV3 are the CRD's documents (openapi.SetCustom).
+	openAPIV2 *spec.Swagger
+	openAPIV3 []openapi.CustomGroupVersion
 	// versions by version name.
 	versions map[string]*servedVersion
 	state    *customState
@@ -175,6 +180,7 @@ func (s *Server) serveCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 			}
 		}
 	}
+	next.openAPIV2, next.openAPIV3 = s.crdOpenAPI(crd, next)
 	s.custom.mu.crds[crd.Name] = next
 	s.publishCustomLocked()
 	if len(errs) > 0 {
@@ -269,9 +275,47 @@ func (s *Server) publishCustomLocked() {
 	d, err := newDiscovery(append(s.cfg.Registry.Resources(), custom...))
 	if err != nil {
 		s.log.Error("rebuilding discovery", "err", err)
-		return
+	} else {
+		s.discovery.Store(d)
 	}
-	s.discovery.Store(d)
+	var v2 []*spec.Swagger
+	var v3 []openapi.CustomGroupVersion
+	names := make([]string, 0, len(s.custom.mu.crds))
+	for name := range s.custom.mu.crds {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := s.custom.mu.crds[name]
+		if c.openAPIV2 != nil {
+			v2 = append(v2, c.openAPIV2)
+		}
+		v3 = append(v3, c.openAPIV3...)
+	}
+	s.openapi.SetCustom(v2, v3)
+}
+
+// crdOpenAPI builds crd's documents once per change of the CRD. A version
+// whose document cannot be built is served without one.
+func (s *Server) crdOpenAPI(crd *apiextensionsv1.CustomResourceDefinition, served *crdServing) (*spec.Swagger, []openapi.CustomGroupVersion) {
+	v2, err := apiextensions.OpenAPIV2(crd)
+	if err != nil {
+		s.log.Debug("no OpenAPI v2 document for a CRD", "crd", crd.Name, "err", err)
+		v2 = nil
+	}
+	var v3 []openapi.CustomGroupVersion
+	for _, v := range crd.Spec.Versions {
+		if _, ok := served.versions[v.Name]; !ok {
+			continue
+		}
+		doc, err := apiextensions.OpenAPIV3(crd, v.Name)
+		if err != nil {
+			s.log.Debug("no OpenAPI v3 document for a CRD version", "crd", crd.Name, "version", v.Name, "err", err)
+			doc = nil
+		}
+		v3 = append(v3, openapi.CustomGroupVersion{GroupVersion: schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}, Doc: doc})
+	}
+	return v2, v3
 }
 
 // storageVersion is the CRD's storage version's name.

@@ -150,6 +150,14 @@ func TestCRDEstablishedAndServed(t *testing.T) {
 		t.Errorf("example.com not in /apis")
 	}
 
+	// OpenAPI v3 lists both versions (without schemas until package
+	// apiextensions builds them).
+	for _, gv := range []string{"example.com/v1", "example.com/v1beta1"} {
+		if r := e.do(http.MethodGet, "/openapi/v3/apis/"+gv, nil); r.code != http.StatusOK {
+			t.Errorf("/openapi/v3/apis/%s: %d", gv, r.code)
+		}
+	}
+
 	dyn := dynamic.NewForConfigOrDie(e.cfg)
 	widgets := dyn.Resource(widgetsV1).Namespace("default")
 
@@ -353,6 +361,9 @@ func TestCRDDeletionDeletesCustomResources(t *testing.T) {
 	})
 	if _, err := discoveryclient.NewDiscoveryClientForConfigOrDie(e.cfg).ServerResourcesForGroupVersion("example.com/v1"); !apierrors.IsNotFound(err) {
 		t.Errorf("discovery after deletion: %v", err)
+	}
+	if r := e.do(http.MethodGet, "/openapi/v3/apis/example.com/v1", nil); r.code != http.StatusNotFound {
+		t.Errorf("OpenAPI v3 after deletion: %d", r.code)
 	}
 }
 

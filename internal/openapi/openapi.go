@@ -31,9 +31,13 @@ type Config struct {
 // ErrNoResources is returned by New for a Config without resources.
 var ErrNoResources = errors.New("openapi: no resources")
 
-// OpenAPI holds the documents built for one set of served resources. It is
-// immutable after New and safe for concurrent use.
+// OpenAPI holds the documents built for one set of served resources. The
+// built-in documents are immutable after New; the custom resources'
+// documents are replaced by SetCustom (custom.go). It is safe for
+// concurrent use.
 type OpenAPI struct {
+	// custom holds the custom resources' documents.
+	custom customDocs
 	cfg Config
 	// gvks is the x-kubernetes-group-version-kind extension of each
 	// definition that has one, by model name.
