@@ -68,7 +68,7 @@ func widget(name, color string, labels map[string]string) *unstructured.Unstruct
 }
 
 // installCRD creates crd and waits for it to be Established.
-func (e *testEnv) installCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+func (e *testEnv) installCRD(t testing.TB, crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	ext := apiextensionsclient.NewForConfigOrDie(e.cfg)
 	ctx := context.Background()
