@@ -15,6 +15,8 @@ func BenchmarkCustomResourceGet(b *testing.B) {
 	e := newEnv(b)
 	e.installCRD(b, testCRD())
 	benchServe(b, e.api, http.MethodPost, "/apis/example.com/v1/namespaces/default/widgets", []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"bench"},"spec":{"color":"red","replicas":1}}`), http.StatusCreated)
+	// A consistent read first: the cache has the object from then on.
+	benchServe(b, e.api, http.MethodGet, "/apis/example.com/v1/namespaces/default/widgets/bench", nil, http.StatusOK)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

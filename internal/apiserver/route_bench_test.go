@@ -17,6 +17,8 @@ import (
 func BenchmarkConfigMapGet(b *testing.B) {
 	e := newEnv(b)
 	benchServe(b, e.api, http.MethodPost, "/api/v1/namespaces/default/configmaps", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bench"},"data":{"k":"v"}}`), http.StatusCreated)
+	// A consistent read first: the cache has the object from then on.
+	benchServe(b, e.api, http.MethodGet, "/api/v1/namespaces/default/configmaps/bench", nil, http.StatusOK)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
