@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -47,6 +48,10 @@ type customResources struct {
 // crdServing is what one CRD serves.
 type crdServing struct {
 	uid types.UID
+	// generation and names are what the handlers were built from: a CRD
+	// event that changes neither (a status write) rebuilds nothing.
+	generation int64
+	names      apiextensionsv1.CustomResourceDefinitionNames
 	// openAPIV2 and openAPIV3 are the CRD's documents (openapi.SetCustom).
 	openAPIV2 *spec.Swagger
 	openAPIV3 []openapi.CustomGroupVersion
@@ -116,7 +121,11 @@ func (s *Server) serveCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 		s.dropCRDLocked(crd.Name)
 		cur = nil
 	}
-	next := &crdServing{uid: crd.UID, versions: map[string]*servedVersion{}, state: &customState{}}
+	if cur != nil && cur.generation == crd.Generation && reflect.DeepEqual(cur.names, crd.Status.AcceptedNames) {
+		return nil
+	}
+	next := &crdServing{uid: crd.UID, generation: crd.Generation, names: *crd.Status.AcceptedNames.DeepCopy(),
+		versions: map[string]*servedVersion{}, state: &customState{}}
 	if cur != nil {
 		next.state = cur.state
 	}
@@ -179,6 +188,9 @@ func (s *Server) serveCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 				old.h.cache.Stop()
 			}
 		}
+	}
+	if len(errs) > 0 {
+		next.generation = -1 // build again on the next event or retry
 	}
 	next.openAPIV2, next.openAPIV3 = s.crdOpenAPI(crd, next)
 	s.custom.mu.crds[crd.Name] = next

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	discoveryclient "k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -413,5 +415,84 @@ func TestCRDServedAfterRestart(t *testing.T) {
 	got, err := dynamic.NewForConfigOrDie(e.cfg).Resource(widgetsV1).Namespace("default").Get(ctx, "a", metav1.GetOptions{})
 	if err != nil || got.Object["spec"].(map[string]interface{})["color"] != "red" {
 		t.Fatalf("after restart: %v %v", got, err)
+	}
+}
+
+// TestCRDUpdate: an update of a served CRD applies at once, keeping the
+// objects: a new short name in discovery, a new served version reading
+// the stored objects, a version no longer served gone.
+func TestCRDUpdate(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	crd := e.installCRD(t, testCRD())
+	widgets := dynamic.NewForConfigOrDie(e.cfg).Resource(widgetsV1).Namespace("default")
+	if _, err := widgets.Create(ctx, widget("a", "red", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ext := apiextensionsclient.NewForConfigOrDie(e.cfg)
+	crd.Spec.Names.ShortNames = []string{"wd", "wdg"}
+	v2 := crd.Spec.Versions[0]
+	v2.Name, v2.Storage = "v2", false
+	crd.Spec.Versions = append(crd.Spec.Versions[:1], v2) // v1beta1 no longer served at all
+	updated, err := ext.ApiextensionsV1().CustomResourceDefinitions().Update(ctx, crd, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if updated.Generation != 2 {
+		t.Errorf("generation %d after a spec change", updated.Generation)
+	}
+	dc := discoveryclient.NewDiscoveryClientForConfigOrDie(e.cfg)
+	waitFor(t, 5*time.Second, "v2 served with the new short name", func() bool {
+		rl, err := dc.ServerResourcesForGroupVersion("example.com/v2")
+		if err != nil {
+			return false
+		}
+		for _, r := range rl.APIResources {
+			if r.Name == "widgets" && strings.Join(r.ShortNames, ",") == "wd,wdg" {
+				return true
+			}
+		}
+		return false
+	})
+	got, err := dynamic.NewForConfigOrDie(e.cfg).Resource(schema.GroupVersionResource{Group: "example.com", Version: "v2", Resource: "widgets"}).Namespace("default").Get(ctx, "a", metav1.GetOptions{})
+	if err != nil || got.GetAPIVersion() != "example.com/v2" || got.Object["spec"].(map[string]interface{})["color"] != "red" {
+		t.Fatalf("get as v2: %v %v", got, err)
+	}
+	if r := e.do(http.MethodGet, "/apis/example.com/v1beta1/namespaces/default/widgets", nil); r.code != http.StatusNotFound {
+		t.Errorf("v1beta1 after it stopped being served: %d", r.code)
+	}
+	// v1 kept its cache: the object is there without a relist.
+	if _, err := widgets.Get(ctx, "a", metav1.GetOptions{ResourceVersion: "0"}); err != nil {
+		t.Errorf("v1 after the update: %v", err)
+	}
+}
+
+func TestResolveService(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "conv", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443)}}}}
+	if _, err := e.cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.api.resolveService(ctx, "default", "conv", 443); err == nil {
+		t.Error("resolved a service without endpoints")
+	}
+	ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "conv", Namespace: "default"},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.1.2.3"}}, Ports: []corev1.EndpointPort{{Name: "https", Port: 8443}}}}}
+	if _, err := e.cs.CoreV1().Endpoints("default").Create(ctx, ep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var addr string
+	waitFor(t, 5*time.Second, "endpoint resolved", func() bool {
+		a, err := e.api.resolveService(ctx, "default", "conv", 443)
+		addr = a
+		return err == nil
+	})
+	if addr != "10.1.2.3:8443" {
+		t.Errorf("resolved %q", addr)
+	}
+	if _, err := e.api.resolveService(ctx, "default", "conv", 80); err == nil {
+		t.Error("resolved a port the service does not have")
 	}
 }
