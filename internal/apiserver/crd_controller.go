@@ -178,7 +178,7 @@ func (c *crdController) sync(ctx context.Context, name string) error {
 		return nil
 	}
 	serveErr := c.s.serveCRD(crd)
-	if apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+	if serveErr != nil || apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
 		return serveErr
 	}
 	// Established once requests are answered: the caches are filled.

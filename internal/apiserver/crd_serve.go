@@ -111,6 +111,9 @@ func (h *resourceHandler) negotiate(r *http.Request) (mediaChoice, bool) {
 // of crd, whose names must have been accepted. Versions whose storage
 // layout did not change keep their caches.
 func (s *Server) serveCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
+	if err := s.checkServable(crd); err != nil {
+		return err
+	}
 	s.custom.mu.Lock()
 	defer s.custom.mu.Unlock()
 	if s.custom.mu.crds == nil {
@@ -197,6 +200,30 @@ func (s *Server) serveCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 	s.publishCustomLocked()
 	if len(errs) > 0 {
 		return fmt.Errorf("serving %s: %s", crd.Name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkServable refuses what the server cannot serve whatever the CRD
+// validation said: no names, no single storage version, or a resource a
+// built-in already is (built-ins win, as upstream's mux routes them
+// first).
+func (s *Server) checkServable(crd *apiextensionsv1.CustomResourceDefinition) error {
+	n := crd.Status.AcceptedNames
+	if crd.Spec.Group == "" || n.Plural == "" || n.Singular == "" || n.Kind == "" || n.ListKind == "" {
+		return fmt.Errorf("custom resource definition %s: group and accepted names are required to serve it", crd.Name)
+	}
+	storage := 0
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			storage++
+		}
+		if _, builtin := s.handlers[schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: n.Plural}]; builtin && v.Served {
+			return fmt.Errorf("custom resource definition %s: %s/%s %s is a built-in resource", crd.Name, crd.Spec.Group, v.Name, n.Plural)
+		}
+	}
+	if storage != 1 {
+		return fmt.Errorf("custom resource definition %s: %d storage versions, want exactly one", crd.Name, storage)
 	}
 	return nil
 }

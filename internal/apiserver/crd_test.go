@@ -496,3 +496,47 @@ func TestResolveService(t *testing.T) {
 		t.Error("resolved a port the service does not have")
 	}
 }
+
+// TestCRDNotServable: CRDs the server cannot serve are left unserved and
+// not Established (package apiextensions' validation refuses most of them
+// at the door; these checks keep the server safe whatever gets stored).
+func TestCRDNotServable(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	ext := apiextensionsclient.NewForConfigOrDie(e.cfg)
+	builtin := testCRD()
+	builtin.Name, builtin.Spec.Group = "configmaps.core", ""
+	builtin.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: "configmaps", Singular: "configmap", Kind: "ConfigMap", ListKind: "ConfigMapList"}
+	noStorage := testCRD()
+	noStorage.Name, noStorage.Spec.Group = "widgets.other.example.com", "other.example.com"
+	noStorage.Spec.Versions[0].Storage = false
+	noVersions := testCRD()
+	noVersions.Name, noVersions.Spec.Group = "widgets.third.example.com", "third.example.com"
+	noVersions.Spec.Versions = nil
+	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{builtin, noStorage, noVersions} {
+		if _, err := ext.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			// package apiextensions' validation refused it: as good.
+			if !apierrors.IsInvalid(err) {
+				t.Errorf("%s: %v", crd.Name, err)
+			}
+			continue
+		}
+	}
+	time.Sleep(time.Second)
+	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{builtin, noStorage, noVersions} {
+		c, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		if crdCondition(c, apiextensionsv1.Established) == apiextensionsv1.ConditionTrue {
+			t.Errorf("%s established", crd.Name)
+		}
+	}
+	// The built-in is still the built-in.
+	if _, err := e.cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("configmaps: %v", err)
+	}
+	if !e.api.Ready() {
+		t.Error("server not ready")
+	}
+}
