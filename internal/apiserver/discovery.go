@@ -15,8 +15,8 @@ import (
 	"github.com/myriad-k8s/myriad/internal/registry"
 )
 
-// discovery holds the precomputed discovery documents; the set of served
-// resources is fixed for the life of the server (CRDs will make it dynamic).
+// discovery holds the precomputed discovery documents of one set of served
+// resources; the server replaces it whole when the custom resources change.
 type discovery struct {
 	groups []string // API groups in serving order, "" (core) first
 	// byGV lists the resources of each group version.

@@ -120,6 +120,13 @@ func TestCustomResourceDefinitions(t *testing.T) {
 
 	s.mustKubectl(t, crontabCRD, "apply", "-f", "-")
 	s.mustKubectl(t, "", "wait", "--for", "condition=established", "--timeout=10s", "crd/crontabs.stable.example.com")
+	// The CRD itself applies server-side (its types are in the server's
+	// OpenAPI) and lists in upstream's columns.
+	s.mustKubectl(t, crontabCRD, "apply", "--server-side", "--force-conflicts", "-f", "-")
+	out := s.mustKubectl(t, "", "get", "crd", "crontabs.stable.example.com")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAME CREATED AT" || !strings.HasPrefix(lines[1], "crontabs.stable.example.com ") {
+		t.Errorf("get crd:\n%s", out)
+	}
 	if out := s.mustKubectl(t, "", "api-resources", "--api-group=stable.example.com"); !strings.Contains(out, "crontabs") || !strings.Contains(out, "ct") {
 		t.Errorf("api-resources:\n%s", out)
 	}
