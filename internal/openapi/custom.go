@@ -132,9 +132,9 @@ func mergeV3(a, b *spec3.OpenAPI) *spec3.OpenAPI {
 // emptyV3 is a group-version document without paths or schemas.
 func (o *OpenAPI) emptyV3() *spec3.OpenAPI {
 	return &spec3.OpenAPI{
-		Version: "3.0.0",
-		Info:    &spec.Info{InfoProps: spec.InfoProps{Title: o.cfg.Title, Version: o.cfg.Version}},
-		Paths:   &spec3.Paths{Paths: map[string]*spec3.Path{}},
+		Version:    "3.0.0",
+		Info:       &spec.Info{InfoProps: spec.InfoProps{Title: o.cfg.Title, Version: o.cfg.Version}},
+		Paths:      &spec3.Paths{Paths: map[string]*spec3.Path{}},
 		Components: &spec3.Components{Schemas: map[string]*spec.Schema{}},
 	}
 }

@@ -36,8 +36,6 @@ var ErrNoResources = errors.New("openapi: no resources")
 // documents are replaced by SetCustom (custom.go). It is safe for
 // concurrent use.
 type OpenAPI struct {
-	// custom holds the custom resources' documents.
-	custom customDocs
 	cfg Config
 	// gvks is the x-kubernetes-group-version-kind extension of each
 	// definition that has one, by model name.
@@ -49,6 +47,9 @@ type OpenAPI struct {
 	// gvOrder lists v3's keys in the order of Config.Resources.
 	gvOrder []string
 	handler http.Handler
+
+	// custom holds the custom resources' documents.
+	custom customDocs
 }
 
 // New validates cfg, fills its defaults and builds the v2 document and the
