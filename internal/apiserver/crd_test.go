@@ -540,3 +540,42 @@ func TestCRDNotServable(t *testing.T) {
 		t.Error("server not ready")
 	}
 }
+
+// TestCustomResourceWatchList: a WatchList of custom resources streams the
+// existing objects, then the bookmark that ends the initial events, as for
+// built-in resources.
+func TestCustomResourceWatchList(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e.installCRD(t, testCRD())
+	widgets := dynamic.NewForConfigOrDie(e.cfg).Resource(widgetsV1).Namespace("default")
+	for _, n := range []string{"a", "b"} {
+		if _, err := widgets.Create(ctx, widget(n, "red", nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := e.rawStream(ctx, "/apis/example.com/v1/namespaces/default/widgets?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", "application/json")
+	defer body.Close()
+	dec := json.NewDecoder(body)
+	var added []string
+	for {
+		var ev struct {
+			Type   string
+			Object unstructured.Unstructured
+		}
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatalf("after %v: %v", added, err)
+		}
+		if ev.Type == "BOOKMARK" {
+			if ev.Object.GetAnnotations()["k8s.io/initial-events-end"] != "true" || ev.Object.GetKind() != "Widget" {
+				t.Errorf("bookmark %v", ev.Object.Object)
+			}
+			break
+		}
+		added = append(added, ev.Type+" "+ev.Object.GetName())
+	}
+	if strings.Join(added, ",") != "ADDED a,ADDED b" {
+		t.Errorf("initial events %v", added)
+	}
+}
