@@ -210,8 +210,8 @@ func (s *Server) serveCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 // first).
 func (s *Server) checkServable(crd *apiextensionsv1.CustomResourceDefinition) error {
 	n := crd.Status.AcceptedNames
-	if crd.Spec.Group == "" || n.Plural == "" || n.Singular == "" || n.Kind == "" || n.ListKind == "" {
-		return fmt.Errorf("custom resource definition %s: group and accepted names are required to serve it", crd.Name)
+	if crd.Spec.Group == "" || n.Plural == "" || n.Kind == "" {
+		return fmt.Errorf("custom resource definition %s: group, plural and kind are required to serve it", crd.Name)
 	}
 	storage := 0
 	for _, v := range crd.Spec.Versions {

@@ -47,6 +47,14 @@ func CustomResource(crd *apiextensionsv1.CustomResourceDefinition, version strin
 		return nil, nil, fmt.Errorf("registry: selectable fields of %s %s: %w", crd.Name, version, err)
 	}
 	names := crd.Status.AcceptedNames
+	// Upstream's defaults (apiextensions.DefaultCRD sets them on write;
+	// a CRD stored before it did still has to serve).
+	if names.ListKind == "" {
+		names.ListKind = names.Kind + "List"
+	}
+	if names.Singular == "" {
+		names.Singular = strings.ToLower(names.Kind)
+	}
 	gv := schema.GroupVersion{Group: crd.Spec.Group, Version: version}
 	gvk, listGVK := gv.WithKind(names.Kind), gv.WithKind(names.ListKind)
 	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
