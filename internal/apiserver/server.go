@@ -320,10 +320,11 @@ func (s *Server) Stop() {
 	s.mu.stopped = true
 	s.mu.Unlock()
 	close(s.stop)
-	s.wg.Wait()
 	for _, h := range s.handlers {
 		h.cache.Stop()
 	}
+	s.wg.Wait()
+	// After the CRD controller (in wg) is done: it starts caches.
 	s.stopCustomResources()
 }
 
