@@ -337,7 +337,7 @@ func freshOrOurs(requested, accepted string, used sets.Set[string]) error {
 // their course), then release the CRD.
 func (c *crdController) finalize(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition) error {
 	if served, ok := c.s.servedCRD(crd.Name); ok {
-		served.state.terminating.Store(true)
+		served.terminating.Store(true)
 	}
 	if !apihelpers.CRDHasFinalizer(crd, registry.CRDCleanupFinalizer) {
 		return nil
@@ -367,7 +367,7 @@ func (c *crdController) finalize(ctx context.Context, crd *apiextensionsv1.Custo
 			if served, ok = c.s.servedCRD(crd.Name); !ok {
 				return fmt.Errorf("custom resource definition %s: not served", crd.Name)
 			}
-			served.state.terminating.Store(true)
+			served.terminating.Store(true)
 			c.waitServed(ctx, crd.Name)
 		}
 		var h *resourceHandler

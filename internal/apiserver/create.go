@@ -27,7 +27,7 @@ func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, ns stri
 		h.s.writeError(w, r, err)
 		return
 	}
-	obj, err := h.s.decodeObject(w, r, data, h.res.GroupVersionKind(), h.res.New())
+	obj, err := h.decodeBody(w, r, data)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return

@@ -68,6 +68,13 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ns, name
 			return nil, err
 		}
 		warnings = res.Warnings
+		if h.custom != nil {
+			unknown, err := h.custom.unknownFields(r, res.Object)
+			if err != nil {
+				return nil, err
+			}
+			warnings = append(warnings, unknown...)
+		}
 		if err := h.checkPatchedIdentity(res.Object, old); err != nil {
 			return nil, err
 		}

@@ -23,7 +23,7 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, ns, nam
 		h.s.writeError(w, r, err)
 		return
 	}
-	obj, err := h.s.decodeObject(w, r, data, h.res.GroupVersionKind(), h.res.New())
+	obj, err := h.decodeBody(w, r, data)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
