@@ -613,3 +613,26 @@ func TestCustomResourceUnknownFields(t *testing.T) {
 		t.Errorf("ignore: %d %q %s", r.code, r.header.Get("Warning"), r.body)
 	}
 }
+
+func TestClusterScopedCustomResource(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	crd := testCRD()
+	crd.Name, crd.Spec.Group, crd.Spec.Scope = "widgets.cluster.example.com", "cluster.example.com", apiextensionsv1.ClusterScoped
+	e.installCRD(t, crd)
+	gvr := schema.GroupVersionResource{Group: "cluster.example.com", Version: "v1", Resource: "widgets"}
+	widgets := dynamic.NewForConfigOrDie(e.cfg).Resource(gvr)
+	w := widget("global", "red", nil)
+	w.SetAPIVersion("cluster.example.com/v1")
+	if _, err := widgets.Create(ctx, w, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := widgets.Get(ctx, "global", metav1.GetOptions{})
+	if err != nil || got.GetNamespace() != "" {
+		t.Fatalf("get: %v %v", got, err)
+	}
+	// Stored under upstream's layout for custom resources.
+	if _, err := e.store.Get(ctx, "/cluster.example.com/widgets/global"); err != nil {
+		t.Errorf("stored key: %v", err)
+	}
+}
