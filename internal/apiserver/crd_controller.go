@@ -116,11 +116,18 @@ func (c *crdController) run(stop <-chan struct{}) {
 	if !toolscache.WaitForCacheSync(stop, c.informer.HasSynced) {
 		return
 	}
-	// The CRDs there are at start are served before the server is ready.
-	for _, key := range c.informer.GetIndexer().ListKeys() {
+	// The CRDs there are at start are served, their caches filled, before
+	// the server is ready (bounded: a cache that cannot fill, such as one
+	// whose conversion webhook is down, must not keep it unready).
+	keys := c.informer.GetIndexer().ListKeys()
+	for _, key := range keys {
 		if err := c.sync(ctx, key); err != nil {
 			c.s.log.Warn("custom resource definition", "name", key, "err", err)
 		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, key := range keys {
+		c.waitServed(ctx, key, deadline)
 	}
 	c.synced.Store(true)
 	for {
@@ -182,7 +189,7 @@ func (c *crdController) sync(ctx context.Context, name string) error {
 		return serveErr
 	}
 	// Established once requests are answered: the caches are filled.
-	c.waitServed(ctx, name)
+	c.waitServed(ctx, name, time.Now().Add(5*time.Second))
 	return c.update(ctx, name, func(cur *apiextensionsv1.CustomResourceDefinition) bool {
 		if apihelpers.IsCRDConditionTrue(cur, apiextensionsv1.Established) {
 			return false
@@ -195,9 +202,9 @@ func (c *crdController) sync(ctx context.Context, name string) error {
 	})
 }
 
-// waitServed waits a little for the named CRD's caches to fill.
-func (c *crdController) waitServed(ctx context.Context, name string) {
-	deadline := time.Now().Add(5 * time.Second)
+// waitServed waits until deadline at most for the named CRD's caches to
+// fill.
+func (c *crdController) waitServed(ctx context.Context, name string, deadline time.Time) {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		served, ok := c.s.servedCRD(name)
 		if !ok {
@@ -368,7 +375,7 @@ func (c *crdController) finalize(ctx context.Context, crd *apiextensionsv1.Custo
 				return fmt.Errorf("custom resource definition %s: not served", crd.Name)
 			}
 			served.terminating.Store(true)
-			c.waitServed(ctx, crd.Name)
+			c.waitServed(ctx, crd.Name, time.Now().Add(5*time.Second))
 		}
 		var h *resourceHandler
 		for _, v := range served.versions {
