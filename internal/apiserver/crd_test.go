@@ -636,3 +636,81 @@ func TestClusterScopedCustomResource(t *testing.T) {
 		t.Errorf("stored key: %v", err)
 	}
 }
+
+// placeholderSchemas reports whether package apiextensions still has its
+// placeholder bodies (no printer columns, no pruning, no validation).
+func placeholderSchemas(t *testing.T) bool {
+	crd := testCRD()
+	crd.Status.AcceptedNames = crd.Spec.Names
+	tbl, err := apiextensions.NewTable(crd, "v1")
+	return err == nil && len(tbl.Columns()) == 1
+}
+
+// TestCustomResourceSchema: what the CRD's schema decides, through the
+// server: 422 with field paths, defaults, printer columns, selectable
+// fields in field selectors, OpenAPI documents.
+func TestCustomResourceSchema(t *testing.T) {
+	if placeholderSchemas(t) {
+		t.Skip("package apiextensions has its placeholder bodies")
+	}
+	e := newEnv(t)
+	ctx := context.Background()
+	crd := testCRD()
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		v.Schema = v.Schema.DeepCopy()
+		spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
+		spec.Properties["size"] = apiextensionsv1.JSONSchemaProps{Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"M"`)}}
+		spec.Properties["replicas"] = apiextensionsv1.JSONSchemaProps{Type: "integer", Minimum: ptr(0.0)}
+		v.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+		v.SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.color"}}
+	}
+	e.installCRD(t, crd)
+	widgets := dynamic.NewForConfigOrDie(e.cfg).Resource(widgetsV1).Namespace("default")
+
+	bad := widget("bad", "red", nil)
+	bad.Object["spec"].(map[string]interface{})["replicas"] = int64(-1)
+	_, err := widgets.Create(ctx, bad, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.replicas") {
+		t.Errorf("invalid widget: %v", err)
+	}
+	created, err := widgets.Create(ctx, widget("a", "red", nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size, _, _ := unstructured.NestedString(created.Object, "spec", "size"); size != "M" {
+		t.Errorf("defaulted size %q", size)
+	}
+	if _, err := widgets.Create(ctx, widget("b", "blue", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := widgets.List(ctx, metav1.ListOptions{FieldSelector: "spec.color=blue"})
+	if err != nil || len(list.Items) != 1 || list.Items[0].GetName() != "b" {
+		t.Errorf("field selector spec.color=blue: %v %v", list, err)
+	}
+	if _, err := widgets.List(ctx, metav1.ListOptions{FieldSelector: "spec.size=M"}); !apierrors.IsBadRequest(err) {
+		t.Errorf("field selector on a field not selectable: %v", err)
+	}
+
+	r := e.do(http.MethodGet, "/apis/example.com/v1/namespaces/default/widgets", nil, "Accept: application/json;as=Table;v=v1;g=meta.k8s.io")
+	var table metav1.Table
+	if err := json.Unmarshal(r.body, &table); err != nil || len(table.Rows) != 2 {
+		t.Fatalf("table: %v %s", err, r.body)
+	}
+	var names []string
+	for _, c := range table.ColumnDefinitions {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "Name,Color" || table.Rows[0].Cells[1] != "red" {
+		t.Errorf("columns %v, row %v", names, table.Rows[0].Cells)
+	}
+
+	r = e.do(http.MethodGet, "/openapi/v3/apis/example.com/v1", nil)
+	if r.code != http.StatusOK || !strings.Contains(string(r.body), `"com.example.v1.Widget"`) {
+		t.Errorf("OpenAPI v3: %d %.300s", r.code, r.body)
+	}
+	r = e.do(http.MethodGet, "/openapi/v2", nil, "Accept: application/json")
+	if r.code != http.StatusOK || !strings.Contains(string(r.body), `"com.example.v1.Widget"`) || !strings.Contains(string(r.body), `"io.k8s.api.core.v1.Pod"`) {
+		t.Errorf("OpenAPI v2: %d, widget or pod definition missing", r.code)
+	}
+}
