@@ -714,3 +714,21 @@ func TestCustomResourceSchema(t *testing.T) {
 		t.Errorf("OpenAPI v2: %d, widget or pod definition missing", r.code)
 	}
 }
+
+// TestCustomResourceApplyIntegers: integers in an apply configuration are
+// int64 in the object, as in a create, so the schema's integer checks
+// pass (YAML decoding alone makes them float64).
+func TestCustomResourceApplyIntegers(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.installCRD(t, testCRD())
+	widgets := dynamic.NewForConfigOrDie(e.cfg).Resource(widgetsV1).Namespace("default")
+	cfg := []byte("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: a\nspec:\n  replicas: 3\n")
+	out, err := widgets.Patch(ctx, "a", types.ApplyPatchType, cfg, metav1.PatchOptions{FieldManager: "tester"})
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if v := out.Object["spec"].(map[string]interface{})["replicas"]; v != int64(3) {
+		t.Errorf("replicas %#v (%T)", v, v)
+	}
+}

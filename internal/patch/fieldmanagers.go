@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -157,6 +158,21 @@ func (f *FieldManagers) Apply(live runtime.Object, config []byte, manager string
 	}
 	if applied.Object == nil {
 		return nil, nil, badRequest("error decoding YAML: the apply configuration must be an object")
+	}
+	if f.cfg.CustomResources {
+		// Unstructured objects keep what decoding gives them, and custom
+		// resources are never converted to Go types: integers must be
+		// int64 as apimachinery's JSON decoding makes them (the schema's
+		// integer checks refuse float64), not YAML's float64.
+		j, err := yaml.YAMLToJSON(config)
+		if err != nil {
+			return nil, nil, badRequest("error decoding YAML: %v", err)
+		}
+		obj := map[string]interface{}{}
+		if err := utiljson.Unmarshal(j, &obj); err != nil {
+			return nil, nil, badRequest("error decoding YAML: %v", err)
+		}
+		applied.Object = obj
 	}
 	var warnings []string
 	if opts.FieldValidation != metav1.FieldValidationIgnore {
