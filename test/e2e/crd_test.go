@@ -103,6 +103,42 @@ func placeholderColumns(t *testing.T) bool {
 
 var crontabsGVR = schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
 
+const gadgetCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// TestCustomResourceOwnerDeletedAtOnce: a custom resource that owns a
+// ConfigMap and is deleted right after its CRD appeared, before the
+// garbage collector monitors its kind, still takes the ConfigMap with it.
+func TestCustomResourceOwnerDeletedAtOnce(t *testing.T) {
+	const ns = "crd-e2e-owner"
+	s := shared
+	s.mustKubectl(t, "", "create", "namespace", ns)
+	defer func() { _, _ = s.kubectl(t, "", "delete", "namespace", ns, "--wait=false") }()
+	defer func() { _, _ = s.kubectl(t, "", "delete", "crd", "gadgets.stable.example.com", "--wait=false") }()
+	s.mustKubectl(t, gadgetCRD, "create", "-f", "-")
+	s.mustKubectl(t, "", "wait", "--for", "condition=established", "--timeout=10s", "crd/gadgets.stable.example.com")
+	uid := s.mustKubectl(t, "apiVersion: stable.example.com/v1\nkind: Gadget\nmetadata: {name: g, namespace: "+ns+"}\n", "create", "-f", "-", "-o", "jsonpath={.metadata.uid}")
+	s.mustKubectl(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: owned\n  namespace: "+ns+"\n  ownerReferences:\n  - {apiVersion: stable.example.com/v1, kind: Gadget, name: g, uid: "+uid+"}\n", "create", "-f", "-")
+	s.mustKubectl(t, "", "delete", "gadget", "g", "-n", ns)
+	eventually(t, "garbage collector deletes the configmap of the deleted gadget", func() bool {
+		out, err := s.kubectl(t, "", "get", "configmap", "owned", "-n", ns, "--ignore-not-found", "-o", "name")
+		return err == nil && strings.TrimSpace(out) == ""
+	})
+}
+
 // TestCustomResourceDefinitions installs a CRD with kubectl and uses its
 // custom resources the way an operator's users do: kubectl create, get
 // (table columns, -l), patch (merge, json), apply --server-side, scale,
@@ -223,6 +259,23 @@ spec:
 	s.mustKubectl(t, "", "delete", "configmap", "owner", "-n", ns)
 	eventually(t, "garbage collector deletes the dependent crontab", func() bool {
 		out, err := s.kubectl(t, "", "get", "crontab", "dependent", "-n", ns, "--ignore-not-found", "-o", "name")
+		return err == nil && strings.TrimSpace(out) == ""
+	})
+
+	// ... and a built-in object whose owner, a custom resource, is gone.
+	ownerUID := s.mustKubectl(t, "", "get", "crontab", "hourly", "-n", ns, "-o", "jsonpath={.metadata.uid}")
+	owned := `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: owned
+  namespace: crd-e2e
+  ownerReferences:
+  - {apiVersion: stable.example.com/v1, kind: CronTab, name: hourly, uid: ` + ownerUID + `, controller: true, blockOwnerDeletion: true}
+`
+	s.mustKubectl(t, owned, "create", "-f", "-")
+	s.mustKubectl(t, "", "delete", "crontab", "hourly", "-n", ns)
+	eventually(t, "garbage collector deletes the configmap a crontab owned", func() bool {
+		out, err := s.kubectl(t, "", "get", "configmap", "owned", "-n", ns, "--ignore-not-found", "-o", "name")
 		return err == nil && strings.TrimSpace(out) == ""
 	})
 

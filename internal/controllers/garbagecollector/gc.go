@@ -71,6 +71,10 @@ type Controller struct {
 	warmOnce sync.Once
 	// warmed is closed once the first discovery has set up the monitors.
 	warmed chan struct{}
+
+	// unknown holds dependents whose owners are of kinds not monitored
+	// yet (monitors.go).
+	unknown unknownOwners
 }
 
 // New builds the collector; its informers are set up by Warm, which needs
