@@ -125,6 +125,7 @@ func (c *crdController) run(stop <-chan struct{}) {
 			c.s.log.Warn("custom resource definition", "name", key, "err", err)
 		}
 	}
+	c.s.notifyGroupVersions(ctx)
 	deadline := time.Now().Add(30 * time.Second)
 	for _, key := range keys {
 		c.waitServed(ctx, key, deadline)
@@ -136,6 +137,7 @@ func (c *crdController) run(stop <-chan struct{}) {
 			return
 		}
 		err := c.sync(ctx, key)
+		c.s.notifyGroupVersions(ctx)
 		switch {
 		case err == nil:
 			c.queue.Forget(key)

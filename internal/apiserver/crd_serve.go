@@ -42,7 +42,46 @@ type customResources struct {
 		sync.Mutex
 		// crds are the served CRDs by name; guarded by mu.
 		crds map[string]*crdServing
+		// groupVersions are those custom resources are served in, and
+		// added and removed what changed since the hook last heard.
+		groupVersions, added, removed map[schema.GroupVersion]bool
 	}
+	// onGroupVersions is OnCustomGroupVersions' hook (set before Start).
+	onGroupVersions func(ctx context.Context, added, removed []schema.GroupVersion)
+}
+
+// OnCustomGroupVersions sets fn to hear of the group versions custom
+// resources start and stop being served in: the aggregator's Local
+// APIServices for CRDs (upstream's crdRegistrationController). fn is
+// called by the CRD controller, one call at a time, without the server's
+// locks; a group version is added once however many CRDs serve it. Call
+// it before Start.
+func (s *Server) OnCustomGroupVersions(fn func(ctx context.Context, added, removed []schema.GroupVersion)) {
+	s.custom.onGroupVersions = fn
+}
+
+// notifyGroupVersions passes the pending changes to the hook.
+func (s *Server) notifyGroupVersions(ctx context.Context) {
+	s.custom.mu.Lock()
+	var added, removed []schema.GroupVersion
+	for gv := range s.custom.mu.added {
+		added = append(added, gv)
+	}
+	for gv := range s.custom.mu.removed {
+		removed = append(removed, gv)
+	}
+	s.custom.mu.added, s.custom.mu.removed = nil, nil
+	s.custom.mu.Unlock()
+	if s.custom.onGroupVersions == nil || len(added)+len(removed) == 0 {
+		return
+	}
+	sortGVs(added)
+	sortGVs(removed)
+	s.custom.onGroupVersions(ctx, added, removed)
+}
+
+func sortGVs(gvs []schema.GroupVersion) {
+	sort.Slice(gvs, func(i, j int) bool { return gvs[i].String() < gvs[j].String() })
 }
 
 // crdServing is what one CRD serves.
@@ -354,6 +393,7 @@ func (s *Server) publishCustomLocked() {
 		return custom[i].Resource < custom[j].Resource
 	})
 	s.custom.handlers.Store(&m)
+	s.recordGroupVersionsLocked(m)
 	d, err := newDiscovery(append(s.cfg.Registry.Resources(), custom...))
 	if err != nil {
 		s.log.Error("rebuilding discovery", "err", err)
@@ -375,6 +415,38 @@ func (s *Server) publishCustomLocked() {
 		v3 = append(v3, c.openAPIV3...)
 	}
 	s.openapi.SetCustom(v2, v3)
+}
+
+// recordGroupVersionsLocked notes which group versions m serves that the
+// previous handlers did not, and the other way round, for the hook.
+func (s *Server) recordGroupVersionsLocked(m map[schema.GroupVersionResource]*resourceHandler) {
+	now := map[schema.GroupVersion]bool{}
+	for gvr := range m {
+		now[gvr.GroupVersion()] = true
+	}
+	c := &s.custom.mu
+	if c.added == nil {
+		c.added, c.removed = map[schema.GroupVersion]bool{}, map[schema.GroupVersion]bool{}
+	}
+	for gv := range now {
+		if !c.groupVersions[gv] {
+			if c.removed[gv] {
+				delete(c.removed, gv)
+			} else {
+				c.added[gv] = true
+			}
+		}
+	}
+	for gv := range c.groupVersions {
+		if !now[gv] {
+			if c.added[gv] {
+				delete(c.added, gv)
+			} else {
+				c.removed[gv] = true
+			}
+		}
+	}
+	c.groupVersions = now
 }
 
 // crdOpenAPI builds crd's documents once per change of the CRD. A version

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -731,4 +732,54 @@ func TestCustomResourceApplyIntegers(t *testing.T) {
 	if v := out.Object["spec"].(map[string]interface{})["replicas"]; v != int64(3) {
 		t.Errorf("replicas %#v (%T)", v, v)
 	}
+}
+
+// TestCustomGroupVersionsHook: the hook hears of each group version once
+// when its first CRD is served and once when its last one goes.
+func TestCustomGroupVersionsHook(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	e := newEnv(t, func(e *testEnv) {
+		e.beforeStart = func(s *Server) {
+			s.OnCustomGroupVersions(func(_ context.Context, added, removed []schema.GroupVersion) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, gv := range added {
+					events = append(events, "+"+gv.String())
+				}
+				for _, gv := range removed {
+					events = append(events, "-"+gv.String())
+				}
+			})
+		}
+	})
+	got := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(events, ",")
+	}
+	ctx := context.Background()
+	e.installCRD(t, testCRD())
+	other := testCRD()
+	other.Name = "gizmos.example.com"
+	other.Spec.Names = apiextensionsv1.CustomResourceDefinitionNames{Plural: "gizmos", Singular: "gizmo", Kind: "Gizmo", ListKind: "GizmoList"}
+	other.Spec.Versions = other.Spec.Versions[:1]
+	e.installCRD(t, other)
+	waitFor(t, 5*time.Second, "both versions added", func() bool {
+		return got() == "+example.com/v1,+example.com/v1beta1"
+	})
+	ext := apiextensionsclient.NewForConfigOrDie(e.cfg)
+	if err := ext.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, "widgets.example.com", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// gizmos still serve example.com/v1.
+	waitFor(t, 10*time.Second, "v1beta1 removed", func() bool {
+		return got() == "+example.com/v1,+example.com/v1beta1,-example.com/v1beta1"
+	})
+	if err := ext.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, "gizmos.example.com", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "v1 removed", func() bool {
+		return got() == "+example.com/v1,+example.com/v1beta1,-example.com/v1beta1,-example.com/v1"
+	})
 }
