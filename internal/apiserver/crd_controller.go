@@ -51,11 +51,7 @@ func (s *Server) newCRDController() {
 	if !ok {
 		return
 	}
-	c := &crdController{s: s, crds: h,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "crd_controller"}),
-	}
+	c := &crdController{s: s, crds: h}
 	c.informer = toolscache.NewSharedIndexInformer(&cacheListerWatcher{h: h}, &apiextensionsv1.CustomResourceDefinition{}, 0, toolscache.Indexers{
 		"group": func(obj interface{}) ([]string, error) {
 			return []string{obj.(*apiextensionsv1.CustomResourceDefinition).Spec.Group}, nil
@@ -93,6 +89,11 @@ func (s *Server) startCRDController() {
 	if c == nil {
 		return
 	}
+	// The queue's goroutines start with it: made here, not in New, so a
+	// server that never starts leaves none behind.
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "crd_controller"})
 	stop := s.stop
 	s.wg.Add(2)
 	go func() {
