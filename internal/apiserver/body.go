@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -61,7 +62,7 @@ func (s *Server) decodeObject(w http.ResponseWriter, r *http.Request, data []byt
 		mediaType = mt
 	}
 	info, ok := s.codecs.byContentType(mediaType)
-	if !ok {
+	if _, custom := into.(*unstructured.Unstructured); !ok || (custom && info.MediaType == runtime.ContentTypeProtobuf) {
 		return nil, unsupportedMediaType(ct)
 	}
 	validation, err := fieldValidation(r)

@@ -27,7 +27,7 @@ func (h *resourceHandler) create(w http.ResponseWriter, r *http.Request, ns stri
 		h.s.writeError(w, r, err)
 		return
 	}
-	obj, err := h.s.decodeObject(w, r, data, h.res.GroupVersionKind(), h.res.New())
+	obj, err := h.decodeBody(w, r, data)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
@@ -125,7 +125,7 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 		if err != nil {
 			return nil, err
 		}
-		tracked, err := h.s.fields.trackCreate(h.res, obj, opts.fieldManager)
+		tracked, err := h.fields.trackCreate(h.res, obj, opts.fieldManager)
 		if err != nil {
 			finish(false)
 			return nil, err

@@ -15,8 +15,8 @@ import (
 	"github.com/myriad-k8s/myriad/internal/registry"
 )
 
-// discovery holds the precomputed discovery documents; the set of served
-// resources is fixed for the life of the server (CRDs will make it dynamic).
+// discovery holds the precomputed discovery documents of one set of served
+// resources; the server replaces it whole when the custom resources change.
 type discovery struct {
 	groups []string // API groups in serving order, "" (core) first
 	// byGV lists the resources of each group version.
@@ -203,7 +203,7 @@ func wantsAggregated(r *http.Request) bool {
 // ok is false for paths that are not discovery.
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	d := s.discovery
+	d := s.discovery.Load()
 	switch {
 	case len(parts) == 1 && parts[0] == "api":
 		if wantsAggregated(r) {

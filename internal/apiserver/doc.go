@@ -9,6 +9,14 @@
 // answered from the authorizer and token authenticator given to the
 // Server between New and Start, see reviews.go).
 //
+// Custom resources are served by the same machinery: the server's own CRD
+// controller (crd_controller.go: names, Established, the cleanup
+// finalizer) builds one resourceHandler per served version of every
+// established CRD (crd_serve.go), over unstructured objects stored as JSON
+// in the storage version. Built-in handlers are a map fixed at New; custom
+// ones a copy-on-write map behind an atomic pointer, so no request takes
+// a lock to find its handler.
+//
 // Request flow: filters (authn, authz, limits, metrics; see package
 // filters) → Server.ServeHTTP → resourceHandler.serve → reads from the
 // resource's cache.Cache, writes through its objectStore (read from the

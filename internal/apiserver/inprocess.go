@@ -31,7 +31,7 @@ import (
 // Objects are the cache's: with a retaining cache they are shared, so an
 // informer's transform or handler must not modify them.
 func (s *Server) ListerWatcher(gvr schema.GroupVersionResource) (toolscache.ListerWatcher, error) {
-	h, ok := s.handlers[gvr]
+	h, ok := s.handler(gvr)
 	if !ok {
 		return nil, fmt.Errorf("apiserver: %s is not served", gvr)
 	}
@@ -46,7 +46,7 @@ func (s *Server) ListerWatcher(gvr schema.GroupVersionResource) (toolscache.List
 // It returns the resource's 404 when there is none. The object may be
 // shared with the cache: do not modify it.
 func (s *Server) GetObject(ctx context.Context, gvr schema.GroupVersionResource, namespace, name, rv string) (runtime.Object, error) {
-	h, ok := s.handlers[gvr]
+	h, ok := s.handler(gvr)
 	if !ok {
 		return nil, fmt.Errorf("apiserver: %s is not served", gvr)
 	}

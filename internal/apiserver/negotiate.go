@@ -68,6 +68,14 @@ func parseAccept(header string) []acceptClause {
 // allowTransforms is false where Table/metadata output makes no sense (e.g.
 // status subresource errors); ok is false when nothing acceptable is served.
 func (s *Server) negotiateOutput(r *http.Request, allowTransforms bool) (mediaChoice, bool) {
+	return s.negotiateMedia(r, allowTransforms, true)
+}
+
+// negotiateMedia is negotiateOutput for a resource whose objects may have
+// no protobuf encoding (objectProtobuf false: custom resources, which
+// upstream serves as JSON and YAML only; their Tables and metadata still
+// go in any format the transform allows).
+func (s *Server) negotiateMedia(r *http.Request, allowTransforms, objectProtobuf bool) (mediaChoice, bool) {
 	accept := r.Header.Get("Accept")
 	pretty := r.URL.Query().Get("pretty") == "true" || r.URL.Query().Get("pretty") == "1"
 	if accept == "" {
@@ -80,6 +88,9 @@ func (s *Server) negotiateOutput(r *http.Request, allowTransforms bool) (mediaCh
 		}
 		choice := mediaChoice{info: info, pretty: pretty}
 		as := c.params["as"]
+		if as == "" && !objectProtobuf && info.MediaType == runtime.ContentTypeProtobuf {
+			continue
+		}
 		if as != "" {
 			if !allowTransforms || c.params["g"] != "meta.k8s.io" || (c.params["v"] != "v1" && c.params["v"] != "v1beta1") {
 				continue

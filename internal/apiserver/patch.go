@@ -68,6 +68,13 @@ func (h *resourceHandler) patch(w http.ResponseWriter, r *http.Request, ns, name
 			return nil, err
 		}
 		warnings = res.Warnings
+		if h.custom != nil {
+			unknown, err := h.custom.unknownFields(r, res.Object)
+			if err != nil {
+				return nil, err
+			}
+			warnings = append(warnings, unknown...)
+		}
 		if err := h.checkPatchedIdentity(res.Object, old); err != nil {
 			return nil, err
 		}
@@ -110,7 +117,7 @@ func (h *resourceHandler) apply(ctx context.Context, ns, name, subresource strin
 	for {
 		var warnings []string
 		out, err := h.guaranteedUpdate(ctx, ns, name, subresource, applied, func(cur runtime.Object) (runtime.Object, error) {
-			obj, ws, err := h.s.fields.managers.Apply(cur, config, opts.fieldManager, aopts)
+			obj, ws, err := h.fields.managers.Apply(cur, config, opts.fieldManager, aopts)
 			if err != nil {
 				return nil, err
 			}
@@ -126,7 +133,7 @@ func (h *resourceHandler) apply(ctx context.Context, ns, name, subresource strin
 		fm.SetName(name)
 		fm.SetNamespace(ns)
 		fresh.GetObjectKind().SetGroupVersionKind(h.res.GroupVersionKind())
-		obj, warnings, err := h.s.fields.managers.Apply(fresh, config, opts.fieldManager, aopts)
+		obj, warnings, err := h.fields.managers.Apply(fresh, config, opts.fieldManager, aopts)
 		if err != nil {
 			return nil, false, err
 		}

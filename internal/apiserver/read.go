@@ -175,7 +175,7 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, ns string
 		h.s.writeError(w, r, err)
 		return
 	}
-	choice, ok := h.s.negotiateOutput(r, true)
+	choice, ok := h.negotiate(r)
 	if !ok {
 		h.s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", h.objects.gr, "", "unsupported Accept header", 0, false))
 		return

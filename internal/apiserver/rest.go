@@ -21,6 +21,11 @@ type resourceHandler struct {
 	objects *objectStore
 	cache   *cache.Cache
 	hooks   resourceHooks
+	// fields tracks managedFields: the server's for built-in kinds, the
+	// CRD version's schema for custom resources.
+	fields *fieldTracker
+	// custom is set for a custom resource (crd_serve.go).
+	custom *customState
 	// storedProtobuf: protobuf lists pass the cache's stored bytes through
 	// (see streamProtobufList).
 	storedProtobuf bool
@@ -95,6 +100,10 @@ func (h *resourceHandler) serve(w http.ResponseWriter, r *http.Request, info *re
 			h.s.writeError(w, r, methodNotSupported(h, "create"))
 			return
 		}
+		if err := h.custom.refuseCreate(h); err != nil {
+			h.s.writeError(w, r, err)
+			return
+		}
 		h.create(w, r, ns)
 	case "update":
 		h.update(w, r, ns, info.Name, "")
@@ -115,7 +124,7 @@ func methodNotSupported(h *resourceHandler, verb string) error {
 
 // respond writes a single object in the negotiated shape.
 func (h *resourceHandler) respond(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
-	choice, ok := h.s.negotiateOutput(r, true)
+	choice, ok := h.negotiate(r)
 	if !ok {
 		h.s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", h.objects.gr, "", "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf", 0, false))
 		return

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,14 +92,19 @@ type Server struct {
 	scheme     *runtime.Scheme
 	codecs     *codecSet
 	paramCodec runtime.ParameterCodec
-	discovery  *discovery
 	fields     *fieldTracker
 	openapi    *openapi.OpenAPI
 	metrics    *prometheus.Registry
 	// serverMetrics are the handlers' own metrics.
 	serverMetrics *serverMetrics
 
-	handlers   map[schema.GroupVersionResource]*resourceHandler
+	// handlers are the built-in resources, fixed after New; custom
+	// resources come and go in custom (crd_serve.go).
+	handlers map[schema.GroupVersionResource]*resourceHandler
+	custom   customResources
+	crds     *crdController
+	// discovery is replaced whenever the custom resources change.
+	discovery  atomic.Pointer[discovery]
 	namespaces *resourceHandler
 	// admission is the chain every write goes through (admission.go);
 	// services is its ClusterIP and node port allocator.
@@ -166,9 +172,11 @@ func New(cfg Config) (*Server, error) {
 	if s.serverMetrics, err = newServerMetrics(cfg.Metrics); err != nil {
 		return nil, err
 	}
-	if s.discovery, err = newDiscovery(cfg.Registry.Resources()); err != nil {
+	d, err := newDiscovery(cfg.Registry.Resources())
+	if err != nil {
 		return nil, err
 	}
+	s.discovery.Store(d)
 	if s.openapi, err = openapi.New(openapi.Config{Resources: openAPIResources(cfg.Registry), Version: cfg.Version.GitVersion}); err != nil {
 		return nil, fmt.Errorf("building OpenAPI documents: %w", err)
 	}
@@ -199,6 +207,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.installConnect(); err != nil {
 		return nil, err
 	}
+	s.newCRDController()
 	return s, nil
 }
 
@@ -210,17 +219,27 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 	// Encryption is chosen by the stored resource, which every version
 	// served over the same keys shares.
 	st := s.cfg.Encryption.Wrap(s.cfg.Registry.StorageResource(res).GroupVersionResource().GroupResource(), s.cfg.Store)
-	h := &resourceHandler{s: s, res: res, objects: newObjectStore(res, st, s.codecs.storage, s.serverMetrics, conv)}
+	h := &resourceHandler{s: s, res: res, fields: s.fields, objects: newObjectStore(res, st, s.codecs.storage, s.serverMetrics, conv)}
 	indexedFields := []string{}
 	if res.SelectableFields != nil {
 		if _, ok := res.SelectableFields(res.New())["spec.nodeName"]; ok {
 			indexedFields = append(indexedFields, "spec.nodeName")
 		}
 	}
+	if err := s.attachCache(h, st, cacheMetricsName(res, conv), indexedFields); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// attachCache gives h its watch cache over st, indexing indexedFields
+// besides the labels; metricsName names it in metrics.
+func (s *Server) attachCache(h *resourceHandler, st storage.Store, metricsName schema.GroupResource, indexedFields []string) error {
+	res := h.res
 	c, err := cache.New(cache.Config{
 		Store:         st,
 		Prefix:        h.objects.prefix(),
-		Resource:      cacheMetricsName(res, conv),
+		Resource:      metricsName,
 		ClusterScoped: !res.Namespaced,
 		// The cache builds bookmarks from NewFunc and the server encodes
 		// them as they are: without TypeMeta, client-go cannot decode a
@@ -241,11 +260,11 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 		Metrics:        s.metrics,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cache for %s: %w", res.GroupVersionResource(), err)
+		return fmt.Errorf("cache for %s: %w", res.GroupVersionResource(), err)
 	}
 	h.cache = c
 	h.storedProtobuf = c.KeepsStoredBytes() && h.objects.metaField1
-	return h, nil
+	return nil
 }
 
 // cacheMetricsName names a resource's cache in metrics: its group
@@ -293,6 +312,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.wg.Add(1)
 	go s.compactLoop()
+	s.startCRDController()
 	return nil
 }
 
@@ -311,6 +331,8 @@ func (s *Server) Stop() {
 		h.cache.Stop()
 	}
 	s.wg.Wait()
+	// After the CRD controller (in wg) is done: it starts caches.
+	s.stopCustomResources()
 }
 
 // Ready reports whether every cache is synced and every readiness check
@@ -374,7 +396,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
-	h, ok := s.handlers[gvr]
+	h, ok := s.handler(gvr)
 	if !ok {
 		if s.servesGroupVersion(gvr.GroupVersion()) {
 			s.writeError(w, r, errNoRoute())
@@ -426,6 +448,11 @@ func writeUnknownPath(w http.ResponseWriter, r *http.Request) { http.NotFound(w,
 // is any served resource.
 func (s *Server) servesGroupVersion(gv schema.GroupVersion) bool {
 	for gvr := range s.handlers {
+		if gvr.GroupVersion() == gv {
+			return true
+		}
+	}
+	for gvr := range s.custom.load() {
 		if gvr.GroupVersion() == gv {
 			return true
 		}

@@ -23,7 +23,7 @@ func (h *resourceHandler) update(w http.ResponseWriter, r *http.Request, ns, nam
 		h.s.writeError(w, r, err)
 		return
 	}
-	obj, err := h.s.decodeObject(w, r, data, h.res.GroupVersionKind(), h.res.New())
+	obj, err := h.decodeBody(w, r, data)
 	if err != nil {
 		h.s.writeError(w, r, err)
 		return
@@ -229,7 +229,7 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Ob
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := h.s.fields.trackUpdate(h.res, obj, old, opts.fieldManager, subresource)
+	out, err := h.fields.trackUpdate(h.res, obj, old, opts.fieldManager, subresource)
 	if err != nil {
 		finish(false)
 		return nil, nil, err

@@ -31,7 +31,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ns, name
 		// Legacy /watch/namespaces/ns/pods/name.
 		field = fields.AndSelectors(field, fields.OneTermEqualSelector("metadata.name", name))
 	}
-	choice, ok := h.s.negotiateOutput(r, true)
+	choice, ok := h.negotiate(r)
 	if !ok || choice.info.StreamSerializer == nil {
 		h.s.writeError(w, r, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", h.objects.gr, "", "no streaming media type is acceptable", 0, false))
 		return

@@ -21,17 +21,20 @@ const (
 // "?hash=" requests may be cached as immutable.
 func newHandler(o *OpenAPI) http.Handler {
 	mux := http.NewServeMux()
-	handler.NewOpenAPIService(o.v2).RegisterOpenAPIVersionedService(PathV2, mux)
+	v2 := handler.NewOpenAPIService(o.v2)
+	v2.RegisterOpenAPIVersionedService(PathV2, mux)
 
 	v3 := handler3.NewOpenAPIService()
 	for _, key := range o.gvOrder {
 		v3.UpdateGroupVersion(key, o.v3[key])
 	}
+	o.custom.v2svc, o.custom.v3svc = v2, v3
 	mux.HandleFunc(PathV3, v3.HandleDiscovery)
 	mux.HandleFunc(PathV3+"/", func(w http.ResponseWriter, r *http.Request) {
 		// handler3 answers an unknown group-version with an empty 200;
 		// clients expect a 404.
-		if _, ok := o.v3[strings.TrimPrefix(r.URL.Path, PathV3+"/")]; !ok {
+		key := strings.TrimPrefix(r.URL.Path, PathV3+"/")
+		if _, ok := o.v3[key]; !ok && !o.custom.served(key) {
 			http.NotFound(w, r)
 			return
 		}

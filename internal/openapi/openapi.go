@@ -16,8 +16,8 @@ import (
 // Config says what New builds documents for.
 type Config struct {
 	// Definitions returns every OpenAPI definition by model name. Nil means
-	// the generated GetOpenAPIDefinitions of this package and the
-	// apiregistration.k8s.io ones (aggregator.go).
+	// the generated GetOpenAPIDefinitions of this package with the
+	// apiregistration.k8s.io and apiextensions.k8s.io ones (definitions.go).
 	Definitions common.GetOpenAPIDefinitions
 	// Resources are the served resources; at least one.
 	Resources []Resource
@@ -31,8 +31,10 @@ type Config struct {
 // ErrNoResources is returned by New for a Config without resources.
 var ErrNoResources = errors.New("openapi: no resources")
 
-// OpenAPI holds the documents built for one set of served resources. It is
-// immutable after New and safe for concurrent use.
+// OpenAPI holds the documents built for one set of served resources. The
+// built-in documents are immutable after New; the custom resources'
+// documents are replaced by SetCustom (custom.go). It is safe for
+// concurrent use.
 type OpenAPI struct {
 	cfg Config
 	// gvks is the x-kubernetes-group-version-kind extension of each
@@ -45,6 +47,9 @@ type OpenAPI struct {
 	// gvOrder lists v3's keys in the order of Config.Resources.
 	gvOrder []string
 	handler http.Handler
+
+	// custom holds the custom resources' documents.
+	custom customDocs
 }
 
 // New validates cfg, fills its defaults and builds the v2 document and the
@@ -54,7 +59,7 @@ func New(cfg Config) (*OpenAPI, error) {
 		return nil, ErrNoResources
 	}
 	if cfg.Definitions == nil {
-		cfg.Definitions = definitions
+		cfg.Definitions = builtinDefinitions
 	}
 	if cfg.Title == "" {
 		cfg.Title = "Kubernetes"

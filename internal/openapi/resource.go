@@ -37,6 +37,10 @@ type Resource struct {
 
 // withDefaults returns r with its optional fields filled.
 func (r Resource) withDefaults() Resource {
+	if r.ModelName == "" && r.GroupVersionKind.Group == "apiextensions.k8s.io" {
+		// The CRD types live in apiextensions-apiserver, not k8s.io/api.
+		r.ModelName = fmt.Sprintf("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.%s.%s", r.GroupVersionKind.Version, r.GroupVersionKind.Kind)
+	}
 	if r.ModelName == "" {
 		pkg := "core"
 		if g := r.GroupVersionKind.Group; g != "" {

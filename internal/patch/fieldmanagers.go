@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -34,6 +35,13 @@ type FieldManagersConfig struct {
 	// everything but status (and metadata) for "status", as upstream's
 	// strategies' GetResetFields. Nil entries reset nothing.
 	ResetFields func(gvk schema.GroupVersionKind, subresource string) *fieldpath.Set
+	// CustomResources makes the managers upstream's for custom resources
+	// (unstructured objects, unknown fields kept where the schema says
+	// so); Creater and Convertor are then required instead of Scheme,
+	// which does not know the kinds.
+	CustomResources bool
+	Creater         runtime.ObjectCreater
+	Convertor       runtime.ObjectConvertor
 }
 
 // FieldManagers holds one upstream managedfields.FieldManager per kind and
@@ -63,13 +71,22 @@ func NewFieldManagers(cfg FieldManagersConfig) (*FieldManagers, error) {
 	if cfg.TypeConverter == nil {
 		return nil, errors.New("patch: FieldManagersConfig.TypeConverter is required")
 	}
-	if cfg.Scheme == nil {
-		return nil, errors.New("patch: FieldManagersConfig.Scheme is required")
-	}
 	if cfg.Defaulter == nil {
 		cfg.Defaulter = noDefaults{}
 	}
-	f := &FieldManagers{cfg: cfg, convertor: runtime.UnsafeObjectConvertor(cfg.Scheme)}
+	var f *FieldManagers
+	switch {
+	case cfg.CustomResources:
+		if cfg.Creater == nil || cfg.Convertor == nil {
+			return nil, errors.New("patch: FieldManagersConfig.Creater and Convertor are required for custom resources")
+		}
+		f = &FieldManagers{cfg: cfg, convertor: cfg.Convertor}
+	case cfg.Scheme == nil:
+		return nil, errors.New("patch: FieldManagersConfig.Scheme is required")
+	default:
+		cfg.Creater = cfg.Scheme
+		f = &FieldManagers{cfg: cfg, convertor: runtime.UnsafeObjectConvertor(cfg.Scheme)}
+	}
 	f.mu.managers = map[managerKey]*managedfields.FieldManager{}
 	return f, nil
 }
@@ -142,6 +159,21 @@ func (f *FieldManagers) Apply(live runtime.Object, config []byte, manager string
 	if applied.Object == nil {
 		return nil, nil, badRequest("error decoding YAML: the apply configuration must be an object")
 	}
+	if f.cfg.CustomResources {
+		// Unstructured objects keep what decoding gives them, and custom
+		// resources are never converted to Go types: integers must be
+		// int64 as apimachinery's JSON decoding makes them (the schema's
+		// integer checks refuse float64), not YAML's float64.
+		j, err := yaml.YAMLToJSON(config)
+		if err != nil {
+			return nil, nil, badRequest("error decoding YAML: %v", err)
+		}
+		obj := map[string]interface{}{}
+		if err := utiljson.Unmarshal(j, &obj); err != nil {
+			return nil, nil, badRequest("error decoding YAML: %v", err)
+		}
+		applied.Object = obj
+	}
 	var warnings []string
 	if opts.FieldValidation != metav1.FieldValidationIgnore {
 		if err := yaml.UnmarshalStrict(config, &map[string]interface{}{}); err != nil {
@@ -193,7 +225,11 @@ func (f *FieldManagers) managerFor(obj runtime.Object, subresource string) (*man
 			})
 		}
 	}
-	fm, err := managedfields.NewDefaultFieldManager(f.cfg.TypeConverter, f.convertor, f.cfg.Defaulter, f.cfg.Scheme,
+	newManager := managedfields.NewDefaultFieldManager
+	if f.cfg.CustomResources {
+		newManager = managedfields.NewDefaultCRDFieldManager
+	}
+	fm, err := newManager(f.cfg.TypeConverter, f.convertor, f.cfg.Defaulter, f.cfg.Creater,
 		gvk, gvk.GroupVersion(), subresource, reset)
 	if err != nil {
 		return nil, fmt.Errorf("patch: field manager for %v %q: %w", gvk, subresource, err)
@@ -210,6 +246,9 @@ func (f *FieldManagers) kindOf(obj runtime.Object) (schema.GroupVersionKind, err
 	}
 	if gvk := obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() && gvk.Kind != "" {
 		return gvk, nil
+	}
+	if f.cfg.Scheme == nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("patch: %T has no kind", obj)
 	}
 	gvks, _, err := f.cfg.Scheme.ObjectKinds(obj)
 	if err != nil {

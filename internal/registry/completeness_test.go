@@ -184,8 +184,6 @@ type exclusion struct {
 // the empty group, as upstreamAPI spells them.
 var excluded = map[string]exclusion{
 	// Admission, extensions, aggregation.
-	"apiextensions.k8s.io/v1/customresourcedefinitions":        {issueExtensibility, "CustomResourceDefinitions"},
-	"apiextensions.k8s.io/v1/customresourcedefinitions/status": {issueExtensibility, "CustomResourceDefinitions"},
 
 	// Flow control.
 	"flowcontrol.apiserver.k8s.io/v1/flowschemas":                        {issueFlowControl, "API priority and fairness"},

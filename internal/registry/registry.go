@@ -111,6 +111,8 @@ func NewWithOptions(opts Options) (*Registry, error) {
 		runtimeClassResource(c),
 
 		endpointSliceResource(c),
+
+		crdResource(c),
 	}
 	reg := &Registry{
 		resources: rs,

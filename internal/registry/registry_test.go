@@ -128,6 +128,7 @@ func TestDiscovery(t *testing.T) {
 		"admissionregistration.k8s.io/validatingadmissionpolicies":       {false, "", "api-extensions", "status", true},
 		"admissionregistration.k8s.io/validatingadmissionpolicybindings": {false, "", "api-extensions", "", true},
 		"apiregistration.k8s.io/apiservices":                             {false, "", "api-extensions", "status", true},
+		"apiextensions.k8s.io/customresourcedefinitions":                 {false, "crd,crds", "api-extensions", "status", true},
 	}
 	// autoscaling is served in v2 as well as v1.
 	if n := len(reg.Resources()); n != len(cases)+1 {

@@ -19,6 +19,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -59,6 +60,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		storagev1.AddToScheme,
 		admissionregistrationv1.AddToScheme,
 		apiregistrationv1.AddToScheme,
+		apiextensionsv1.AddToScheme,
 	}
 	for _, add := range adders {
 		if err := add(s); err != nil {

@@ -30,8 +30,10 @@ func Descriptor() controllerctx.Descriptor {
 }
 
 // rediscoverEvery is how often new resources (CRDs, aggregated APIs) are
-// picked up.
-const rediscoverEvery = 30 * time.Second
+// picked up: in seconds, so a custom resource created just after its CRD
+// is collected like any other (upstream waits for its 30 s resync). A
+// rediscovery is two aggregated-discovery reads.
+const rediscoverEvery = 3 * time.Second
 
 // item identifies one object; the UID guards against acting on a newer
 // object of the same name.
@@ -69,6 +71,10 @@ type Controller struct {
 	warmOnce sync.Once
 	// warmed is closed once the first discovery has set up the monitors.
 	warmed chan struct{}
+
+	// unknown holds dependents whose owners are of kinds not monitored
+	// yet (monitors.go).
+	unknown unknownOwners
 }
 
 // New builds the collector; its informers are set up by Warm, which needs

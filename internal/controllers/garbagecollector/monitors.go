@@ -115,6 +115,7 @@ func (gc *Controller) syncMonitors(ctx context.Context) error {
 	}
 	if added > 0 {
 		gc.metadataInformers.Start(ctx.Done())
+		gc.recheckUnknownOwners(ctx)
 		gc.log.Debug("monitoring resources", "added", added, "total", len(gc.monitors.all()))
 	}
 	return err
@@ -134,4 +135,72 @@ func (gc *Controller) dependents(uid string) []item {
 		}
 	}
 	return out
+}
+
+// unknownOwners are dependents whose owner references name a kind the
+// collector did not monitor when it looked (a custom resource whose CRD
+// it had not discovered yet). Such an owner counts as present, and its
+// deletion may come before the monitor does, so the dependents are looked
+// at again once their owners' kind is monitored.
+type unknownOwners struct {
+	mu struct {
+		sync.Mutex
+		// byKind holds the dependents by their owners' kind; guarded by mu.
+		byKind map[schema.GroupKind]map[item]bool
+	}
+}
+
+// maxUnknownOwners bounds what is remembered per kind: references to a
+// kind that never appears must not grow without end.
+const maxUnknownOwners = 10000
+
+func (u *unknownOwners) add(gk schema.GroupKind, it item) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.mu.byKind == nil {
+		u.mu.byKind = map[schema.GroupKind]map[item]bool{}
+	}
+	set := u.mu.byKind[gk]
+	if set == nil {
+		set = map[item]bool{}
+		u.mu.byKind[gk] = set
+	}
+	if len(set) < maxUnknownOwners {
+		set[it] = true
+	}
+}
+
+// take removes and returns the dependents waiting for kinds now monitored.
+func (u *unknownOwners) take(known func(schema.GroupKind) bool) []item {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []item
+	for gk, set := range u.mu.byKind {
+		if !known(gk) {
+			continue
+		}
+		for it := range set {
+			out = append(out, it)
+		}
+		delete(u.mu.byKind, gk)
+	}
+	return out
+}
+
+// recheckUnknownOwners queues the dependents whose owners' kind is now
+// monitored, once every monitor has synced (so an owner deleted before
+// its kind was monitored is seen to be absent).
+func (gc *Controller) recheckUnknownOwners(ctx context.Context) {
+	items := gc.unknown.take(func(gk schema.GroupKind) bool { return gc.monitors.forKind(gk) != nil })
+	if len(items) == 0 {
+		return
+	}
+	go func() {
+		if !cache.WaitForCacheSync(ctx.Done(), gc.monitors.synced) {
+			return
+		}
+		for _, it := range items {
+			gc.attemptToDelete.Add(it)
+		}
+	}()
 }

@@ -148,6 +148,9 @@ func (gc *Controller) processDelete(ctx context.Context, it item) error {
 	}
 	var solid, dangling, waiting []metav1.OwnerReference
 	for _, ref := range m.OwnerReferences {
+		if gk := refGroupKind(ref); gc.monitors.forKind(gk) == nil {
+			gc.unknown.add(gk, it)
+		}
 		st, err := gc.owner(ctx, m.Namespace, ref)
 		if err != nil {
 			return err
