@@ -53,6 +53,12 @@ func NewConverter(crd *apiextensionsv1.CustomResourceDefinition, opts ConverterO
 		opts.Timeout = DefaultConversionTimeout
 	}
 	timeout := opts.Timeout
+	if crd.Spec.Conversion == nil {
+		// Stored CRDs are defaulted; one that is not converts as the
+		// default, None (upstream's factory dereferences it unchecked).
+		crd = crd.DeepCopy()
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+	}
 	// The wrapper is where upstream lets a server shape the webhook's REST
 	// config; the timeout goes there so a hung webhook fails the call.
 	wrapper := func(delegate webhook.AuthenticationInfoResolver) webhook.AuthenticationInfoResolver {

@@ -392,8 +392,9 @@ func (s *Server) publishCustomLocked() {
 		}
 		return custom[i].Resource < custom[j].Resource
 	})
-	s.custom.handlers.Store(&m)
-	s.recordGroupVersionsLocked(m)
+	// Discovery and OpenAPI change before the routes do: a client that saw
+	// a route go away (or waits for Established, set after this) finds
+	// discovery agreeing.
 	d, err := newDiscovery(append(s.cfg.Registry.Resources(), custom...))
 	if err != nil {
 		s.log.Error("rebuilding discovery", "err", err)
@@ -415,6 +416,8 @@ func (s *Server) publishCustomLocked() {
 		v3 = append(v3, c.openAPIV3...)
 	}
 	s.openapi.SetCustom(v2, v3)
+	s.custom.handlers.Store(&m)
+	s.recordGroupVersionsLocked(m)
 }
 
 // recordGroupVersionsLocked notes which group versions m serves that the
