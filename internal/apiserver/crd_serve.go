@@ -575,7 +575,7 @@ func newCRFieldTracker(res *registry.Resource, sch *apiextensions.Schema, conv *
 		TypeConverter:   sch.TypeConverter(),
 		CustomResources: true,
 		Creater:         unstructuredCreater{},
-		Convertor:       &crConvertor{conv: conv},
+		Convertor:       conv.ObjectConvertor(),
 		ResetFields: func(_ schema.GroupVersionKind, subresource string) *fieldpath.Set {
 			if !hasStatus {
 				return nil
@@ -599,49 +599,4 @@ func (unstructuredCreater) New(gvk schema.GroupVersionKind) (runtime.Object, err
 	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
 	u.SetGroupVersionKind(gvk)
 	return u, nil
-}
-
-// crConvertor converts custom resources between a CRD's versions for the
-// field managers (managedFields of another version), with the CRD's
-// converter.
-type crConvertor struct{ conv *apiextensions.Converter }
-
-func (c *crConvertor) Convert(in, out, _ interface{}) error {
-	ui, ok1 := in.(*unstructured.Unstructured)
-	uo, ok2 := out.(*unstructured.Unstructured)
-	if !ok1 || !ok2 {
-		return fmt.Errorf("custom resource conversion: %T to %T", in, out)
-	}
-	res, err := c.ConvertToVersion(ui, uo.GroupVersionKind().GroupVersion())
-	if err != nil {
-		return err
-	}
-	uo.Object = res.(*unstructured.Unstructured).Object
-	return nil
-}
-
-func (c *crConvertor) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
-	u, ok := in.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("custom resource conversion: %T is not unstructured", in)
-	}
-	gvk := u.GroupVersionKind()
-	want, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{gvk})
-	if !ok {
-		return nil, fmt.Errorf("custom resource conversion: %v cannot be converted to %v", gvk, target)
-	}
-	if want.GroupVersion() == gvk.GroupVersion() {
-		return u, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), conversionTimeout)
-	defer cancel()
-	out, err := c.conv.Convert(ctx, []*unstructured.Unstructured{u.DeepCopy()}, want.GroupVersion())
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
-}
-
-func (c *crConvertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
-	return label, value, nil
 }

@@ -1,7 +1,10 @@
 package controlplane
 
 import (
+	"context"
 	"log/slog"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -36,5 +39,19 @@ func newAggregator(dataDir string, api *apiserver.Server, reg *registry.Registry
 		return nil, err
 	}
 	api.AddReadinessCheck("aggregator-informers", agg.Ready)
+	// CRDs' group versions get Local APIServices as upstream's
+	// crdRegistrationController makes them.
+	api.OnCustomGroupVersions(func(ctx context.Context, added, removed []schema.GroupVersion) {
+		for _, gv := range added {
+			if err := agg.RegisterLocal(ctx, gv, aggregator.CRDPriority); err != nil {
+				log.Warn("registering the APIService of a CRD group version", "groupVersion", gv, "err", err)
+			}
+		}
+		for _, gv := range removed {
+			if err := agg.RemoveLocal(ctx, gv); err != nil {
+				log.Warn("removing the APIService of a CRD group version", "groupVersion", gv, "err", err)
+			}
+		}
+	})
 	return agg, nil
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -65,37 +64,13 @@ var (
 func (crdStrategy) PrepareForCreate(_ context.Context, o runtime.Object) {
 	crd := o.(*apiextensionsv1.CustomResourceDefinition)
 	apiextensions.DefaultCRD(crd)
-	crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
-	crd.Generation = 1
-	addStoredVersion(crd)
+	apiextensions.PrepareCRDForCreate(crd)
 }
 
 func (crdStrategy) PrepareForUpdate(_ context.Context, o, oldObj runtime.Object) {
 	crd, old := o.(*apiextensionsv1.CustomResourceDefinition), oldObj.(*apiextensionsv1.CustomResourceDefinition)
 	apiextensions.DefaultCRD(crd)
-	crd.Status = *old.Status.DeepCopy()
-	crd.Generation = old.Generation
-	if !apiequality.Semantic.DeepEqual(old.Spec, crd.Spec) {
-		crd.Generation = old.Generation + 1
-	}
-	addStoredVersion(crd)
-}
-
-// addStoredVersion records the storage version in status.storedVersions,
-// as upstream's strategy does on every write of the spec.
-func addStoredVersion(crd *apiextensionsv1.CustomResourceDefinition) {
-	for _, v := range crd.Spec.Versions {
-		if !v.Storage {
-			continue
-		}
-		for _, have := range crd.Status.StoredVersions {
-			if have == v.Name {
-				return
-			}
-		}
-		crd.Status.StoredVersions = append(crd.Status.StoredVersions, v.Name)
-		return
-	}
+	apiextensions.PrepareCRDForUpdate(crd, old)
 }
 
 func (crdStrategy) Validate(ctx context.Context, o runtime.Object) field.ErrorList {

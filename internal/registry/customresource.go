@@ -208,7 +208,7 @@ func (c crStatusStrategy) PrepareForStatusUpdate(_ context.Context, o, oldObj ru
 func (c crStatusStrategy) ValidateStatusUpdate(ctx context.Context, o, oldObj runtime.Object) field.ErrorList {
 	u, old := o.(*unstructured.Unstructured), oldObj.(*unstructured.Unstructured)
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(u, old, field.NewPath("metadata"))
-	return append(errs, c.s.schema.Validate(ctx, u.Object, old.Object)...)
+	return append(errs, c.s.schema.ValidateStatus(ctx, u.Object, old.Object)...)
 }
 
 // crScale reads and writes replicas at the paths the CRD names
