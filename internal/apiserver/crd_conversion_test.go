@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,5 +155,35 @@ func TestCRDConversionWebhook(t *testing.T) {
 	}
 	if calls.Load() == 0 {
 		t.Fatal("the webhook was never called")
+	}
+}
+
+// TestCRDWarnings: a CRD using a format the server does not know is
+// accepted with upstream's warning, and every request to a deprecated
+// version carries its deprecation warning, reads included.
+func TestCRDWarnings(t *testing.T) {
+	e := newEnv(t)
+	crd := testCRD()
+	color := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["color"]
+	color.Format = "colour-name"
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["color"] = color
+	crd.Spec.Versions[1].Deprecated = true
+	body, err := json.Marshal(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.do(http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body, "Content-Type: application/json")
+	if r.code != http.StatusCreated || !strings.Contains(strings.Join(r.header.Values("Warning"), "\n"), `unrecognized format \"colour-name\"`) {
+		t.Fatalf("create: %d, warnings %q\n%s", r.code, r.header.Values("Warning"), r.body)
+	}
+	waitFor(t, 10*time.Second, "v1beta1 served", func() bool {
+		return e.do(http.MethodGet, "/apis/example.com/v1beta1/namespaces/default/widgets", nil).code == http.StatusOK
+	})
+	r = e.do(http.MethodGet, "/apis/example.com/v1beta1/namespaces/default/widgets", nil)
+	if w := r.header.Values("Warning"); len(w) != 1 || !strings.Contains(w[0], "example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget") {
+		t.Errorf("deprecated version's warnings: %q", w)
+	}
+	if w := e.do(http.MethodGet, "/apis/example.com/v1/namespaces/default/widgets", nil).header.Values("Warning"); len(w) != 0 {
+		t.Errorf("current version's warnings: %q", w)
 	}
 }

@@ -114,6 +114,9 @@ type customState struct {
 	terminating *atomic.Bool
 	// schema is the served version's.
 	schema *apiextensions.Schema
+	// deprecation is the Warning every request to a deprecated version
+	// carries; "" when the version is not deprecated.
+	deprecation string
 }
 
 // refuseCreate is upstream's answer to a create while the CRD is
@@ -234,7 +237,7 @@ func (s *Server) serveCRD(crd *apiextensionsv1.CustomResourceDefinition) error {
 			errs = append(errs, err.Error())
 			continue
 		}
-		custom := &customState{terminating: next.terminating, schema: sch}
+		custom := &customState{terminating: next.terminating, schema: sch, deprecation: apiextensions.DeprecationWarning(crd, v.Name)}
 		id := crdIdentity(crd, v, storageGV)
 		var old *servedVersion
 		if cur != nil {

@@ -409,6 +409,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apierrors.NewServiceUnavailable("the cache for "+info.Resource+" is not ready yet"))
 		return
 	}
+	if h.custom != nil && h.custom.deprecation != "" {
+		addWarning(w, h.custom.deprecation)
+	}
 	h.serve(w, withWarnings(w, r, info), info)
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/myriad-k8s/myriad/internal/apiextensions"
+	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 )
 
 // apiextensionsGroup serves CustomResourceDefinitions.
@@ -75,12 +76,18 @@ func (crdStrategy) PrepareForUpdate(_ context.Context, o, oldObj runtime.Object)
 
 func (crdStrategy) Validate(ctx context.Context, o runtime.Object) field.ErrorList {
 	crd := o.(*apiextensionsv1.CustomResourceDefinition)
+	for _, w := range apiextensions.CRDWarnings(crd, nil) {
+		request.AddWarning(ctx, w)
+	}
 	errs := apivalidation.ValidateObjectMetaAccessor(crd, false, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	return mergeErrors(errs, apiextensions.ValidateCRD(ctx, crd))
 }
 
 func (crdStrategy) ValidateUpdate(ctx context.Context, o, oldObj runtime.Object) field.ErrorList {
 	crd, old := o.(*apiextensionsv1.CustomResourceDefinition), oldObj.(*apiextensionsv1.CustomResourceDefinition)
+	for _, w := range apiextensions.CRDWarnings(crd, old) {
+		request.AddWarning(ctx, w)
+	}
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(crd, old, field.NewPath("metadata"))
 	return mergeErrors(errs, apiextensions.ValidateCRDUpdate(ctx, crd, old))
 }
