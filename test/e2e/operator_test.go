@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -67,6 +68,8 @@ func TestControllerRuntimeOperator(t *testing.T) {
 	defer func() { _, _ = shared.kubectl(t, "", "delete", "-f", "testdata/widgets-crd.yaml", "--wait=false") }()
 	shared.mustKubectl(t, "", "wait", "--for", "condition=Established", "--timeout=30s", "crd/widgets.example.myriad.io")
 
+	// controller-runtime's logs go where client-go's do (klog, stderr).
+	ctrl.SetLogger(klog.Background())
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)

@@ -234,8 +234,11 @@ func (a *Aggregator) Start(ctx context.Context) error {
 		}()
 	}
 	if a.cfg.Authentication != nil {
+		// Only extension API servers read the ConfigMap: a stored copy
+		// that cannot be read or replaced (encrypted under a key since
+		// removed) must not keep the server down.
 		if err := a.ensureAuthenticationConfigMap(ctx); err != nil {
-			return err
+			a.log.Error("extension-apiserver-authentication not written; extension API servers cannot read whom to trust", "err", err)
 		}
 	}
 	if err := a.registerBuiltIn(ctx); err != nil {
