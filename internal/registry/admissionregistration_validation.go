@@ -83,56 +83,54 @@ var statelessCompiler = sync.OnceValue(func() plugincel.Compiler {
 })
 
 func validateMutatingWebhookConfiguration(c, old *admissionregistrationv1.MutatingWebhookConfiguration) field.ErrorList {
-	opts := admissionValidation{stored: sets.New[string]()}
+	var oldHooks []admissionregistrationv1.MutatingWebhook
 	if old != nil {
-		opts.allowSideEffects = !allHooks(old.Webhooks, func(h admissionregistrationv1.MutatingWebhook) bool {
-			return in(sideEffect(h.SideEffects), noSideEffectClasses)
-		})
-		opts.allowUnrecognizedReviews = !allHooks(old.Webhooks, func(h admissionregistrationv1.MutatingWebhook) bool { return hasAccepted(h.AdmissionReviewVersions) })
-		opts.allowDuplicateNames = !uniqueNames(old.Webhooks, func(h admissionregistrationv1.MutatingWebhook) string { return h.Name })
-		opts.allowInvalidLabelValues = !allHooks(old.Webhooks, func(h admissionregistrationv1.MutatingWebhook) bool {
-			return validSelectors(h.NamespaceSelector, h.ObjectSelector)
-		})
-		opts.ignoreMatchConditions = len(c.Webhooks) == len(old.Webhooks) && allIndexed(c.Webhooks, func(i int, h admissionregistrationv1.MutatingWebhook) bool {
-			return semanticEqual(h.MatchConditions, old.Webhooks[i].MatchConditions)
-		})
-		for _, h := range old.Webhooks {
-			for _, mc := range h.MatchConditions {
-				opts.stored.Insert(mc.Expression)
-			}
-		}
+		oldHooks = old.Webhooks
 	}
-	var errs field.ErrorList
-	names := sets.New[string]()
-	for i := range c.Webhooks {
-		h := &c.Webhooks[i]
-		p := field.NewPath("webhooks").Index(i)
-		errs = append(errs, validateWebhookCommon(p, h.Name, h.Rules, h.FailurePolicy, h.MatchPolicy, h.SideEffects, h.TimeoutSeconds,
-			h.NamespaceSelector, h.ObjectSelector, h.ClientConfig, h.MatchConditions, opts)...)
-		if h.ReinvocationPolicy != nil && !in(string(*h.ReinvocationPolicy), supportedReinvocationPolicies) {
-			errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), *h.ReinvocationPolicy, supportedReinvocationPolicies))
-		}
-		errs = append(errs, validateAdmissionReviewVersions(h.AdmissionReviewVersions, !opts.allowUnrecognizedReviews, p.Child("admissionReviewVersions"))...)
-		errs = append(errs, duplicateName(names, h.Name, opts, p)...)
-	}
-	return errs
+	return validateWebhooks(c.Webhooks, oldHooks, old != nil)
 }
 
 func validateValidatingWebhookConfiguration(c, old *admissionregistrationv1.ValidatingWebhookConfiguration) field.ErrorList {
-	opts := admissionValidation{stored: sets.New[string]()}
+	var oldHooks []admissionregistrationv1.MutatingWebhook
 	if old != nil {
-		opts.allowSideEffects = !allHooks(old.Webhooks, func(h admissionregistrationv1.ValidatingWebhook) bool {
+		oldHooks = asMutatingWebhooks(old.Webhooks)
+	}
+	return validateWebhooks(asMutatingWebhooks(c.Webhooks), oldHooks, old != nil)
+}
+
+// asMutatingWebhooks views validating webhooks as mutating ones without a
+// reinvocation policy: a ValidatingWebhook's fields are a MutatingWebhook's
+// but that one, so both configurations validate through validateWebhooks.
+func asMutatingWebhooks(hooks []admissionregistrationv1.ValidatingWebhook) []admissionregistrationv1.MutatingWebhook {
+	out := make([]admissionregistrationv1.MutatingWebhook, len(hooks))
+	for i, h := range hooks {
+		out[i] = admissionregistrationv1.MutatingWebhook{
+			Name: h.Name, ClientConfig: h.ClientConfig, Rules: h.Rules, FailurePolicy: h.FailurePolicy,
+			MatchPolicy: h.MatchPolicy, NamespaceSelector: h.NamespaceSelector, ObjectSelector: h.ObjectSelector,
+			SideEffects: h.SideEffects, TimeoutSeconds: h.TimeoutSeconds, AdmissionReviewVersions: h.AdmissionReviewVersions,
+			MatchConditions: h.MatchConditions,
+		}
+	}
+	return out
+}
+
+// validateWebhooks validates a configuration's webhooks, and on update
+// (isUpdate) tolerates what the stored ones (old) already had, as upstream.
+func validateWebhooks(hooks, old []admissionregistrationv1.MutatingWebhook, isUpdate bool) field.ErrorList {
+	opts := admissionValidation{stored: sets.New[string]()}
+	if isUpdate {
+		opts.allowSideEffects = !allHooks(old, func(h admissionregistrationv1.MutatingWebhook) bool {
 			return in(sideEffect(h.SideEffects), noSideEffectClasses)
 		})
-		opts.allowUnrecognizedReviews = !allHooks(old.Webhooks, func(h admissionregistrationv1.ValidatingWebhook) bool { return hasAccepted(h.AdmissionReviewVersions) })
-		opts.allowDuplicateNames = !uniqueNames(old.Webhooks, func(h admissionregistrationv1.ValidatingWebhook) string { return h.Name })
-		opts.allowInvalidLabelValues = !allHooks(old.Webhooks, func(h admissionregistrationv1.ValidatingWebhook) bool {
+		opts.allowUnrecognizedReviews = !allHooks(old, func(h admissionregistrationv1.MutatingWebhook) bool { return hasAccepted(h.AdmissionReviewVersions) })
+		opts.allowDuplicateNames = !uniqueNames(old, func(h admissionregistrationv1.MutatingWebhook) string { return h.Name })
+		opts.allowInvalidLabelValues = !allHooks(old, func(h admissionregistrationv1.MutatingWebhook) bool {
 			return validSelectors(h.NamespaceSelector, h.ObjectSelector)
 		})
-		opts.ignoreMatchConditions = len(c.Webhooks) == len(old.Webhooks) && allIndexed(c.Webhooks, func(i int, h admissionregistrationv1.ValidatingWebhook) bool {
-			return semanticEqual(h.MatchConditions, old.Webhooks[i].MatchConditions)
+		opts.ignoreMatchConditions = len(hooks) == len(old) && allIndexed(hooks, func(i int, h admissionregistrationv1.MutatingWebhook) bool {
+			return semanticEqual(h.MatchConditions, old[i].MatchConditions)
 		})
-		for _, h := range old.Webhooks {
+		for _, h := range old {
 			for _, mc := range h.MatchConditions {
 				opts.stored.Insert(mc.Expression)
 			}
@@ -140,11 +138,15 @@ func validateValidatingWebhookConfiguration(c, old *admissionregistrationv1.Vali
 	}
 	var errs field.ErrorList
 	names := sets.New[string]()
-	for i := range c.Webhooks {
-		h := &c.Webhooks[i]
+	for i := range hooks {
+		h := &hooks[i]
 		p := field.NewPath("webhooks").Index(i)
 		errs = append(errs, validateWebhookCommon(p, h.Name, h.Rules, h.FailurePolicy, h.MatchPolicy, h.SideEffects, h.TimeoutSeconds,
 			h.NamespaceSelector, h.ObjectSelector, h.ClientConfig, h.MatchConditions, opts)...)
+		// Validating webhooks have no reinvocation policy: nil here.
+		if h.ReinvocationPolicy != nil && !in(string(*h.ReinvocationPolicy), supportedReinvocationPolicies) {
+			errs = append(errs, field.NotSupported(p.Child("reinvocationPolicy"), *h.ReinvocationPolicy, supportedReinvocationPolicies))
+		}
 		errs = append(errs, validateAdmissionReviewVersions(h.AdmissionReviewVersions, !opts.allowUnrecognizedReviews, p.Child("admissionReviewVersions"))...)
 		errs = append(errs, duplicateName(names, h.Name, opts, p)...)
 	}
