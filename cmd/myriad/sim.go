@@ -62,7 +62,9 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.Float64Var(&qps, "qps", 0, "client-side QPS limit for all nodes together (0: none)")
 	fs.IntVar(&cfg.Burst, "burst", 0, "client-side burst with --qps")
 	fs.BoolVar(&cfg.HeartbeatsOverHTTP2, "heartbeats-over-http2", false, "send Lease renewals and Node status updates over the shared HTTP/2 connections too (default: their own HTTP/1.1 keep-alive connections, which cost the simulator less CPU)")
-	fs.Func("node-identity", "whom each hollow node's requests act as: impersonate (system:node:<name> via impersonation headers; the credentials must allow impersonation) or self (the kubeconfig's own identity)", func(v string) error { cfg.NodeIdentity = sim.NodeIdentity(v); return nil })
+	fs.Func("node-identity", "whom each hollow node's requests act as: impersonate (system:node:<name> via impersonation headers; the credentials must allow impersonation), token (each node's own bearer token from --node-token-file) or self (the kubeconfig's own identity). Default: token with --node-token-file, else impersonate", func(v string) error { cfg.NodeIdentity = sim.NodeIdentity(v); return nil })
+	nodeTokenFile := fs.String("node-token-file", "", "static token file (the API server's --token-auth-file CSV) holding a token for user system:node:<name> of every node: each node authenticates as itself with it")
+	writeNodeTokens := fs.String("write-node-tokens", "", "write a fresh token for each of the --nodes (by --name-prefix and --first-index) to this file, in --token-auth-file format, and exit; start the API server with --token-auth-file FILE and the simulator with --node-token-file FILE")
 	metricsAddr := fs.String("metrics-address", "", "serve Prometheus /metrics, /debug/pprof/ and the node control API here, e.g. 127.0.0.1:0 (default: off): "+
 		"POST /fail?node=NAME[,NAME] stops nodes heartbeating, POST /recover?node=NAME[,NAME] brings them back, GET /failed lists them. "+
 		"No authentication: keep it on loopback")
@@ -83,8 +85,21 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *writeNodeTokens != "" {
+		return writeNodeTokenFile(*writeNodeTokens, sim.NodeNames(cfg))
+	}
 	if *kubeconfig == "" {
 		return errors.New("--kubeconfig is required")
+	}
+	if *nodeTokenFile != "" {
+		tokens, err := readNodeTokenFile(*nodeTokenFile)
+		if err != nil {
+			return err
+		}
+		cfg.NodeTokens = tokens
+		if cfg.NodeIdentity == "" {
+			cfg.NodeIdentity = sim.NodeIdentityToken
+		}
 	}
 	if os.Getenv("GOMAXPROCS") == "" && *maxProcs > 0 {
 		runtime.GOMAXPROCS(*maxProcs)
@@ -254,4 +269,27 @@ func parseTaints(v string) ([]corev1.Taint, error) {
 		out = append(out, corev1.Taint{Key: k, Value: val, Effect: e})
 	}
 	return out, nil
+}
+
+// writeNodeTokenFile writes fresh node tokens to path (0600: they are
+// credentials).
+func writeNodeTokenFile(path string, names []string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteNodeTokens(f, names); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func readNodeTokenFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--node-token-file: %w", err)
+	}
+	defer f.Close()
+	return sim.ReadNodeTokens(f)
 }

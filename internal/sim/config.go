@@ -59,6 +59,9 @@ type Config struct {
 	// NodeIdentity is whom each node's requests act as (default
 	// NodeIdentityImpersonate: system:node:<name>).
 	NodeIdentity NodeIdentity
+	// NodeTokens maps each node's name to its bearer token, required with
+	// NodeIdentityToken (ReadNodeTokens reads them from a token file).
+	NodeTokens map[string]string
 
 	// Nodes is how many hollow nodes to run. Required (> 0).
 	Nodes int
@@ -245,8 +248,15 @@ func (cfg Config) withDefaults() (Config, error) {
 	case "":
 		cfg.NodeIdentity = NodeIdentityImpersonate
 	case NodeIdentityImpersonate, NodeIdentitySelf:
+	case NodeIdentityToken:
+		for i := range cfg.Nodes {
+			name := cfg.NamePrefix + strconv.Itoa(cfg.FirstIndex+i)
+			if cfg.NodeTokens[name] == "" {
+				return cfg, fmt.Errorf("sim: NodeIdentity %q: no token for node %s", NodeIdentityToken, name)
+			}
+		}
 	default:
-		return cfg, fmt.Errorf("sim: NodeIdentity must be %q or %q, got %q", NodeIdentityImpersonate, NodeIdentitySelf, cfg.NodeIdentity)
+		return cfg, fmt.Errorf("sim: NodeIdentity must be %q, %q or %q, got %q", NodeIdentityImpersonate, NodeIdentityToken, NodeIdentitySelf, cfg.NodeIdentity)
 	}
 	if cfg.CPU.IsZero() {
 		cfg.CPU = resource.MustParse("32")

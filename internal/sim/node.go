@@ -60,8 +60,11 @@ func newNode(s *Sim, local int) *node {
 		cidr:   podCIDR(idx, s.cfg.Pods),
 		hostIP: hostIP(idx).String(),
 	}
-	if s.cfg.NodeIdentity == NodeIdentityImpersonate {
+	switch s.cfg.NodeIdentity {
+	case NodeIdentityImpersonate:
 		n.identity = newNodeHeaders(n.name)
+	case NodeIdentityToken:
+		n.identity = newNodeTokenHeaders(s.cfg.NodeTokens[n.name])
 	}
 	n.mu.pods = map[types.UID]*podState{}
 	n.mu.ips = newIPPool(n.cidr, s.cfg.Pods)

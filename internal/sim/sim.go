@@ -106,30 +106,18 @@ func New(cfg Config) (*Sim, error) {
 		rc.UserAgent = "myriad-sim"
 	}
 	denied := new(atomic.Uint64)
-	if cfg.NodeIdentity == NodeIdentityImpersonate {
+	var httpClient, beatClient *http.Client
+	switch cfg.NodeIdentity {
+	case NodeIdentityToken:
+		httpClient, beatClient, err = tokenClients(rc, cfg.HeartbeatsOverHTTP2, denied)
+	case NodeIdentityImpersonate:
 		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return impersonateNodes{next: rt, denied: denied} })
+		httpClient, beatClient, err = simClients(rc, cfg.HeartbeatsOverHTTP2)
+	default:
+		httpClient, beatClient, err = simClients(rc, cfg.HeartbeatsOverHTTP2)
 	}
-	beatRC := rc
-	if rc.Transport == nil {
-		if !cfg.HeartbeatsOverHTTP2 {
-			beatRC = rest.CopyConfig(rc)
-			if err := withHeartbeatTransport(beatRC); err != nil {
-				return nil, err
-			}
-		}
-		if err := withSharedConnTransport(rc); err != nil {
-			return nil, err
-		}
-	}
-	httpClient, err := rest.HTTPClientFor(rc)
 	if err != nil {
-		return nil, fmt.Errorf("sim: building the HTTP client: %w", err)
-	}
-	beatClient := httpClient
-	if beatRC != rc {
-		if beatClient, err = rest.HTTPClientFor(beatRC); err != nil {
-			return nil, fmt.Errorf("sim: building the heartbeats' HTTP client: %w", err)
-		}
+		return nil, err
 	}
 	client, err := kubernetes.NewForConfigAndClient(rc, httpClient)
 	if err != nil {
@@ -462,4 +450,33 @@ func (s *Sim) FailedNodes() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// simClients builds the HTTP clients of rc's identity: one for the
+// clientset's shared HTTP/2 connections and one for heartbeats (the same
+// client with heartbeatsOverHTTP2). rc's Transport is set as a side
+// effect, as the clientset built over the first client expects.
+func simClients(rc *rest.Config, heartbeatsOverHTTP2 bool) (shared, beats *http.Client, err error) {
+	beatRC := rc
+	if rc.Transport == nil {
+		if !heartbeatsOverHTTP2 {
+			beatRC = rest.CopyConfig(rc)
+			if err := withHeartbeatTransport(beatRC); err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := withSharedConnTransport(rc); err != nil {
+			return nil, nil, err
+		}
+	}
+	if shared, err = rest.HTTPClientFor(rc); err != nil {
+		return nil, nil, fmt.Errorf("sim: building the HTTP client: %w", err)
+	}
+	beats = shared
+	if beatRC != rc {
+		if beats, err = rest.HTTPClientFor(beatRC); err != nil {
+			return nil, nil, fmt.Errorf("sim: building the heartbeats' HTTP client: %w", err)
+		}
+	}
+	return shared, beats, nil
 }
