@@ -34,5 +34,6 @@ func serviceAccountFlags(fs *flag.FlagSet, o *controlplane.ServiceAccountOptions
 		}
 		return nil
 	})
+	fs.StringVar(&o.JWKSURI, "service-account-jwks-uri", "", "https URL of the JSON Web Key Set put in the OIDC discovery document (default: this server's /openid/v1/jwks)")
 	fs.DurationVar(&o.MaxTokenExpiration, "service-account-max-token-expiration", 0, "longest lifetime of a token TokenRequest issues (0: no cap; else between 1h and 2^32 s)")
 }

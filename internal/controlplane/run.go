@@ -54,7 +54,10 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	// TokenReview; closed last, after in-flight requests are audited.
 	// --api-audiences (default: the ServiceAccount issuers) is every
 	// token authenticator's, as upstream.
-	cfg.Authentication.APIAudiences = cfg.ServiceAccounts.withDefaults().APIAudiences
+	saOpts := cfg.ServiceAccounts.withDefaults()
+	cfg.Authentication.APIAudiences = saOpts.APIAudiences
+	// No JWT issuer may claim the ServiceAccount issuers, as upstream.
+	cfg.Authentication.DisallowedIssuers = saOpts.Issuers
 	sec, err := newSecurity(ctx, cfg, creds)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"time"
@@ -49,6 +50,11 @@ type ServiceAccountOptions struct {
 	// be refused for want of a "default" account, as upstream's
 	// integration tests run kube-apiserver.
 	DisableAdmission bool
+	// JWKSURI (--service-account-jwks-uri) overrides the jwks_uri of the
+	// OIDC discovery document, for relying parties that fetch the key set
+	// from somewhere other than this server (an https URL). Default: this
+	// server's /openid/v1/jwks.
+	JWKSURI string
 }
 
 // ServiceAccountSigningKeyFile is the file tokens are signed with: the one
@@ -86,6 +92,11 @@ func newServiceAccounts(cfg Config) (*serviceAccounts, error) {
 	o := cfg.ServiceAccounts.withDefaults()
 	if m := o.MaxTokenExpiration; m != 0 && (m < time.Hour || m > (1<<32)*time.Second) {
 		return nil, errors.New("--service-account-max-token-expiration must be between 1 hour and 2^32 seconds")
+	}
+	if o.JWKSURI != "" {
+		if u, err := url.Parse(o.JWKSURI); err != nil || u.Scheme != "https" || u.Host == "" {
+			return nil, fmt.Errorf("--service-account-jwks-uri %q must be an https URL", o.JWKSURI)
+		}
 	}
 	var key crypto.Signer
 	var err error
@@ -140,7 +151,11 @@ func (sa *serviceAccounts) authenticator(api *apiserver.Server) (authn.TokenAuth
 // installDiscovery serves the OIDC discovery documents on mux when the
 // issuer is an https URL (upstream serves them only then).
 func (sa *serviceAccounts) installDiscovery(mux *http.ServeMux, serverURL string, log *slog.Logger) {
-	h, err := serviceaccount.DiscoveryHandler(sa.opts.Issuers[0], serverURL+serviceaccount.JWKSPath, sa.keys)
+	jwksURI := sa.opts.JWKSURI
+	if jwksURI == "" {
+		jwksURI = serverURL + serviceaccount.JWKSPath
+	}
+	h, err := serviceaccount.DiscoveryHandler(sa.opts.Issuers[0], jwksURI, sa.keys)
 	if err != nil {
 		log.Warn("not serving service account issuer discovery", "err", err)
 		return

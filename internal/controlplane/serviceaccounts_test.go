@@ -1,6 +1,10 @@
 package controlplane
 
 import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +30,9 @@ func TestServiceAccountOptions(t *testing.T) {
 		{name: "key files without the signing key", opts: ServiceAccountOptions{KeyFiles: []string{filepath.Join(other, pki.ServiceAccountPublicKeyFile)}}, err: "does not hold"},
 		{name: "key files with it", opts: ServiceAccountOptions{KeyFiles: []string{
 			filepath.Join(other, pki.ServiceAccountPublicKeyFile), filepath.Join(dir, pki.ServiceAccountPublicKeyFile)}}},
+		{name: "jwks uri not https", opts: ServiceAccountOptions{JWKSURI: "http://keys.example.com/jwks"}, err: "must be an https URL"},
+		{name: "jwks uri without host", opts: ServiceAccountOptions{JWKSURI: "https:///jwks"}, err: "must be an https URL"},
+		{name: "jwks uri", opts: ServiceAccountOptions{JWKSURI: "https://keys.example.com/jwks"}},
 		{name: "missing signing key file", opts: ServiceAccountOptions{SigningKeyFile: filepath.Join(dir, "nope")}, err: "no such file"},
 	}
 	for _, tt := range tests {
@@ -45,6 +52,38 @@ func TestServiceAccountOptions(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(dir, pki.ServiceAccountKeyFile)); err != nil {
 				t.Fatal("no sa.key in the data dir")
+			}
+		})
+	}
+}
+
+// The discovery document points at --service-account-jwks-uri when set,
+// else at this server's key set.
+func TestServiceAccountDiscoveryJWKSURI(t *testing.T) {
+	tests := []struct{ name, jwksURI, want string }{
+		{"default", "", "https://10.0.0.1:6443/openid/v1/jwks"},
+		{"override", "https://keys.example.com/jwks", "https://keys.example.com/jwks"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sa, err := newServiceAccounts(Config{DataDir: t.TempDir(), ServiceAccounts: ServiceAccountOptions{
+				Issuers: []string{"https://issuer.example.com"}, JWKSURI: tt.jwksURI}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mux := http.NewServeMux()
+			sa.installDiscovery(mux, "https://10.0.0.1:6443", slog.New(slog.DiscardHandler))
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/.well-known/openid-configuration", nil))
+			var doc struct {
+				Issuer  string `json:"issuer"`
+				JWKSURI string `json:"jwks_uri"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+				t.Fatalf("%v: %s", err, rec.Body)
+			}
+			if doc.JWKSURI != tt.want || doc.Issuer != "https://issuer.example.com" {
+				t.Errorf("discovery %+v, want jwks_uri %q", doc, tt.want)
 			}
 		})
 	}

@@ -14,8 +14,9 @@
 //     init container that does not mount something there already;
 //   - copies the account's imagePullSecrets to a pod that has none;
 //   - leaves mirror pods alone, but refuses those that reference a
-//     ServiceAccount, a Secret or a token projection.
-//
-// Not done: the kubernetes.io/enforce-mountable-secrets annotation and the
-// ephemeralcontainers update check.
+//     ServiceAccount, a Secret or a token projection;
+//   - under an account annotated kubernetes.io/enforce-mountable-secrets:
+//     "true", refuses pods (and ephemeral containers added through
+//     pods/ephemeralcontainers) that use Secrets — volumes, env, envFrom,
+//     image pull secrets — the account does not list.
 package serviceaccount

@@ -66,22 +66,31 @@ func New(get Getter, opts Options) *Plugin {
 	if opts.RetryInterval == nil {
 		opts.RetryInterval = func() time.Duration { return time.Duration(100+rand.IntN(100)) * time.Millisecond }
 	}
-	return &Plugin{Handler: admission.NewHandler(admission.Create), get: get, opts: opts}
+	return &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update), get: get, opts: opts}
 }
 
-func podOf(a *admission.Attributes) (*corev1.Pod, bool) {
-	if a.Resource != podsResource || a.Subresource != "" {
-		return nil, false
+// podOf is the pod a create writes; ephemeral is set for an update of
+// pods/ephemeralcontainers, the one update the plugin checks.
+func podOf(a *admission.Attributes) (pod *corev1.Pod, ephemeral, ok bool) {
+	if a.Resource != podsResource {
+		return nil, false, false
 	}
-	pod, ok := a.Object.(*corev1.Pod)
-	return pod, ok
+	switch {
+	case a.Operation == admission.Create && a.Subresource == "":
+	case a.Operation == admission.Update && a.Subresource == "ephemeralcontainers":
+		ephemeral = true
+	default:
+		return nil, false, false
+	}
+	pod, ok = a.Object.(*corev1.Pod)
+	return pod, ephemeral, ok
 }
 
 // Admit names the default account, mounts the token volume and copies
 // image pull secrets.
 func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes) error {
-	pod, ok := podOf(a)
-	if !ok {
+	pod, ephemeral, ok := podOf(a)
+	if !ok || ephemeral {
 		return nil
 	}
 	if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
@@ -109,21 +118,34 @@ func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes) error {
 	return nil
 }
 
-// Validate refuses a pod without an existing account, and a mirror pod
-// that references an account, secrets or a token projection.
+// Validate refuses a pod without an existing account, a mirror pod that
+// references an account, secrets or a token projection, and, under an
+// account with EnforceMountableSecretsAnnotation, a pod (or new ephemeral
+// containers) using Secrets the account does not list.
 func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
-	pod, ok := podOf(a)
+	pod, ephemeral, ok := podOf(a)
 	if !ok {
 		return nil
 	}
-	if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror {
+	if _, mirror := pod.Annotations[mirrorPodAnnotation]; mirror && !ephemeral {
 		return validateMirror(a, pod)
 	}
 	if pod.Spec.ServiceAccountName == "" {
 		return forbidden(a, pod, fmt.Sprintf("no service account specified for pod %s/%s", a.Namespace, pod.Name))
 	}
-	if _, err := p.lookup(ctx, a.Namespace, pod.Spec.ServiceAccountName, false); err != nil {
+	sa, err := p.lookup(ctx, a.Namespace, pod.Spec.ServiceAccountName, false)
+	if err != nil {
 		return forbidden(a, pod, fmt.Sprintf("error looking up service account %s/%s: %v", a.Namespace, pod.Spec.ServiceAccountName, err))
+	}
+	if !enforceMountableSecrets(sa) {
+		return nil
+	}
+	limit := limitSecretReferences
+	if ephemeral {
+		limit = limitEphemeralSecretReferences
+	}
+	if msg := limit(sa, pod); msg != "" {
+		return forbidden(a, pod, msg)
 	}
 	return nil
 }

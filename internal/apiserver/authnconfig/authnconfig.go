@@ -46,6 +46,10 @@ type Options struct {
 	// reviewed for other audiences. Empty: no audience check beyond the
 	// issuers' own.
 	APIAudiences []string
+	// DisallowedIssuers are issuers no JWT authenticator may claim: the
+	// ServiceAccount issuers, whose tokens this server verifies itself
+	// (upstream passes --service-account-issuer here).
+	DisallowedIssuers []string
 }
 
 // Authenticators is what Options build.
@@ -90,7 +94,7 @@ func Build(ctx context.Context, opts Options) (*Authenticators, error) {
 
 	anonymous := opts.AnonymousAuth == nil || *opts.AnonymousAuth
 	if opts.AuthenticationConfigFile != "" {
-		cfg, err := LoadAuthenticationConfiguration(opts.AuthenticationConfigFile)
+		cfg, err := LoadAuthenticationConfiguration(opts.AuthenticationConfigFile, opts.DisallowedIssuers)
 		if err != nil {
 			cancel()
 			return nil, err
@@ -143,20 +147,21 @@ func Build(ctx context.Context, opts Options) (*Authenticators, error) {
 
 // LoadAuthenticationConfiguration decodes and validates an
 // AuthenticationConfiguration file with k8s.io/apiserver's scheme and
-// validation (CEL expressions compiled), as kube-apiserver.
-func LoadAuthenticationConfiguration(path string) (*apiserver.AuthenticationConfiguration, error) {
+// validation (CEL expressions compiled), as kube-apiserver; no JWT issuer
+// may be one of disallowedIssuers.
+func LoadAuthenticationConfiguration(path string, disallowedIssuers []string) (*apiserver.AuthenticationConfiguration, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("authentication config: %w", err)
 	}
-	cfg, err := decodeAuthenticationConfiguration(data)
+	cfg, err := decodeAuthenticationConfiguration(data, disallowedIssuers)
 	if err != nil {
 		return nil, fmt.Errorf("authentication config %s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-func decodeAuthenticationConfiguration(data []byte) (*apiserver.AuthenticationConfiguration, error) {
+func decodeAuthenticationConfiguration(data []byte, disallowedIssuers []string) (*apiserver.AuthenticationConfiguration, error) {
 	if len(data) == 0 {
 		return nil, errors.New("empty config data")
 	}
@@ -170,7 +175,7 @@ func decodeAuthenticationConfiguration(data []byte) (*apiserver.AuthenticationCo
 	if !ok {
 		return nil, fmt.Errorf("expected AuthenticationConfiguration, got %T", obj)
 	}
-	if errs := validation.ValidateAuthenticationConfiguration(authenticationcel.NewDefaultCompiler(), cfg, nil); len(errs) > 0 {
+	if errs := validation.ValidateAuthenticationConfiguration(authenticationcel.NewDefaultCompiler(), cfg, disallowedIssuers); len(errs) > 0 {
 		return nil, errs.ToAggregate()
 	}
 	return cfg, nil

@@ -201,3 +201,21 @@ func TestAnonymousThroughAuthentication(t *testing.T) {
 		})
 	}
 }
+
+// A JWT issuer may not be one of the ServiceAccount issuers, whose tokens
+// the server verifies itself (upstream's disallowedIssuers).
+func TestDisallowedIssuers(t *testing.T) {
+	file := writeFile(t, `apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+- issuer:
+    url: https://kubernetes.default.svc.cluster.local
+    audiences: [myriad]
+  claimMappings:
+    username: {claim: sub, prefix: ""}
+`)
+	_, err := Build(context.Background(), Options{AuthenticationConfigFile: file, DisallowedIssuers: []string{"https://kubernetes.default.svc.cluster.local"}})
+	if err == nil || !strings.Contains(err.Error(), "jwt[0].issuer.url") || !strings.Contains(err.Error(), "disallowed issuers") {
+		t.Fatalf("err = %v, want the issuer refused", err)
+	}
+}
