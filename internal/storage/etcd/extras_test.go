@@ -205,7 +205,7 @@ func TestDBSizeAndMetrics(t *testing.T) {
 	want := map[string]bool{
 		`etcd_request_duration_seconds{operation="create",type="deployments.apps"}`: false,
 		`etcd_requests_total{operation="get",type="pods"}`:                          false,
-		`etcd_db_total_size_in_bytes{endpoint="` + c.Endpoint(0) + `"}`:               false,
+		`etcd_db_total_size_in_bytes{endpoint="` + c.Endpoint(0) + `"}`:             false,
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		for _, m := range gather(t, reg) {
