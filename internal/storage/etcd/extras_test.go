@@ -80,12 +80,14 @@ func TestTTLWrites(t *testing.T) {
 }
 
 // TestTTLLeasesShared: writes with an event's TTL (an hour) within one
-// window share a lease, up to leaseMaxObjects per lease.
+// window share a lease, up to maxObjects per lease.
 func TestTTLLeasesShared(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	s := newTestStore(t, c, Config{})
+	const perLease = 20
+	s.leases.maxObjects = perLease
 	ctx := testContext(t, 60*time.Second)
-	const n = leaseMaxObjects + 10
+	const n = perLease + 5
 	for i := range n {
 		if _, err := s.CreateWithTTL(ctx, fmt.Sprintf("/core/events/ns/e%04d", i), nil, time.Hour); err != nil {
 			t.Fatalf("CreateWithTTL: %v", err)
@@ -96,7 +98,7 @@ func TestTTLLeasesShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(leases.Leases) != 2 {
-		t.Errorf("%d writes made %d leases, want 2 (%d per lease)", n, len(leases.Leases), leaseMaxObjects)
+		t.Errorf("%d writes made %d leases, want 2 (%d per lease)", n, len(leases.Leases), perLease)
 	}
 	ttl, err := c.Client(t).TimeToLive(ctx, leases.Leases[0].ID)
 	if err != nil {

@@ -206,7 +206,7 @@ func sumValues(m map[string]int) int {
 // holds the same data.
 func TestQuorumLoss(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	const timeout = 2 * time.Second
+	const timeout = time.Second
 	s := newTestStore(t, c, Config{RequestTimeout: timeout})
 	ctx := testContext(t, 2*time.Minute)
 	mustCreate := func(key string) {

@@ -53,27 +53,24 @@ func Start(t testing.TB, members int) *Cluster {
 		t.Fatalf("etcdtest.Start: %d members", members)
 	}
 	c := &Cluster{t: t, token: fmt.Sprintf("etcdtest-%d", time.Now().UnixNano())}
-	var initial []string
 	for i := range members {
 		b, err := newBridge()
 		if err != nil {
 			t.Fatalf("etcdtest: bridge: %v", err)
 		}
-		m := &member{
-			name:      fmt.Sprintf("m%d", i),
-			dir:       t.TempDir(),
-			peerURL:   url.URL{Scheme: "http", Host: freeAddr(t)},
-			clientURL: url.URL{Scheme: "http", Host: freeAddr(t)},
-			bridge:    b,
-		}
-		c.members = append(c.members, m)
-		initial = append(initial, m.name+"="+m.peerURL.String())
+		c.members = append(c.members, &member{name: fmt.Sprintf("m%d", i), bridge: b})
 	}
-	// Registered after every TempDir, so it runs before they are removed.
-	t.Cleanup(c.stopAll)
-	cluster := strings.Join(initial, ",")
-	for i := range c.members {
-		c.startMember(i, cluster)
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		if lastErr = c.startAttempt(); lastErr == nil {
+			break
+		}
+		// Another process took a port between picking and binding it
+		// (the machine is shared): pick new ones.
+		c.stopAll(false)
+	}
+	if lastErr != nil {
+		t.Fatalf("etcdtest: start: %v", lastErr)
 	}
 	for i := range c.members {
 		c.waitReady(i)
@@ -82,16 +79,47 @@ func Start(t testing.TB, members int) *Cluster {
 	return c
 }
 
-// freeAddr returns a loopback address with a port free right now. Ports
-// are picked up front because every member must know its peers' addresses
-// before any of them starts, and a restarted member needs its old ones.
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// startAttempt picks ports and directories for every member and starts
+// them all.
+func (c *Cluster) startAttempt() error {
+	addrs, err := freeAddrs(2 * len(c.members))
 	if err != nil {
-		t.Fatalf("etcdtest: free port: %v", err)
+		return err
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	var initial []string
+	for i, m := range c.members {
+		m.dir = c.t.TempDir()
+		m.peerURL = url.URL{Scheme: "http", Host: addrs[2*i]}
+		m.clientURL = url.URL{Scheme: "http", Host: addrs[2*i+1]}
+		initial = append(initial, m.name+"="+m.peerURL.String())
+	}
+	// Registered after the TempDirs above, so it runs before they are
+	// removed (cleanups run last-in first-out).
+	c.t.Cleanup(func() { c.stopAll(true) })
+	cluster := strings.Join(initial, ",")
+	for i := range c.members {
+		if err := c.startMember(i, cluster); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// freeAddrs returns n distinct loopback addresses whose ports are free
+// right now. Ports are picked up front because every member must know its
+// peers' addresses before any of them starts, and a restarted member needs
+// its old ones. All n listeners are open at once so no two coincide.
+func freeAddrs(n int) ([]string, error) {
+	var out []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		out = append(out, ln.Addr().String())
+	}
+	return out, nil
 }
 
 func (c *Cluster) config(m *member, initialCluster string) *embed.Config {
@@ -115,17 +143,17 @@ func (c *Cluster) config(m *member, initialCluster string) *embed.Config {
 	return cfg
 }
 
-func (c *Cluster) startMember(i int, initialCluster string) {
-	c.t.Helper()
+func (c *Cluster) startMember(i int, initialCluster string) error {
 	m := c.members[i]
 	e, err := embed.StartEtcd(c.config(m, initialCluster))
 	if err != nil {
-		c.t.Fatalf("etcdtest: start member %d: %v", i, err)
+		return fmt.Errorf("member %d: %w", i, err)
 	}
 	c.mu.Lock()
 	m.etcd = e
 	c.mu.Unlock()
 	m.bridge.setTarget(m.clientURL.Host)
+	return nil
 }
 
 func (c *Cluster) waitReady(i int) {
@@ -212,7 +240,9 @@ func (c *Cluster) Restart(i int) {
 	for _, m := range c.members {
 		initial = append(initial, m.name+"="+m.peerURL.String())
 	}
-	c.startMember(i, strings.Join(initial, ","))
+	if err := c.startMember(i, strings.Join(initial, ",")); err != nil {
+		c.t.Fatalf("etcdtest: Restart(%d): %v", i, err)
+	}
 	if c.Running()*2 > len(c.members) {
 		c.waitReady(i)
 	}
@@ -292,8 +322,8 @@ func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	return cli
 }
 
-// stopAll stops every running member and the bridges.
-func (c *Cluster) stopAll() {
+// stopAll stops every running member, and the bridges if final.
+func (c *Cluster) stopAll(final bool) {
 	var wg sync.WaitGroup
 	for i := range c.members {
 		if e := c.detach(i); e != nil {
@@ -307,8 +337,10 @@ func (c *Cluster) stopAll() {
 		}
 	}
 	wg.Wait()
-	for _, m := range c.members {
-		m.bridge.close()
+	if final {
+		for _, m := range c.members {
+			m.bridge.close()
+		}
 	}
 }
 
