@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
 	"github.com/myriad-k8s/myriad/internal/storage/etcd/etcdtest"
@@ -243,5 +246,75 @@ func TestBadKeys(t *testing.T) {
 	}
 	if _, err := New(context.Background(), Config{}); err == nil {
 		t.Error("New without endpoints succeeded")
+	}
+}
+
+// TestCloseJoinsGoroutines: Close stops every goroutine the store started,
+// watches included, and the client's.
+func TestCloseJoinsGoroutines(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ignore := goleak.IgnoreCurrent()
+	s, err := New(context.Background(), Config{Endpoints: c.Endpoints(), Prefix: "/leak", Metrics: newRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t, 20*time.Second)
+	w, err := s.Watch(ctx, "/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RequestProgress()
+	if ev := nextEvent(t, w, 10*time.Second); ev.Type != storage.EventProgress {
+		t.Fatalf("got %v, want progress", ev.Type)
+	}
+	if _, err := s.CreateWithTTL(ctx, "/core/events/ns/e", nil, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The in-process etcd server finishes starting goroutines of its own
+	// after IgnoreCurrent; only the client side is under test.
+	goleak.VerifyNone(t, ignore,
+		goleak.IgnoreAnyFunction("go.etcd.io/etcd/server/v3/etcdserver.(*EtcdServer).GoAttach.func1"),
+		goleak.IgnoreAnyFunction("go.etcd.io/etcd/server/v3/embed.(*serveCtx).startHandler.func1"),
+		goleak.IgnoreAnyFunction("google.golang.org/grpc.(*Server).serveStreams.func2.1"),
+		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.NewServerTransport.func2"),
+		goleak.IgnoreAnyFunction("google.golang.org/grpc.(*Server).handleRawConn.func1"),
+	)
+}
+
+// TestUnreachable: an etcd that accepts connections but never answers
+// fails reads within the request timeout, and Health says so.
+func TestUnreachable(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	const timeout = 500 * time.Millisecond
+	s := newTestStore(t, c, Config{RequestTimeout: timeout})
+	ctx := testContext(t, 20*time.Second)
+	if _, err := s.Create(ctx, "/k", nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Blackhole(0, true)
+	begin := time.Now()
+	_, err := s.Get(ctx, "/k")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no answer") {
+		t.Errorf("Get through a blackhole: %v, want ErrUnavailable saying there was no answer", err)
+	}
+	if took := time.Since(begin); took > timeout+500*time.Millisecond {
+		t.Errorf("Get took %v, request timeout %v", took, timeout)
+	}
+	if _, err := s.Create(ctx, "/k2", nil); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Create through a blackhole: %v, want ErrUnavailable", err)
+	}
+	if err := s.Health(ctx); err == nil || !strings.Contains(err.Error(), "did not answer") {
+		t.Errorf("Health through a blackhole: %v", err)
+	}
+	c.Blackhole(0, false)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := s.Get(ctx, "/k"); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("Get after the blackhole lifted: %v", err)
+		}
 	}
 }
