@@ -330,7 +330,6 @@ func TestCompactUnderWatcher(t *testing.T) {
 	if ev := nextEvent(t, w, 20*time.Second); ev.Key != "/w/b" || ev.Revision != rev {
 		t.Fatalf("got %v %q@%d, want /w/b@%d", ev.Type, ev.Key, ev.Revision, rev)
 	}
-	state := map[string]string{"/w/a": "1", "/w/b": "1"}
 
 	c.Stop(away)
 	for i := range 10 {
@@ -365,7 +364,7 @@ func TestCompactUnderWatcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state = map[string]string{}
+	state := map[string]string{}
 	for _, kv := range kvs {
 		state[kv.Key] = string(kv.Value)
 	}
@@ -374,9 +373,9 @@ func TestCompactUnderWatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Stop()
-	last := put("/w/b", "2")
+	put("/w/b", "2")
 	put("/w/c", "1")
-	last = put("/w/c", "2")
+	last := put("/w/c", "2")
 	for done := false; !done; {
 		ev := nextEvent(t, w2, 20*time.Second)
 		switch ev.Type {
