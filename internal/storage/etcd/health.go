@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +28,7 @@ func (s *Store) Health(ctx context.Context) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	ctx, cancel := s.opCtx(ctx)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
 	defer cancel()
 	start := time.Now()
 	_, err := s.cli.Get(leaderCtx(ctx), s.prefix+"/", clientv3.WithCountOnly())
@@ -60,10 +62,14 @@ func (s *Store) memberSummary() string {
 			defer cancel()
 			st, err := s.cli.Status(ctx, ep)
 			switch {
+			case err != nil && !reachable(ep):
+				// The client waits for a connection until the deadline
+				// either way; a dial tells refused from silent.
+				parts[i] = ep + ": unreachable"
 			case err != nil && ctx.Err() != nil:
 				parts[i] = ep + ": no answer"
 			case err != nil:
-				parts[i] = ep + ": unreachable"
+				parts[i] = ep + ": " + err.Error()
 			case st.Leader == 0:
 				parts[i] = ep + ": up, no leader"
 			default:
@@ -73,6 +79,20 @@ func (s *Store) memberSummary() string {
 	}
 	wg.Wait()
 	return strings.Join(parts, "; ")
+}
+
+// reachable says whether a TCP connection to endpoint ep can be opened.
+func reachable(ep string) bool {
+	host := ep
+	if u, err := url.Parse(ep); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	c, err := net.DialTimeout("tcp", host, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // DBSize returns the size of etcd's database file, the largest any
