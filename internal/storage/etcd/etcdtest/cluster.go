@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -32,6 +33,9 @@ type Cluster struct {
 	t       testing.TB
 	token   string
 	members []*member
+	// tls, when set, makes members serve clients over TLS and require
+	// client certificates signed by its CA.
+	tls *TLSFiles
 
 	mu sync.Mutex // guards every member's etcd field
 }
@@ -44,15 +48,35 @@ type member struct {
 	etcd               *embed.Etcd // nil while stopped
 }
 
+// TLSFiles are the PEM files of a TLS cluster: the members' serving
+// certificate and key (valid for 127.0.0.1), the CA client certificates
+// must chain to, and the client certificate Client presents.
+type TLSFiles struct {
+	CertFile, KeyFile, CAFile     string
+	ClientCertFile, ClientKeyFile string
+}
+
 // Start runs a cluster of members members (1, 3 or 5 make sense), waits
 // until it has a leader and every member serves, and stops it when the test
 // ends.
 func Start(t testing.TB, members int) *Cluster {
 	t.Helper()
+	return start(t, members, nil)
+}
+
+// StartTLS is Start with client connections over TLS, client certificates
+// required (etcd's --client-cert-auth). Peers talk plain TCP.
+func StartTLS(t testing.TB, members int, files TLSFiles) *Cluster {
+	t.Helper()
+	return start(t, members, &files)
+}
+
+func start(t testing.TB, members int, files *TLSFiles) *Cluster {
+	t.Helper()
 	if members < 1 {
 		t.Fatalf("etcdtest.Start: %d members", members)
 	}
-	c := &Cluster{t: t, token: fmt.Sprintf("etcdtest-%d", time.Now().UnixNano())}
+	c := &Cluster{t: t, token: fmt.Sprintf("etcdtest-%d", time.Now().UnixNano()), tls: files}
 	for i := range members {
 		b, err := newBridge()
 		if err != nil {
@@ -90,7 +114,7 @@ func (c *Cluster) startAttempt() error {
 	for i, m := range c.members {
 		m.dir = c.t.TempDir()
 		m.peerURL = url.URL{Scheme: "http", Host: addrs[2*i]}
-		m.clientURL = url.URL{Scheme: "http", Host: addrs[2*i+1]}
+		m.clientURL = url.URL{Scheme: c.scheme(), Host: addrs[2*i+1]}
 		initial = append(initial, m.name+"="+m.peerURL.String())
 	}
 	// Registered after the TempDirs above, so it runs before they are
@@ -140,7 +164,22 @@ func (c *Cluster) config(m *member, initialCluster string) *embed.Config {
 	cfg.UnsafeNoFsync = true
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.EnableGRPCGateway = false
+	if c.tls != nil {
+		cfg.ClientTLSInfo = transport.TLSInfo{
+			CertFile:       c.tls.CertFile,
+			KeyFile:        c.tls.KeyFile,
+			TrustedCAFile:  c.tls.CAFile,
+			ClientCertAuth: true,
+		}
+	}
 	return cfg
+}
+
+func (c *Cluster) scheme() string {
+	if c.tls != nil {
+		return "https"
+	}
+	return "http"
 }
 
 func (c *Cluster) startMember(i int, initialCluster string) error {
@@ -185,7 +224,7 @@ func (c *Cluster) Size() int { return len(c.members) }
 func (c *Cluster) Endpoints() []string {
 	out := make([]string, len(c.members))
 	for i, m := range c.members {
-		out[i] = "http://" + m.bridge.addr()
+		out[i] = c.scheme() + "://" + m.bridge.addr()
 	}
 	return out
 }
@@ -307,14 +346,24 @@ func (c *Cluster) leader() (int, bool) {
 }
 
 // Client returns a raw etcd client on every endpoint, closed at test end,
-// for inspecting or seeding the cluster behind the store's back.
+// for inspecting or seeding the cluster behind the store's back. On a TLS
+// cluster it presents TLSFiles' client certificate.
 func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   c.Endpoints(),
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
-	})
+	}
+	if c.tls != nil {
+		info := transport.TLSInfo{CertFile: c.tls.ClientCertFile, KeyFile: c.tls.ClientKeyFile, TrustedCAFile: c.tls.CAFile}
+		tc, err := info.ClientConfig()
+		if err != nil {
+			t.Fatalf("etcdtest: client TLS: %v", err)
+		}
+		cfg.TLS = tc
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		t.Fatalf("etcdtest: client: %v", err)
 	}
