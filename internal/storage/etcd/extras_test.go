@@ -318,3 +318,40 @@ func TestUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// TestListPaged: a list larger than ListPageSize is read in pages at one
+// revision: every key once, in order, none written after the first page.
+func TestListPaged(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newTestStore(t, c, Config{ListPageSize: 3})
+	ctx := testContext(t, 20*time.Second)
+	var want []string
+	for i := range 10 {
+		k := fmt.Sprintf("/core/pods/ns/p%02d", i)
+		want = append(want, k)
+		if _, err := s.Create(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Outside the prefix, after it in key order: not listed.
+	if _, err := s.Create(ctx, "/core/podsX/ns/q", nil); err != nil {
+		t.Fatal(err)
+	}
+	kvs, rev, err := s.List(ctx, "/core/pods/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, kv := range kvs {
+		got = append(got, kv.Key)
+		if string(kv.Value) != kv.Key || kv.ModRevision > rev {
+			t.Fatalf("%s: value %q at %d, list revision %d", kv.Key, kv.Value, kv.ModRevision, rev)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("List = %v, want %v", got, want)
+	}
+	if cur, _ := s.CurrentRevision(ctx); rev != cur {
+		t.Fatalf("list revision %d, current %d", rev, cur)
+	}
+}
