@@ -307,6 +307,14 @@ func (c *Cluster) Blackhole(i int, on bool) {
 	c.members[i].bridge.setBlackhole(on)
 }
 
+// Freeze holds all client traffic to and from member i (on) or releases
+// it: connections stay up, new ones are accepted, and nothing gets
+// through, as behind a network partition no one has noticed yet. The
+// member itself keeps running and talking to its peers.
+func (c *Cluster) Freeze(i int, on bool) {
+	c.members[i].bridge.setFrozen(on)
+}
+
 // Leader waits until the running members agree on a leader and returns its
 // index. It fails the test if none is elected within readyTimeout.
 func (c *Cluster) Leader() int {
