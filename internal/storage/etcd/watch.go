@@ -142,7 +142,7 @@ func (w *watcher) RequestProgress() {
 func (w *watcher) run(last int64) {
 	defer close(w.events)
 	backoff := backoffStart
-	var p progressState
+	p := progressState{stallAfter: w.s.attemptTimeout()}
 	for {
 		// A fresh stream per attempt: a stalled one may sit on a member
 		// that stopped answering.
@@ -167,6 +167,16 @@ func (w *watcher) run(last int64) {
 			w.err = err
 			return
 		}
+		switch {
+		case last != before:
+			p.stallAfter = w.s.attemptTimeout()
+		case errors.Is(err, errWatchStalled):
+			// A watch replaying a long history answers no progress
+			// request until it has caught up, which looks like a stall:
+			// wait longer each time nothing came through, so a slow
+			// replay is not restarted forever.
+			p.stallAfter = min(2*p.stallAfter, stallMax)
+		}
 		// A broken or stalled stream, a member without a leader: resume
 		// where we are, on whichever member the client reaches next.
 		w.s.cfg.Logger.Info("etcd watch interrupted; resuming", "prefix", w.prefix, "from", last, "err", err)
@@ -190,6 +200,10 @@ func (w *watcher) run(last int64) {
 // connection has not noticed yet). A false alarm costs a resumed stream.
 var errWatchStalled = errors.New("etcd watch stalled: no events and no progress notification")
 
+// stallMax caps how long a watch may stay silent with a progress request
+// pending before it is made again.
+const stallMax = 2 * time.Minute
+
 // progressState is a pending RequestProgress: the revision the
 // notification must reach, and when to ask etcd again.
 type progressState struct {
@@ -199,6 +213,9 @@ type progressState struct {
 	// since is when the stream last showed life while a request was
 	// pending: the request, or the latest event after it.
 	since time.Time
+	// stallAfter is how long the stream may stay silent with a request
+	// pending before it counts as stalled.
+	stallAfter time.Duration
 }
 
 func (p *progressState) timer() <-chan time.Time {
@@ -305,7 +322,7 @@ func (w *watcher) follow(wctx context.Context, ch clientv3.WatchChan, last *int6
 			p.pending = true
 			ask()
 		case <-p.timer():
-			if time.Since(p.since) > w.s.attemptTimeout() {
+			if time.Since(p.since) > p.stallAfter {
 				if _, err := w.s.CurrentRevision(w.ctx); err == nil {
 					// etcd answers, this stream does not.
 					p.since = time.Now()
