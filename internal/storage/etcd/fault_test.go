@@ -437,10 +437,16 @@ func TestSilentMember(t *testing.T) {
 	s.cli.SetEndpoints(c.Endpoint(1), c.Endpoint(2))
 	c.Freeze(silent, true)
 	defer c.Freeze(silent, false)
-	// Reads: every one succeeds, some after a retry on another member.
+	// Reads: every one succeeds, some after a retry on another member;
+	// so does Health.
 	for i := range 10 {
 		if _, err := ws.Get(ctx, "/s/k"); err != nil {
 			t.Fatalf("Get %d with a silent member: %v", i, err)
+		}
+		if i < 3 {
+			if err := ws.Health(ctx); err != nil {
+				t.Fatalf("Health %d with a silent member: %v", i, err)
+			}
 		}
 	}
 	// The watch: writes go on, a progress request finds the stream dead.

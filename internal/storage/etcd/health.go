@@ -32,9 +32,20 @@ func (s *Store) Health(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
 	defer cancel()
 	start := time.Now()
-	_, err := s.cli.Get(leaderCtx(ctx), s.prefix+"/", clientv3.WithCountOnly())
-	if err == nil {
-		return nil
+	// Two attempts of half the timeout each: one member that stopped
+	// answering (its connection not yet known dead) must not make a
+	// healthy cluster look down.
+	var err error
+	for attempt := 0; attempt < 2 && ctx.Err() == nil; attempt++ {
+		actx, acancel := context.WithTimeout(ctx, s.cfg.HealthTimeout/2)
+		_, err = s.cli.Get(leaderCtx(actx), s.prefix+"/", clientv3.WithCountOnly())
+		acancel()
+		if err == nil {
+			return nil
+		}
+		if transient, _ := retryable(err); !transient && actx.Err() == nil {
+			break
+		}
 	}
 	if s.isClosed() {
 		return storage.ErrClosed
@@ -43,7 +54,7 @@ func (s *Store) Health(ctx context.Context) error {
 	switch {
 	case errors.Is(err, rpctypes.ErrNoLeader), errors.Is(err, rpctypes.ErrGRPCNoLeader):
 		reason = "etcd has no leader (quorum lost?)"
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		reason = fmt.Sprintf("etcd did not answer within %v", time.Since(start).Round(time.Millisecond))
 	}
 	return fmt.Errorf("%w: %s [%s]: %w", ErrUnavailable, reason, s.memberSummary(), err)
