@@ -1,0 +1,245 @@
+package nftables
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/myriad-k8s/myriad/internal/proxy"
+)
+
+// TableName is the nf_tables table the proxy owns in each family.
+const TableName = "myriad-proxy"
+
+// masqueradeBit is the packet mark bit asking for masquerade (upstream's 0x4000).
+const masqueradeBit = 0x4000
+
+type ruleKind uint8
+
+const (
+	rJump                ruleKind = iota // jump Target
+	rGoto                                // goto Target
+	rServiceIPs                          // daddr . l4proto . dport vmap @service-ips
+	rServiceNodePorts                    // fib daddr local, l4proto . dport vmap @service-nodeports
+	rNewConnCheck                        // ct state new jump Target
+	rNoEndpointIPs                       // daddr . l4proto . dport vmap @no-endpoint-services
+	rNoEndpointNodePorts                 // fib daddr local, l4proto . dport vmap @no-endpoint-nodeports
+	rReject                              // reject
+	rDrop                                // drop
+	rMarkMasq                            // mark |= 0x4000
+	rReturnUnmarked                      // mark & 0x4000 == 0 return
+	rClearMark                           // mark ^= 0x4000
+	rMasquerade                          // masquerade fully-random
+	rHairpin                             // saddr . daddr @hairpin masquerade fully-random
+	rMasqOutsideCIDR                     // saddr != CIDR jump mark-for-masquerade
+	rLocalSourceJump                     // fib saddr local jump Target
+	rLocalSourceGoto                     // fib saddr local goto Target
+	rDNAT                                // dnat to numgen random mod N map @Map [update @Aff]
+	rDNATAffinity                        // dnat to (saddr map @Aff) map @Map
+)
+
+// rule is one nf_tables rule. It is comparable, so a chain's rules diff by
+// ==, and renders both as text (golden files) and as expressions (kernel).
+type rule struct {
+	kind   ruleKind
+	target string // chain for jumps, gotos
+	m      string // endpoint map for DNAT rules
+	aff    string // affinity map, "" for none
+	n      uint32 // endpoints (numgen modulus)
+	cidr   netip.Prefix
+}
+
+func (r rule) String() string {
+	switch r.kind {
+	case rJump:
+		return "jump " + r.target
+	case rGoto:
+		return "goto " + r.target
+	case rServiceIPs:
+		return "@nh daddr . meta l4proto . th dport vmap @service-ips"
+	case rServiceNodePorts:
+		return "fib daddr type local meta l4proto . th dport vmap @service-nodeports"
+	case rNewConnCheck:
+		return "ct state new jump " + r.target
+	case rNoEndpointIPs:
+		return "@nh daddr . meta l4proto . th dport vmap @no-endpoint-services"
+	case rNoEndpointNodePorts:
+		return "fib daddr type local meta l4proto . th dport vmap @no-endpoint-nodeports"
+	case rReject:
+		return "reject"
+	case rDrop:
+		return "drop"
+	case rMarkMasq:
+		return fmt.Sprintf("meta mark set mark or %#x", masqueradeBit)
+	case rReturnUnmarked:
+		return fmt.Sprintf("meta mark & %#x == 0 return", masqueradeBit)
+	case rClearMark:
+		return fmt.Sprintf("meta mark set mark xor %#x", masqueradeBit)
+	case rMasquerade:
+		return "masquerade fully-random"
+	case rHairpin:
+		return "@nh saddr . @nh daddr @hairpin masquerade fully-random"
+	case rMasqOutsideCIDR:
+		return fmt.Sprintf("@nh saddr != %s jump mark-for-masquerade", r.cidr)
+	case rLocalSourceJump:
+		return "fib saddr type local jump " + r.target
+	case rLocalSourceGoto:
+		return "fib saddr type local goto " + r.target
+	case rDNAT:
+		s := fmt.Sprintf("dnat to numgen random mod %d map @%s", r.n, r.m)
+		if r.aff != "" {
+			s += fmt.Sprintf(" update @%s { @nh saddr : slot }", r.aff)
+		}
+		return s
+	case rDNATAffinity:
+		return fmt.Sprintf("dnat to @nh saddr map @%s map @%s update @%s", r.aff, r.m, r.aff)
+	}
+	return fmt.Sprintf("rule(%d)", r.kind)
+}
+
+type mapKind uint8
+
+const (
+	mServiceIPs       mapKind = iota // addr . proto . port : verdict
+	mServiceNodePorts                // proto . port : verdict
+	mEndpoints                       // slot : addr . port
+	mAffinity                        // addr : slot, dynamic, timeout
+	mHairpin                         // set: addr . addr
+)
+
+// mapDef is one named map or set.
+type mapDef struct {
+	kind    mapKind
+	timeout time.Duration // mAffinity only
+}
+
+// elemKey is a map or set element's key; which fields count depends on
+// the map's kind.
+type elemKey struct {
+	addr  netip.Addr
+	proto uint8
+	port  uint16
+	slot  uint32
+	addr2 netip.Addr
+}
+
+// elemVal is a map element's value: a verdict or an endpoint.
+type elemVal struct {
+	verdict string // "goto <chain>"
+	addr    netip.Addr
+	port    uint16
+}
+
+// elemRef names an element of a map.
+type elemRef struct {
+	m   string
+	key elemKey
+}
+
+func (k elemKey) render(kind mapKind) string {
+	switch kind {
+	case mServiceIPs:
+		return fmt.Sprintf("%s . %s . %d", k.addr, protoName(k.proto), k.port)
+	case mServiceNodePorts:
+		return fmt.Sprintf("%s . %d", protoName(k.proto), k.port)
+	case mEndpoints:
+		return fmt.Sprint(k.slot)
+	case mHairpin:
+		return fmt.Sprintf("%s . %s", k.addr, k.addr2)
+	}
+	return fmt.Sprintf("%+v", k)
+}
+
+func (v elemVal) render() string {
+	if v.verdict != "" {
+		return v.verdict
+	}
+	if !v.addr.IsValid() {
+		return ""
+	}
+	return fmt.Sprintf("%s . %d", v.addr, v.port)
+}
+
+const (
+	protoTCP  = 6
+	protoUDP  = 17
+	protoSCTP = 132
+)
+
+func protoName(p uint8) string {
+	switch p {
+	case protoTCP:
+		return "tcp"
+	case protoUDP:
+		return "udp"
+	case protoSCTP:
+		return "sctp"
+	}
+	return fmt.Sprint(p)
+}
+
+// chainDef is a chain: a base chain when hook is set.
+type chainDef struct {
+	hook  *hook
+	rules []rule
+}
+
+type hook struct {
+	nat      bool // type nat, else filter
+	hooknum  string
+	priority int32
+}
+
+// fragment is everything one Service contributes to one family's table:
+// its own chains and maps, and elements (of its own maps and of the shared
+// ones). Fragments are immutable once computed.
+type fragment struct {
+	chains map[string][]rule
+	maps   map[string]mapDef
+	elems  map[elemRef]elemVal
+	ports  int
+}
+
+func newFragment() *fragment {
+	return &fragment{chains: map[string][]rule{}, maps: map[string]mapDef{}, elems: map[elemRef]elemVal{}}
+}
+
+// Shared maps and chains every table has.
+const (
+	mapServiceIPs          = "service-ips"
+	mapServiceNodePorts    = "service-nodeports"
+	mapNoEndpointServices  = "no-endpoint-services"
+	mapNoEndpointNodePorts = "no-endpoint-nodeports"
+	setHairpin             = "hairpin"
+	chainMarkForMasq       = "mark-for-masquerade"
+	chainReject            = "reject-chain"
+)
+
+// base returns the chains and maps every table has, independent of Services.
+func base(clusterCIDR netip.Prefix) (map[string]chainDef, map[string]mapDef) {
+	_ = clusterCIDR
+	chains := map[string]chainDef{
+		"nat-prerouting":  {hook: &hook{nat: true, hooknum: "prerouting", priority: -100}, rules: []rule{{kind: rJump, target: "services"}}},
+		"nat-output":      {hook: &hook{nat: true, hooknum: "output", priority: -100}, rules: []rule{{kind: rJump, target: "services"}}},
+		"nat-postrouting": {hook: &hook{nat: true, hooknum: "postrouting", priority: 100}, rules: []rule{{kind: rJump, target: "masquerading"}}},
+		"filter-input":    {hook: &hook{hooknum: "input", priority: -110}, rules: []rule{{kind: rNewConnCheck, target: "endpoints-check"}}},
+		"filter-forward":  {hook: &hook{hooknum: "forward", priority: -110}, rules: []rule{{kind: rNewConnCheck, target: "endpoints-check"}}},
+		"filter-output":   {hook: &hook{hooknum: "output", priority: -110}, rules: []rule{{kind: rNewConnCheck, target: "endpoints-check"}}},
+		"services":        {rules: []rule{{kind: rServiceIPs}, {kind: rServiceNodePorts}}},
+		"endpoints-check": {rules: []rule{{kind: rNoEndpointIPs}, {kind: rNoEndpointNodePorts}}},
+		chainReject:       {rules: []rule{{kind: rReject}}},
+		chainMarkForMasq:  {rules: []rule{{kind: rMarkMasq}}},
+		"masquerading":    {rules: []rule{{kind: rHairpin}, {kind: rReturnUnmarked}, {kind: rClearMark}, {kind: rMasquerade}}},
+	}
+	maps := map[string]mapDef{
+		mapServiceIPs:          {kind: mServiceIPs},
+		mapServiceNodePorts:    {kind: mServiceNodePorts},
+		mapNoEndpointServices:  {kind: mServiceIPs},
+		mapNoEndpointNodePorts: {kind: mServiceNodePorts},
+		setHairpin:             {kind: mHairpin},
+	}
+	return chains, maps
+}
+
+// familyOK reports whether a family value is one this package programs.
+func familyOK(f proxy.Family) bool { return f == proxy.IPv4 || f == proxy.IPv6 }

@@ -1,0 +1,209 @@
+package nftables
+
+import (
+	"net/netip"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/myriad-k8s/myriad/internal/proxy"
+)
+
+// table is one family's programmed state: the base objects plus every
+// Service's fragment. Only the backend's sync goroutine touches it.
+type table struct {
+	fam         proxy.Family
+	clusterCIDR netip.Prefix
+	baseChains  map[string]chainDef
+	baseMaps    map[string]mapDef
+	frags       map[types.NamespacedName]*fragment
+	// hairpin counts the fragments using each hairpin element: one endpoint
+	// address can serve many Services.
+	hairpin     map[elemKey]int
+	initialized bool // the table exists in the kernel
+}
+
+func newTable(fam proxy.Family, clusterCIDR netip.Prefix) *table {
+	c, m := base(clusterCIDR)
+	return &table{fam: fam, clusterCIDR: clusterCIDR, baseChains: c, baseMaps: m,
+		frags: map[types.NamespacedName]*fragment{}, hairpin: map[elemKey]int{}}
+}
+
+// elemOp is one element to add or delete, with its map's kind.
+type elemOp struct {
+	ref  elemRef
+	val  elemVal
+	kind mapKind
+}
+
+// plan is one transaction for one table, its operations grouped in the
+// order the kernel needs them: objects exist before anything refers to
+// them, and references go before the objects they point at are deleted.
+type plan struct {
+	newMaps   map[string]mapDef
+	newChains []string
+	ownDel    []elemOp // elements of per-Service maps
+	ownAdd    []elemOp
+	rewrites  []string // chains to flush and refill from next
+	sharedDel []elemOp // elements of the base maps
+	sharedAdd []elemOp
+	delChains []string
+	delMaps   []string
+
+	next         map[types.NamespacedName]*fragment // nil value: delete
+	hairpinDelta map[elemKey]int
+	chainRules   map[string][]rule
+}
+
+func newPlan() *plan {
+	return &plan{newMaps: map[string]mapDef{}, next: map[types.NamespacedName]*fragment{},
+		hairpinDelta: map[elemKey]int{}, chainRules: map[string][]rule{}}
+}
+
+func (p *plan) empty() bool {
+	return len(p.newMaps)+len(p.newChains)+len(p.ownDel)+len(p.ownAdd)+len(p.rewrites)+
+		len(p.sharedDel)+len(p.sharedAdd)+len(p.delChains)+len(p.delMaps) == 0
+}
+
+func (p *plan) result() proxy.SyncResult {
+	r := proxy.SyncResult{
+		Elements: len(p.ownDel) + len(p.ownAdd) + len(p.sharedDel) + len(p.sharedAdd),
+		Chains:   len(p.newChains) + len(p.rewrites) + len(p.delChains),
+		Maps:     len(p.newMaps) + len(p.delMaps),
+	}
+	for _, c := range p.rewrites {
+		r.Rules += len(p.chainRules[c])
+	}
+	return r
+}
+
+// diff adds to p what turns old into new for one Service.
+func (t *table) diff(p *plan, key types.NamespacedName, old, new *fragment) {
+	if old == nil {
+		old = newFragment()
+	}
+	if new == nil {
+		new = newFragment()
+	}
+	for name, d := range new.maps {
+		if _, ok := old.maps[name]; !ok {
+			p.newMaps[name] = d
+		}
+	}
+	for name, rules := range new.chains {
+		oldRules, existed := old.chains[name]
+		if !existed {
+			p.newChains = append(p.newChains, name)
+		}
+		if !existed || !equalRules(oldRules, rules) {
+			p.rewrites = append(p.rewrites, name)
+			p.chainRules[name] = rules
+		}
+	}
+	for ref, v := range old.elems {
+		if ref.m == setHairpin {
+			if _, ok := new.elems[ref]; !ok {
+				p.hairpinDelta[ref.key]--
+			}
+			continue
+		}
+		nv, ok := new.elems[ref]
+		if ok && nv == v {
+			continue
+		}
+		if d, own := old.maps[ref.m]; own {
+			if _, kept := new.maps[ref.m]; kept {
+				p.ownDel = append(p.ownDel, elemOp{ref, v, d.kind})
+			}
+			continue // the map goes, and its elements with it
+		}
+		p.sharedDel = append(p.sharedDel, elemOp{ref, v, t.baseMaps[ref.m].kind})
+	}
+	for ref, v := range new.elems {
+		if ref.m == setHairpin {
+			if _, ok := old.elems[ref]; !ok {
+				p.hairpinDelta[ref.key]++
+			}
+			continue
+		}
+		if ov, ok := old.elems[ref]; ok && ov == v {
+			continue
+		}
+		if d, own := new.maps[ref.m]; own {
+			p.ownAdd = append(p.ownAdd, elemOp{ref, v, d.kind})
+		} else {
+			p.sharedAdd = append(p.sharedAdd, elemOp{ref, v, t.baseMaps[ref.m].kind})
+		}
+	}
+	for name := range old.chains {
+		if _, ok := new.chains[name]; !ok {
+			p.delChains = append(p.delChains, name)
+		}
+	}
+	for name := range old.maps {
+		if _, ok := new.maps[name]; !ok {
+			p.delMaps = append(p.delMaps, name)
+		}
+	}
+	p.next[key] = new
+}
+
+// finish turns the hairpin reference deltas into element operations and
+// sorts every list so a plan (and the transaction) is deterministic.
+func (t *table) finish(p *plan) {
+	for k, d := range p.hairpinDelta {
+		before := t.hairpin[k]
+		after := before + d
+		switch {
+		case before == 0 && after > 0:
+			p.sharedAdd = append(p.sharedAdd, elemOp{elemRef{setHairpin, k}, elemVal{}, mHairpin})
+		case before > 0 && after == 0:
+			p.sharedDel = append(p.sharedDel, elemOp{elemRef{setHairpin, k}, elemVal{}, mHairpin})
+		}
+	}
+	sort.Strings(p.newChains)
+	sort.Strings(p.rewrites)
+	sort.Strings(p.delChains)
+	sort.Strings(p.delMaps)
+	for _, ops := range [][]elemOp{p.ownDel, p.ownAdd, p.sharedDel, p.sharedAdd} {
+		sort.Slice(ops, func(i, j int) bool { return lessOp(ops[i], ops[j]) })
+	}
+}
+
+// commit records a plan as programmed.
+func (t *table) commit(p *plan) {
+	for k, d := range p.hairpinDelta {
+		if n := t.hairpin[k] + d; n > 0 {
+			t.hairpin[k] = n
+		} else {
+			delete(t.hairpin, k)
+		}
+	}
+	for key, f := range p.next {
+		if f == nil || (len(f.chains) == 0 && len(f.elems) == 0) {
+			delete(t.frags, key)
+		} else {
+			t.frags[key] = f
+		}
+	}
+	t.initialized = true
+}
+
+func lessOp(a, b elemOp) bool {
+	if a.ref.m != b.ref.m {
+		return a.ref.m < b.ref.m
+	}
+	return a.ref.key.render(a.kind) < b.ref.key.render(b.kind)
+}
+
+func equalRules(a, b []rule) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
