@@ -23,8 +23,11 @@ import (
 // largest transaction (a full rewrite at 30,000 Services is tens of MB).
 const socketBuffer = 256 << 20
 
-// elemsPerMessage caps one NEWSETELEM message's elements.
-const elemsPerMessage = 2048
+// maxElemBytes caps the encoded elements of one NEWSETELEM message: they
+// travel in one nested attribute, whose length is 16 bits, so a message
+// with more than 64 KiB of elements is malformed (the kernel answers
+// ENOENT, having parsed garbage). The estimate per element is generous.
+const maxElemBytes = 48 << 10
 
 // kernel writes plans to nf_tables over netlink.
 type kernel struct {
@@ -157,8 +160,9 @@ func (k *kernel) queuePlan(t *nftables.Table, fam proxy.Family, p *plan) error {
 // queueElems adds (or deletes) ops, grouped per map, in bounded messages.
 func (k *kernel) queueElems(t *nftables.Table, fam proxy.Family, ops []elemOp, del bool) error {
 	for i := 0; i < len(ops); {
-		j := i
-		for j < len(ops) && ops[j].ref.m == ops[i].ref.m && j-i < elemsPerMessage {
+		j, size := i, 0
+		for j < len(ops) && ops[j].ref.m == ops[i].ref.m && size < maxElemBytes {
+			size += elemSizeEstimate(ops[j])
 			j++
 		}
 		s := setFor(t, fam, ops[i].ref.m, mapDef{kind: ops[i].kind})
@@ -380,6 +384,12 @@ func element(fam proxy.Family, kind mapKind, k elemKey, v elemVal) nftables.SetE
 		e.VerdictData = &expr.Verdict{Kind: expr.VerdictGoto, Chain: v.verdict[5:]}
 	}
 	return e
+}
+
+// elemSizeEstimate bounds an element's netlink encoding: attribute headers,
+// a key and value of at most 40 bytes, and a verdict's chain name.
+func elemSizeEstimate(op elemOp) int {
+	return 96 + len(op.val.verdict)
 }
 
 func sortOps(ops []elemOp) {

@@ -193,7 +193,20 @@ func lessOp(a, b elemOp) bool {
 	if a.ref.m != b.ref.m {
 		return a.ref.m < b.ref.m
 	}
-	return a.ref.key.render(a.kind) < b.ref.key.render(b.kind)
+	x, y := a.ref.key, b.ref.key
+	if c := x.addr.Compare(y.addr); c != 0 {
+		return c < 0
+	}
+	if x.proto != y.proto {
+		return x.proto < y.proto
+	}
+	if x.port != y.port {
+		return x.port < y.port
+	}
+	if x.slot != y.slot {
+		return x.slot < y.slot
+	}
+	return x.addr2.Compare(y.addr2) < 0
 }
 
 func equalRules(a, b []rule) bool {
