@@ -89,6 +89,9 @@ type Proxier struct {
 		dirty    map[types.NamespacedName]struct{}
 		triggers map[types.NamespacedName][]time.Time
 		synced   bool // informers have listed once: syncing may begin
+		// queuedAt is when the oldest change not yet programmed arrived
+		// (zero: none pending); syncedAt when a sync last succeeded.
+		queuedAt, syncedAt time.Time
 	}
 	// Owned by the sync loop only.
 	claims   *claims
@@ -190,6 +193,11 @@ func (p *Proxier) OnNode(node *v1.Node) {
 }
 
 func (p *Proxier) queued() {
+	p.mu.Lock()
+	if p.mu.queuedAt.IsZero() {
+		p.mu.queuedAt = p.cfg.Clock.Now()
+	}
+	p.mu.Unlock()
 	p.cfg.Metrics.LastQueued.SetToCurrentTime()
 	p.runner.Run()
 }
@@ -201,8 +209,8 @@ func (p *Proxier) sync(ctx context.Context) {
 		p.mu.Unlock()
 		return
 	}
-	dirty, triggers := p.mu.dirty, p.mu.triggers
-	p.mu.dirty, p.mu.triggers = map[types.NamespacedName]struct{}{}, map[types.NamespacedName][]time.Time{}
+	dirty, triggers, queuedAt := p.mu.dirty, p.mu.triggers, p.mu.queuedAt
+	p.mu.dirty, p.mu.triggers, p.mu.queuedAt = map[types.NamespacedName]struct{}{}, map[types.NamespacedName][]time.Time{}, time.Time{}
 	changes := make(map[types.NamespacedName]*ServiceView, len(dirty))
 	for key := range dirty {
 		changes[key] = p.viewLocked(key)
@@ -238,11 +246,17 @@ func (p *Proxier) sync(ctx context.Context) {
 		for k, ts := range triggers {
 			p.mu.triggers[k] = append(ts, p.mu.triggers[k]...)
 		}
+		if p.mu.queuedAt.IsZero() || (!queuedAt.IsZero() && queuedAt.Before(p.mu.queuedAt)) {
+			p.mu.queuedAt = queuedAt
+		}
 		p.mu.Unlock()
 		p.runner.Run()
 		return
 	}
 	now := p.cfg.Clock.Now()
+	p.mu.Lock()
+	p.mu.syncedAt = now
+	p.mu.Unlock()
 	p.cfg.Metrics.SyncDuration.WithLabelValues(kind).Observe(now.Sub(start).Seconds())
 	p.cfg.Metrics.LastSync.Set(float64(now.UnixNano()) / 1e9)
 	p.cfg.Metrics.ObjectsChanged.WithLabelValues("element").Add(float64(res.Elements))
@@ -335,3 +349,20 @@ func (p *Proxier) reportSkipped(changes map[types.NamespacedName]*ServiceView) {
 // Sync runs one sync now, on the caller's goroutine. Tests and benchmarks
 // use it; it must not run concurrently with Run.
 func (p *Proxier) Sync(ctx context.Context) { p.sync(ctx) }
+
+// Healthy reports whether the proxy keeps up, as upstream's proxier health
+// server judges it: no change has waited for programming longer than twice
+// the sync period. The error says why not.
+func (p *Proxier) Healthy() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.mu.synced {
+		return errors.New("informers have not synced yet")
+	}
+	if q := p.mu.queuedAt; !q.IsZero() {
+		if wait := p.cfg.Clock.Since(q); wait > 2*p.cfg.SyncPeriod {
+			return fmt.Errorf("changes queued %s ago are not programmed yet (last successful sync %s)", wait.Round(time.Second), p.mu.syncedAt.Format(time.RFC3339))
+		}
+	}
+	return nil
+}
