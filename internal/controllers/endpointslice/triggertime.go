@@ -1,0 +1,46 @@
+package endpointslice
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// lastChangeTriggerTime approximates upstream's TriggerTimeTracker: the
+// newest change among the Service's creation and its pods' Ready
+// transitions and deletions. Proxies subtract it from the moment their
+// rules are in place to report network programming latency
+// (kubeproxy_network_programming_duration_seconds). Upstream keeps, per
+// Service, the pods seen at the last sync to take the oldest unprocessed
+// change; the newest one is what changed last in a burst and needs no state.
+func lastChangeTriggerTime(svc *corev1.Service, pods []*corev1.Pod) time.Time {
+	t := svc.CreationTimestamp.Time
+	for _, p := range pods {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.LastTransitionTime.After(t) {
+				t = c.LastTransitionTime.Time
+			}
+		}
+		if d := p.DeletionTimestamp; d != nil && d.After(t) {
+			t = d.Time
+		}
+	}
+	return t
+}
+
+// setTriggerTime stamps slices being written with the annotation.
+func setTriggerTime(t time.Time, slices ...[]*discoveryv1.EndpointSlice) {
+	if t.IsZero() {
+		return
+	}
+	v := t.UTC().Format(time.RFC3339Nano)
+	for _, list := range slices {
+		for _, s := range list {
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			s.Annotations[corev1.EndpointsLastChangeTriggerTime] = v
+		}
+	}
+}
