@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,6 +62,12 @@ func BenchmarkKernel(b *testing.B) {
 		populate(h, n)
 		p.Sync(context.Background())
 		ctx := context.Background()
+		// The proxy's memory with n Services: the objects (as an informer
+		// holds them) plus the computed and programmed state.
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.Logf("services=%d: heap in use %.1f MiB after programming", n, float64(ms.HeapInuse)/(1<<20))
 		b.Run(fmt.Sprintf("services=%d/new-service", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				name := fmt.Sprintf("new%d", i)

@@ -3,10 +3,10 @@ package nftables
 import (
 	"context"
 	"flag"
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,7 +183,7 @@ func TestTopologyZoneHints(t *testing.T) {
 		ep{ip: "10.244.3.2", node: "node-c", ready: true, serving: true, zones: []string{"z2"}}))
 	h.p.Sync(context.Background())
 	got := h.b.Render(proxy.IPv4)
-	if !contains(got, "0 : 10.244.3.1 . 80") || contains(got, "10.244.3.2 . 80") {
+	if !strings.Contains(got, "0 : 10.244.3.1 . 80") || strings.Contains(got, "10.244.3.2 . 80") {
 		t.Fatalf("zone z1 should use only the z1-hinted endpoint:\n%s", got)
 	}
 }
@@ -200,5 +200,3 @@ func indexOf(s, sub string) int {
 	}
 	return -1
 }
-
-var _ = fmt.Sprint

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"sync"
 
@@ -553,5 +552,3 @@ func exprs(fam proxy.Family, r rule) []expr.Any {
 	}
 	panic(fmt.Sprintf("nftables: no expressions for rule kind %d", r.kind))
 }
-
-var _ = netip.Addr{}

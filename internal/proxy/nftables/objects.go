@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
-
-	"github.com/myriad-k8s/myriad/internal/proxy"
 )
 
 // TableName is the nf_tables table the proxy owns in each family.
@@ -216,8 +214,7 @@ const (
 )
 
 // base returns the chains and maps every table has, independent of Services.
-func base(clusterCIDR netip.Prefix) (map[string]chainDef, map[string]mapDef) {
-	_ = clusterCIDR
+func base() (map[string]chainDef, map[string]mapDef) {
 	chains := map[string]chainDef{
 		"nat-prerouting":  {hook: &hook{nat: true, hooknum: "prerouting", priority: -100}, rules: []rule{{kind: rJump, target: "services"}}},
 		"nat-output":      {hook: &hook{nat: true, hooknum: "output", priority: -100}, rules: []rule{{kind: rJump, target: "services"}}},
@@ -240,6 +237,3 @@ func base(clusterCIDR netip.Prefix) (map[string]chainDef, map[string]mapDef) {
 	}
 	return chains, maps
 }
-
-// familyOK reports whether a family value is one this package programs.
-func familyOK(f proxy.Family) bool { return f == proxy.IPv4 || f == proxy.IPv6 }

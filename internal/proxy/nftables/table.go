@@ -24,7 +24,7 @@ type table struct {
 }
 
 func newTable(fam proxy.Family, clusterCIDR netip.Prefix) *table {
-	c, m := base(clusterCIDR)
+	c, m := base()
 	return &table{fam: fam, clusterCIDR: clusterCIDR, baseChains: c, baseMaps: m,
 		frags: map[types.NamespacedName]*fragment{}, hairpin: map[elemKey]int{}}
 }
