@@ -112,11 +112,12 @@ type ServiceView struct {
 }
 
 // buildPorts turns a Service into its ServicePorts, one per port per family
-// the proxy serves. It returns nil for Services the proxy ignores
-// (ExternalName, headless).
-func buildPorts(svc *v1.Service, families []Family) []ServicePort {
+// the proxy serves, and says why it skips any (ports out of range: the API
+// server validates them, but the proxy does not trust that). It returns no
+// ports for Services the proxy ignores (ExternalName, headless).
+func buildPorts(svc *v1.Service, families []Family) (ports []ServicePort, skipped []string) {
 	if svc.Spec.Type == v1.ServiceTypeExternalName || svc.Spec.ClusterIP == v1.ClusterIPNone || svc.Spec.ClusterIP == "" {
-		return nil
+		return nil, nil
 	}
 	clusterIPs := svc.Spec.ClusterIPs
 	if len(clusterIPs) == 0 {
@@ -149,6 +150,11 @@ func buildPorts(svc *v1.Service, families []Family) []ServicePort {
 		(svc.Spec.Type == v1.ServiceTypeNodePort || svc.Spec.Type == v1.ServiceTypeLoadBalancer || len(svc.Spec.ExternalIPs) > 0)
 	internalLocal := svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == v1.ServiceInternalTrafficPolicyLocal
 	var out []ServicePort
+	for _, p := range svc.Spec.Ports {
+		if p.Port < 1 || p.Port > 65535 || p.NodePort < 0 || p.NodePort > 65535 {
+			skipped = append(skipped, fmt.Sprintf("%s/%s port %q: port %d or nodePort %d out of range", svc.Namespace, svc.Name, p.Name, p.Port, p.NodePort))
+		}
+	}
 	for _, fam := range families {
 		var cip netip.Addr
 		for _, s := range clusterIPs {
@@ -167,6 +173,9 @@ func buildPorts(svc *v1.Service, families []Family) []ServicePort {
 			}
 		}
 		for _, p := range svc.Spec.Ports {
+			if p.Port < 1 || p.Port > 65535 || p.NodePort < 0 || p.NodePort > 65535 {
+				continue
+			}
 			sp := ServicePort{
 				Name:                ServicePortName{NamespacedName: types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, Port: p.Name, Protocol: p.Protocol},
 				Family:              fam,
@@ -187,7 +196,7 @@ func buildPorts(svc *v1.Service, families []Family) []ServicePort {
 			out = append(out, sp)
 		}
 	}
-	return out
+	return out, skipped
 }
 
 // endpointsFor collects the endpoints of one ServicePort from the Service's

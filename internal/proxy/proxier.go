@@ -280,8 +280,8 @@ func (p *Proxier) viewLocked(key types.NamespacedName) *ServiceView {
 	if svc == nil {
 		return nil
 	}
-	ports := buildPorts(svc, p.cfg.Families)
-	if ports == nil {
+	ports, skipped := buildPorts(svc, p.cfg.Families)
+	if ports == nil && skipped == nil {
 		return nil
 	}
 	var sl []*discovery.EndpointSlice
@@ -298,7 +298,7 @@ func (p *Proxier) viewLocked(key types.NamespacedName) *ServiceView {
 		}
 		return 0
 	})
-	v := &ServiceView{Name: key}
+	v := &ServiceView{Name: key, Skipped: skipped}
 	for i := range ports {
 		sp := &ports[i]
 		if !p.cfg.Backend.Supports(sp.Name.Protocol) {
