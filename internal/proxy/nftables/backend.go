@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sort"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -97,7 +98,14 @@ func (b *Backend) Sync(ctx context.Context, changes map[types.NamespacedName]*pr
 	needInit := false
 	for fam, t := range b.tables {
 		p := newPlan()
-		for key, v := range changes {
+		// A fixed order makes id allocation, and so the rules, deterministic.
+		keys := make([]types.NamespacedName, 0, len(changes))
+		for key := range changes {
+			keys = append(keys, key)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+		for _, key := range keys {
+			v := changes[key]
 			old := t.frags[key]
 			var next *fragment
 			if v != nil {
@@ -108,7 +116,7 @@ func (b *Backend) Sync(ctx context.Context, changes map[types.NamespacedName]*pr
 					}
 				}
 				if len(ports) > 0 {
-					next = computeFragment(old, ports, t.clusterCIDR)
+					next = computeFragment(old, ports, t.clusterCIDR, t.allocID)
 				}
 			}
 			if old == nil && next == nil {

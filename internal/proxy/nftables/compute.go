@@ -29,7 +29,8 @@ func portID(n proxy.ServicePortName) string {
 // prev, the fragment currently programmed (nil if none), keeps endpoints in
 // the slots they already have, so an endpoint change rewrites only the
 // slots that changed.
-func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.Prefix) *fragment {
+// alloc hands out endpoint set ids never used before in the table.
+func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.Prefix, alloc func() uint32) *fragment {
 	f := newFragment()
 	for i := range ports {
 		pv := &ports[i]
@@ -52,25 +53,34 @@ func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.P
 		svcChain, extChain := "svc-"+id, "ext-"+id
 		affinity := pv.AffinityTimeout > 0
 
-		// dnat adds the rules and maps that pick one of eps.
-		dnat := func(chain, mapName, affName string, eps []proxy.Endpoint) {
+		// dnat adds the rules and elements that pick one of eps; use names
+		// the endpoint set ("clu-<port>" or "loc-<port>").
+		dnat := func(chain, use string, eps []proxy.Endpoint) {
 			if len(eps) == 0 {
 				f.chains[chain] = append(f.chains[chain], rule{kind: rDrop})
 				return
 			}
-			f.maps[mapName] = mapDef{kind: mEndpoints}
-			for slot, ep := range assignSlots(prev, mapName, eps) {
-				f.elems[elemRef{mapName, elemKey{slot: uint32(slot)}}] = elemVal{addr: ep.Addr, port: ep.Port}
+			id, ok := f.ids[use]
+			if !ok {
+				if prev != nil {
+					id, ok = prev.ids[use]
+				}
+				if !ok {
+					id = alloc()
+				}
+				f.ids[use] = id
+			}
+			for slot, ep := range assignSlots(prev, id, eps) {
+				f.elems[elemRef{mapEndpoints, elemKey{id: id, slot: uint32(slot)}}] = elemVal{addr: ep.Addr, port: ep.Port}
 				f.elems[elemRef{setHairpin, elemKey{addr: ep.Addr, addr2: ep.Addr}}] = elemVal{}
 			}
 			if !affinity {
-				f.chains[chain] = append(f.chains[chain], rule{kind: rDNAT, m: mapName, n: uint32(len(eps))})
+				f.chains[chain] = append(f.chains[chain], rule{kind: rDNAT, id: id, n: uint32(len(eps))})
 				return
 			}
-			f.maps[affName] = mapDef{kind: mAffinity, timeout: pv.AffinityTimeout}
 			f.chains[chain] = append(f.chains[chain],
-				rule{kind: rDNATAffinity, m: mapName, aff: affName},
-				rule{kind: rDNAT, m: mapName, aff: affName, n: uint32(len(eps))})
+				rule{kind: rDNATAffinity, id: id, affinity: pv.AffinityTimeout},
+				rule{kind: rDNAT, id: id, n: uint32(len(eps)), affinity: pv.AffinityTimeout})
 		}
 
 		// Internal traffic (to the cluster IP).
@@ -79,9 +89,9 @@ func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.P
 			f.chains[svcChain] = append(f.chains[svcChain], rule{kind: rMasqOutsideCIDR, cidr: clusterCIDR})
 		}
 		if pv.InternalPolicyLocal {
-			dnat(svcChain, "loc-"+id, "affl-"+id, pv.Local)
+			dnat(svcChain, "loc-"+id, pv.Local)
 		} else {
-			dnat(svcChain, "clu-"+id, "affc-"+id, pv.Cluster)
+			dnat(svcChain, "clu-"+id, pv.Cluster)
 		}
 		f.elems[elemRef{mapServiceIPs, elemKey{addr: pv.ClusterIP, proto: proto, port: pv.Port}}] = elemVal{verdict: "goto " + svcChain}
 
@@ -96,10 +106,10 @@ func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.P
 				{kind: rLocalSourceJump, target: chainMarkForMasq},
 				{kind: rLocalSourceGoto, target: svcChain},
 			}
-			dnat(extChain, "loc-"+id, "affl-"+id, pv.Local)
+			dnat(extChain, "loc-"+id, pv.Local)
 		} else {
 			f.chains[extChain] = []rule{{kind: rJump, target: chainMarkForMasq}}
-			dnat(extChain, "clu-"+id, "affc-"+id, pv.Cluster)
+			dnat(extChain, "clu-"+id, pv.Cluster)
 		}
 		for _, a := range pv.ExternalIPs {
 			f.elems[elemRef{mapServiceIPs, elemKey{addr: a, proto: proto, port: pv.Port}}] = elemVal{verdict: "goto " + extChain}
@@ -113,14 +123,10 @@ func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.P
 
 // assignSlots orders eps into slots 0..len-1, keeping each endpoint that
 // already had a slot below len in it and filling the rest in order.
-func assignSlots(prev *fragment, mapName string, eps []proxy.Endpoint) []proxy.Endpoint {
+func assignSlots(prev *fragment, id uint32, eps []proxy.Endpoint) []proxy.Endpoint {
 	n := len(eps)
 	out := make([]proxy.Endpoint, n)
 	if prev == nil {
-		copy(out, eps)
-		return out
-	}
-	if _, ok := prev.maps[mapName]; !ok {
 		copy(out, eps)
 		return out
 	}
@@ -131,7 +137,7 @@ func assignSlots(prev *fragment, mapName string, eps []proxy.Endpoint) []proxy.E
 		want[netip.AddrPortFrom(ep.Addr, ep.Port)] = i
 	}
 	for slot := 0; slot < n; slot++ {
-		v, ok := prev.elems[elemRef{mapName, elemKey{slot: uint32(slot)}}]
+		v, ok := prev.elems[elemRef{mapEndpoints, elemKey{id: id, slot: uint32(slot)}}]
 		if !ok {
 			continue
 		}

@@ -347,9 +347,9 @@ func setFor(t *nftables.Table, fam proxy.Family, name string, d mapDef) *nftable
 	case mServiceNodePorts:
 		s.KeyType, s.Concatenation, s.IsMap, s.DataType = mustConcat(nftables.TypeInetProto, nftables.TypeInetService), true, true, nftables.TypeVerdict
 	case mEndpoints:
-		s.KeyType, s.IsMap, s.DataType = nftables.TypeInteger, true, mustConcat(a, nftables.TypeInetService)
+		s.KeyType, s.Concatenation, s.IsMap, s.DataType = mustConcat(nftables.TypeInteger, nftables.TypeInteger), true, true, mustConcat(a, nftables.TypeInetService)
 	case mAffinity:
-		s.KeyType, s.IsMap, s.DataType = a, true, nftables.TypeInteger
+		s.KeyType, s.Concatenation, s.IsMap, s.DataType = mustConcat(nftables.TypeInteger, a), true, true, nftables.TypeInteger
 		s.Dynamic, s.HasTimeout, s.Timeout = true, true, d.timeout
 	case mHairpin:
 		s.KeyType, s.Concatenation = mustConcat(a, a), true
@@ -374,7 +374,7 @@ func element(fam proxy.Family, kind mapKind, k elemKey, v elemVal) nftables.SetE
 	case mServiceNodePorts:
 		e.Key = append(pad4([]byte{k.proto}), port(k.port)...)
 	case mEndpoints:
-		e.Key = binaryutil.NativeEndian.PutUint32(k.slot)
+		e.Key = append(u32(k.id), u32(k.slot)...)
 		e.Val = append(v.addr.AsSlice(), port(v.port)...)
 	case mHairpin:
 		e.Key = append(k.addr.AsSlice(), k.addr2.AsSlice()...)
@@ -402,6 +402,7 @@ func sortOps(ops []elemOp) {
 const (
 	reg1    = 1
 	reg4    = 4
+	reg3200 = 8
 	reg3201 = 9
 	reg3202 = 10
 	reg3204 = 12
@@ -460,10 +461,12 @@ func natFamily(fam proxy.Family) uint32 {
 	return unix.NFPROTO_IPV4
 }
 
-func dnatTo(fam proxy.Family, m string) []expr.Any {
+// dnatTo looks up the endpoint keyed by the id . slot in registers 8 and 9
+// and DNATs to it.
+func dnatTo(fam proxy.Family) []expr.Any {
 	protoReg, _ := afterAddr(fam)
 	return []expr.Any{
-		&expr.Lookup{SourceRegister: reg4, DestRegister: reg1, IsDestRegSet: true, SetName: m},
+		&expr.Lookup{SourceRegister: reg3200, DestRegister: reg1, IsDestRegSet: true, SetName: mapEndpoints},
 		&expr.NAT{Type: expr.NATTypeDestNAT, Family: natFamily(fam), RegAddrMin: reg1, RegProtoMin: protoReg, Specified: true},
 	}
 }
@@ -538,17 +541,29 @@ func exprs(fam proxy.Family, r rule) []expr.Any {
 	case rLocalSourceGoto:
 		return append(fibLocal(true), &expr.Verdict{Kind: expr.VerdictGoto, Chain: r.target})
 	case rDNAT:
-		out := []expr.Any{&expr.Numgen{Register: reg4, Modulus: r.n, Type: unix.NFT_NG_RANDOM}}
-		if r.aff != "" {
-			out = append(out, nh(fam, true, reg1),
-				&expr.Dynset{SrcRegKey: reg1, SrcRegData: reg4, SetName: r.aff, Operation: unix.NFT_DYNSET_OP_UPDATE})
+		// id in 8, the random slot in 9; with affinity, remember the slot
+		// under id . saddr (12 and 13 on).
+		out := []expr.Any{
+			&expr.Immediate{Register: reg3200, Data: u32(r.id)},
+			&expr.Numgen{Register: reg3201, Modulus: r.n, Type: unix.NFT_NG_RANDOM},
 		}
-		return append(out, dnatTo(fam, r.m)...)
+		if r.affinity > 0 {
+			out = append(out, &expr.Immediate{Register: reg3204, Data: u32(r.id)}, nh(fam, true, reg3205),
+				&expr.Dynset{SrcRegKey: reg3204, SrcRegData: reg3201, SetName: mapAffinity, Operation: unix.NFT_DYNSET_OP_UPDATE, Timeout: r.affinity})
+		}
+		return append(out, dnatTo(fam)...)
 	case rDNATAffinity:
-		return append([]expr.Any{nh(fam, true, reg1),
-			&expr.Lookup{SourceRegister: reg1, DestRegister: reg4, IsDestRegSet: true, SetName: r.aff},
-			&expr.Dynset{SrcRegKey: reg1, SrcRegData: reg4, SetName: r.aff, Operation: unix.NFT_DYNSET_OP_UPDATE},
-		}, dnatTo(fam, r.m)...)
+		// id . saddr in 8 and 9 on; the remembered slot into 16 (NFT_REG_4),
+		// refreshed, then copied next to the id for the endpoint lookup. A
+		// client without an entry, or whose slot is past the current
+		// endpoints, misses a lookup and falls through to the random pick.
+		return append([]expr.Any{
+			&expr.Immediate{Register: reg3200, Data: u32(r.id)},
+			nh(fam, true, reg3201),
+			&expr.Lookup{SourceRegister: reg3200, DestRegister: reg4, IsDestRegSet: true, SetName: mapAffinity},
+			&expr.Dynset{SrcRegKey: reg3200, SrcRegData: reg4, SetName: mapAffinity, Operation: unix.NFT_DYNSET_OP_UPDATE, Timeout: r.affinity},
+			&expr.Bitwise{SourceRegister: reg4, DestRegister: reg3201, Len: 4, Mask: u32(^uint32(0)), Xor: u32(0)},
+		}, dnatTo(fam)...)
 	}
 	panic(fmt.Sprintf("nftables: no expressions for rule kind %d", r.kind))
 }

@@ -41,10 +41,11 @@ const (
 type rule struct {
 	kind   ruleKind
 	target string // chain for jumps, gotos
-	m      string // endpoint map for DNAT rules
-	aff    string // affinity map, "" for none
+	id     uint32 // endpoint set's id in @endpoints, for DNAT rules
 	n      uint32 // endpoints (numgen modulus)
-	cidr   netip.Prefix
+	// affinity is the ClientIP affinity's timeout, 0 for none.
+	affinity time.Duration
+	cidr     netip.Prefix
 }
 
 func (r rule) String() string {
@@ -84,13 +85,13 @@ func (r rule) String() string {
 	case rLocalSourceGoto:
 		return "fib saddr type local goto " + r.target
 	case rDNAT:
-		s := fmt.Sprintf("dnat to numgen random mod %d map @%s", r.n, r.m)
-		if r.aff != "" {
-			s += fmt.Sprintf(" update @%s { @nh saddr : slot }", r.aff)
+		s := fmt.Sprintf("dnat to %d . numgen random mod %d map @endpoints", r.id, r.n)
+		if r.affinity > 0 {
+			s += fmt.Sprintf(" update @affinity { %d . @nh saddr timeout %s : slot }", r.id, r.affinity)
 		}
 		return s
 	case rDNATAffinity:
-		return fmt.Sprintf("dnat to @nh saddr map @%s map @%s update @%s", r.aff, r.m, r.aff)
+		return fmt.Sprintf("dnat to %d . (%d . @nh saddr map @affinity) map @endpoints update @affinity timeout %s", r.id, r.id, r.affinity)
 	}
 	return fmt.Sprintf("rule(%d)", r.kind)
 }
@@ -100,8 +101,8 @@ type mapKind uint8
 const (
 	mServiceIPs       mapKind = iota // addr . proto . port : verdict
 	mServiceNodePorts                // proto . port : verdict
-	mEndpoints                       // slot : addr . port
-	mAffinity                        // addr : slot, dynamic, timeout
+	mEndpoints                       // id . slot : addr . port
+	mAffinity                        // id . addr : slot, dynamic, timeout
 	mHairpin                         // set: addr . addr
 )
 
@@ -114,6 +115,7 @@ type mapDef struct {
 // elemKey is a map or set element's key; which fields count depends on
 // the map's kind.
 type elemKey struct {
+	id    uint32 // endpoint set id (mEndpoints)
 	addr  netip.Addr
 	proto uint8
 	port  uint16
@@ -141,7 +143,7 @@ func (k elemKey) render(kind mapKind) string {
 	case mServiceNodePorts:
 		return fmt.Sprintf("%s . %d", protoName(k.proto), k.port)
 	case mEndpoints:
-		return fmt.Sprint(k.slot)
+		return fmt.Sprintf("%d . %d", k.id, k.slot)
 	case mHairpin:
 		return fmt.Sprintf("%s . %s", k.addr, k.addr2)
 	}
@@ -195,11 +197,14 @@ type fragment struct {
 	chains map[string][]rule
 	maps   map[string]mapDef
 	elems  map[elemRef]elemVal
-	ports  int
+	// ids are the fragment's endpoint set ids in @endpoints, by use
+	// ("clu-<port>", "loc-<port>"); kept across recomputations.
+	ids   map[string]uint32
+	ports int
 }
 
 func newFragment() *fragment {
-	return &fragment{chains: map[string][]rule{}, maps: map[string]mapDef{}, elems: map[elemRef]elemVal{}}
+	return &fragment{chains: map[string][]rule{}, maps: map[string]mapDef{}, elems: map[elemRef]elemVal{}, ids: map[string]uint32{}}
 }
 
 // Shared maps and chains every table has.
@@ -209,6 +214,8 @@ const (
 	mapNoEndpointServices  = "no-endpoint-services"
 	mapNoEndpointNodePorts = "no-endpoint-nodeports"
 	setHairpin             = "hairpin"
+	mapEndpoints           = "endpoints"
+	mapAffinity            = "affinity"
 	chainMarkForMasq       = "mark-for-masquerade"
 	chainReject            = "reject-chain"
 )
@@ -234,6 +241,12 @@ func base() (map[string]chainDef, map[string]mapDef) {
 		mapNoEndpointServices:  {kind: mServiceIPs},
 		mapNoEndpointNodePorts: {kind: mServiceNodePorts},
 		setHairpin:             {kind: mHairpin},
+		// Every Service's endpoints live in one map keyed by the port's id
+		// and slot, and every affinity in one dynamic map: the kernel finds
+		// a set by name with a linear search of the table's sets, so a map
+		// per Service made each transaction O(Services).
+		mapEndpoints: {kind: mEndpoints},
+		mapAffinity:  {kind: mAffinity, timeout: 3 * time.Hour},
 	}
 	return chains, maps
 }

@@ -83,9 +83,9 @@ func kindName(k mapKind) string {
 	case mServiceNodePorts:
 		return "proto . port : verdict"
 	case mEndpoints:
-		return "slot : addr . port"
+		return "id . slot : addr . port"
 	case mAffinity:
-		return "dynamic client addr : slot"
+		return "dynamic id . client addr : slot"
 	case mHairpin:
 		return "set addr . addr"
 	}

@@ -21,6 +21,14 @@ type table struct {
 	// address can serve many Services.
 	hairpin     map[elemKey]int
 	initialized bool // the table exists in the kernel
+	// lastID is the last endpoint set id handed out; ids are not reused,
+	// so an id in a failed (uncommitted) plan can never alias another.
+	lastID uint32
+}
+
+func (t *table) allocID() uint32 {
+	t.lastID++
+	return t.lastID
 }
 
 func newTable(fam proxy.Family, clusterCIDR netip.Prefix) *table {
@@ -202,6 +210,9 @@ func lessOp(a, b elemOp) bool {
 	}
 	if x.port != y.port {
 		return x.port < y.port
+	}
+	if x.id != y.id {
+		return x.id < y.id
 	}
 	if x.slot != y.slot {
 		return x.slot < y.slot
