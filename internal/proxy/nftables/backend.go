@@ -3,6 +3,7 @@ package nftables
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"sort"
 	"sync"
@@ -116,7 +117,7 @@ func (b *Backend) Sync(ctx context.Context, changes map[types.NamespacedName]*pr
 					}
 				}
 				if len(ports) > 0 {
-					next = computeFragment(old, ports, t.clusterCIDR, t.allocID)
+					next = computeFragment(old, ports, t.clusterCIDR)
 				}
 			}
 			if old == nil && next == nil {
@@ -192,7 +193,7 @@ func (b *Backend) Render(fam proxy.Family) string {
 
 // size counts the objects a full rewrite of t writes.
 func (t *table) size() proxy.SyncResult {
-	r := proxy.SyncResult{Chains: len(t.baseChains), Maps: len(t.baseMaps), Elements: len(t.hairpin)}
+	r := proxy.SyncResult{Chains: len(t.baseChains) + len(t.lbs), Maps: len(t.baseMaps), Elements: len(t.hairpin)}
 	for _, c := range t.baseChains {
 		r.Rules += len(c.rules)
 	}
@@ -214,20 +215,14 @@ func (t *table) size() proxy.SyncResult {
 type tableState struct {
 	frags       map[types.NamespacedName]*fragment
 	hairpin     map[elemKey]int
+	lbs         map[string]int
 	initialized bool
 }
 
 func snapshot(t *table) tableState {
-	s := tableState{frags: make(map[types.NamespacedName]*fragment, len(t.frags)), hairpin: make(map[elemKey]int, len(t.hairpin)), initialized: t.initialized}
-	for k, v := range t.frags {
-		s.frags[k] = v
-	}
-	for k, v := range t.hairpin {
-		s.hairpin[k] = v
-	}
-	return s
+	return tableState{frags: maps.Clone(t.frags), hairpin: maps.Clone(t.hairpin), lbs: maps.Clone(t.lbs), initialized: t.initialized}
 }
 
 func restore(t *table, s tableState) {
-	t.frags, t.hairpin, t.initialized = s.frags, s.hairpin, s.initialized
+	t.frags, t.hairpin, t.lbs, t.initialized = s.frags, s.hairpin, s.lbs, s.initialized
 }

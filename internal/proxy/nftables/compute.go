@@ -1,6 +1,7 @@
 package nftables
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 
@@ -19,25 +20,37 @@ func protoNum(p v1.Protocol) uint8 {
 	return protoTCP
 }
 
-// portID names a service port's chains and maps: readable in `nft list`,
-// unique per table (namespace and name cannot contain '/').
+// portID names a service port's chains: readable in `nft list`, unique
+// per table (namespace and name cannot contain '/').
 func portID(n proxy.ServicePortName) string {
 	return n.Namespace + "/" + n.Name + "/" + strings.ToLower(string(n.Protocol)) + "/" + n.Port
 }
 
+// lbChain names the shared chain that picks one of n endpoints of the
+// entry point a packet arrived at (its destination address and port, or
+// its node port), remembering the pick for affinity if set.
+func lbChain(nodePort bool, n int, affinity string) string {
+	kind := "addr"
+	if nodePort {
+		kind = "nodeport"
+	}
+	if affinity == "" {
+		return fmt.Sprintf("lb-%s-%d", kind, n)
+	}
+	return fmt.Sprintf("lb-%s-%d-affinity-%s", kind, n, affinity)
+}
+
 // computeFragment builds what one Service's ports (of one family) program.
 // prev, the fragment currently programmed (nil if none), keeps endpoints in
-// the slots they already have, so an endpoint change rewrites only the
-// slots that changed.
-// alloc hands out endpoint set ids never used before in the table.
-func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.Prefix, alloc func() uint32) *fragment {
+// the slots they already have, so an endpoint replaced in place rewrites
+// one element per entry point (cluster IP, external IP, node port).
+func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.Prefix) *fragment {
 	f := newFragment()
 	for i := range ports {
 		pv := &ports[i]
 		f.ports++
 		id := portID(pv.Name)
 		proto := protoNum(pv.Name.Protocol)
-		hasExternal := pv.NodePort != 0 || len(pv.ExternalIPs) > 0
 		if !pv.HasAny {
 			// No endpoint anywhere: the filter chains reject new connections.
 			reject := elemVal{verdict: "goto " + chainReject}
@@ -50,111 +63,112 @@ func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.P
 			}
 			continue
 		}
-		svcChain, extChain := "svc-"+id, "ext-"+id
-		affinity := pv.AffinityTimeout > 0
+		var affinity string
+		if pv.AffinityTimeout > 0 {
+			affinity = fmt.Sprintf("%ds", int64(pv.AffinityTimeout.Seconds()))
+		}
 
-		// dnat adds the rules and elements that pick one of eps; use names
-		// the endpoint set ("clu-<port>" or "loc-<port>").
-		dnat := func(chain, use string, eps []proxy.Endpoint) {
+		// pick ends chain with the jump to the shared chain choosing among
+		// eps for the entry point keys, and adds their elements.
+		pick := func(chain, use string, nodePort bool, eps []proxy.Endpoint, keys ...elemKey) {
 			if len(eps) == 0 {
 				f.chains[chain] = append(f.chains[chain], rule{kind: rDrop})
 				return
 			}
-			id, ok := f.ids[use]
-			if !ok {
-				if prev != nil {
-					id, ok = prev.ids[use]
+			slots := assignSlots(prev, use, eps)
+			f.slots[use] = slots
+			m := mapEndpoints
+			if nodePort {
+				m = mapNodePortEndpoints
+			}
+			for _, k := range keys {
+				for slot, ap := range slots {
+					k.slot = uint32(slot)
+					f.elems[elemRef{m, k}] = elemVal{addr: ap.Addr(), port: ap.Port()}
 				}
-				if !ok {
-					id = alloc()
-				}
-				f.ids[use] = id
 			}
-			for slot, ep := range assignSlots(prev, id, eps) {
-				f.elems[elemRef{mapEndpoints, elemKey{id: id, slot: uint32(slot)}}] = elemVal{addr: ep.Addr, port: ep.Port}
-				f.elems[elemRef{setHairpin, elemKey{addr: ep.Addr, addr2: ep.Addr}}] = elemVal{}
+			for _, ap := range slots {
+				f.elems[elemRef{setHairpin, elemKey{addr: ap.Addr(), addr2: ap.Addr()}}] = elemVal{}
 			}
-			if !affinity {
-				f.chains[chain] = append(f.chains[chain], rule{kind: rDNAT, id: id, n: uint32(len(eps))})
-				return
-			}
-			f.chains[chain] = append(f.chains[chain],
-				rule{kind: rDNATAffinity, id: id, affinity: pv.AffinityTimeout},
-				rule{kind: rDNAT, id: id, n: uint32(len(eps)), affinity: pv.AffinityTimeout})
+			lb := lbChain(nodePort, len(eps), affinity)
+			f.lbs[lb] = lbDef{nodePort: nodePort, n: uint32(len(eps)), affinity: pv.AffinityTimeout}
+			f.chains[chain] = append(f.chains[chain], rule{kind: rGoto, target: lb})
+		}
+		internal, internalUse := pv.Cluster, "cluster"
+		if pv.InternalPolicyLocal {
+			internal, internalUse = pv.Local, "local"
+		}
+		external, externalUse := pv.Cluster, "cluster"
+		if pv.ExternalPolicyLocal {
+			external, externalUse = pv.Local, "local"
 		}
 
 		// Internal traffic (to the cluster IP).
+		svcChain := "svc-" + id
 		f.chains[svcChain] = nil
 		if clusterCIDR.IsValid() {
 			f.chains[svcChain] = append(f.chains[svcChain], rule{kind: rMasqOutsideCIDR, cidr: clusterCIDR})
 		}
-		if pv.InternalPolicyLocal {
-			dnat(svcChain, "loc-"+id, pv.Local)
-		} else {
-			dnat(svcChain, "clu-"+id, pv.Cluster)
-		}
+		pick(svcChain, internalUse, false, internal, elemKey{addr: pv.ClusterIP, proto: proto, port: pv.Port})
 		f.elems[elemRef{mapServiceIPs, elemKey{addr: pv.ClusterIP, proto: proto, port: pv.Port}}] = elemVal{verdict: "goto " + svcChain}
 
-		if !hasExternal {
-			continue
+		// External traffic: external and load balancer IPs, node ports.
+		// Under the Cluster policy it is masqueraded (its reply must come
+		// back through this node); Local keeps the client's address.
+		var masq []rule
+		if !pv.ExternalPolicyLocal {
+			masq = []rule{{kind: rJump, target: chainMarkForMasq}}
 		}
-		// External traffic (node ports, external and load balancer IPs).
-		if pv.ExternalPolicyLocal {
-			// The node's own traffic has no client IP to preserve: it goes
-			// to any endpoint, masqueraded, as upstream does.
-			f.chains[extChain] = []rule{
-				{kind: rLocalSourceJump, target: chainMarkForMasq},
-				{kind: rLocalSourceGoto, target: svcChain},
+		if len(pv.ExternalIPs) > 0 {
+			extChain := "ext-" + id
+			f.chains[extChain] = append([]rule(nil), masq...)
+			var keys []elemKey
+			for _, a := range pv.ExternalIPs {
+				keys = append(keys, elemKey{addr: a, proto: proto, port: pv.Port})
+				f.elems[elemRef{mapServiceIPs, elemKey{addr: a, proto: proto, port: pv.Port}}] = elemVal{verdict: "goto " + extChain}
 			}
-			dnat(extChain, "loc-"+id, pv.Local)
-		} else {
-			f.chains[extChain] = []rule{{kind: rJump, target: chainMarkForMasq}}
-			dnat(extChain, "clu-"+id, pv.Cluster)
-		}
-		for _, a := range pv.ExternalIPs {
-			f.elems[elemRef{mapServiceIPs, elemKey{addr: a, proto: proto, port: pv.Port}}] = elemVal{verdict: "goto " + extChain}
+			pick(extChain, externalUse, false, external, keys...)
 		}
 		if pv.NodePort != 0 {
-			f.elems[elemRef{mapServiceNodePorts, elemKey{proto: proto, port: pv.NodePort}}] = elemVal{verdict: "goto " + extChain}
+			npChain := "nodeport-" + id
+			f.chains[npChain] = append([]rule(nil), masq...)
+			pick(npChain, externalUse, true, external, elemKey{proto: proto, port: pv.NodePort})
+			f.elems[elemRef{mapServiceNodePorts, elemKey{proto: proto, port: pv.NodePort}}] = elemVal{verdict: "goto " + npChain}
 		}
 	}
 	return f
 }
 
 // assignSlots orders eps into slots 0..len-1, keeping each endpoint that
-// already had a slot below len in it and filling the rest in order.
-func assignSlots(prev *fragment, id uint32, eps []proxy.Endpoint) []proxy.Endpoint {
+// already had a slot below len in prev's ordering for use, and filling the
+// rest in order.
+func assignSlots(prev *fragment, use string, eps []proxy.Endpoint) []netip.AddrPort {
 	n := len(eps)
-	out := make([]proxy.Endpoint, n)
-	if prev == nil {
-		copy(out, eps)
-		return out
+	out := make([]netip.AddrPort, n)
+	var before []netip.AddrPort
+	if prev != nil {
+		before = prev.slots[use]
 	}
-	filled := make([]bool, n)
+	want := make(map[netip.AddrPort]bool, n)
+	for _, ep := range eps {
+		want[netip.AddrPortFrom(ep.Addr, ep.Port)] = true
+	}
 	placed := make(map[netip.AddrPort]bool, n)
-	want := make(map[netip.AddrPort]int, n)
-	for i, ep := range eps {
-		want[netip.AddrPortFrom(ep.Addr, ep.Port)] = i
-	}
-	for slot := 0; slot < n; slot++ {
-		v, ok := prev.elems[elemRef{mapEndpoints, elemKey{id: id, slot: uint32(slot)}}]
-		if !ok {
-			continue
-		}
-		ap := netip.AddrPortFrom(v.addr, v.port)
-		if i, ok := want[ap]; ok && !placed[ap] {
-			out[slot], filled[slot], placed[ap] = eps[i], true, true
+	for slot := 0; slot < n && slot < len(before); slot++ {
+		if ap := before[slot]; want[ap] {
+			out[slot], placed[ap] = ap, true
 		}
 	}
 	next := 0
 	for _, ep := range eps {
-		if placed[netip.AddrPortFrom(ep.Addr, ep.Port)] {
+		ap := netip.AddrPortFrom(ep.Addr, ep.Port)
+		if placed[ap] {
 			continue
 		}
-		for filled[next] {
+		for out[next].IsValid() {
 			next++
 		}
-		out[next], filled[next] = ep, true
+		out[next] = ap
 	}
 	return out
 }

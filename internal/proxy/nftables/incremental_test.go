@@ -64,14 +64,22 @@ func TestOneEndpointChangeTouchesOneElement(t *testing.T) {
 		t.Fatalf("replacing one endpoint wrote %+v, want %+v", rec.last, want)
 	}
 
-	// An endpoint removed: the dnat rule's modulus changes (one chain
-	// rewritten, one rule), the last slot moves into the hole.
+	// An endpoint removed: the port's chain now jumps to the shared chain
+	// for 9 endpoints (one rule), created the first time (a chain and its
+	// rule), and the last slot moves into the hole (at most 3 elements).
 	s := endpointsOf("s42", 42, 1)
 	s.Endpoints = s.Endpoints[:9]
 	h.eps(s)
 	p.Sync(context.Background())
-	if rec.last.Chains != 1 || rec.last.Rules != 1 || rec.last.Maps != 0 || rec.last.Elements > 3 {
-		t.Fatalf("removing one endpoint wrote %+v, want one chain of one rule and at most 3 elements", rec.last)
+	if want := (proxy.SyncResult{Elements: rec.last.Elements, Chains: 3, Rules: 2}); rec.last != want || rec.last.Elements > 3 {
+		t.Fatalf("removing the first port's 10th endpoint wrote %+v, want %+v with at most 3 elements", rec.last, want)
+	}
+	s43 := endpointsOf("s43", 43, 0)
+	s43.Endpoints = s43.Endpoints[:9]
+	h.eps(s43)
+	p.Sync(context.Background())
+	if want := (proxy.SyncResult{Elements: rec.last.Elements, Chains: 1, Rules: 1}); rec.last != want || rec.last.Elements > 3 {
+		t.Fatalf("removing another port's 10th endpoint wrote %+v, want %+v with at most 3 elements", rec.last, want)
 	}
 
 	// Nothing changed: nothing written.

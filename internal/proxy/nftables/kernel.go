@@ -215,6 +215,9 @@ func (k *kernel) rewrite(ctx context.Context, tables map[proxy.Family]*table) er
 			for n, r := range f.chains {
 				allChains[n] = r
 			}
+			for n, d := range f.lbs {
+				allChains[n] = d.rules()
+			}
 			for n, d := range f.maps {
 				allMaps[n] = d
 			}
@@ -231,7 +234,7 @@ func (k *kernel) rewrite(ctx context.Context, tables map[proxy.Family]*table) er
 		}
 		sortOps(ops)
 		for name, isMap := range existingSets {
-			if d, ok := allMaps[name]; isMap && ok && d.kind == mAffinity {
+			if d, ok := allMaps[name]; isMap && ok && (d.kind == mAffinity || d.kind == mNodePortAffinity) {
 				continue
 			}
 			c.FlushSet(&nftables.Set{Table: t, Name: name})
@@ -347,9 +350,14 @@ func setFor(t *nftables.Table, fam proxy.Family, name string, d mapDef) *nftable
 	case mServiceNodePorts:
 		s.KeyType, s.Concatenation, s.IsMap, s.DataType = mustConcat(nftables.TypeInetProto, nftables.TypeInetService), true, true, nftables.TypeVerdict
 	case mEndpoints:
-		s.KeyType, s.Concatenation, s.IsMap, s.DataType = mustConcat(nftables.TypeInteger, nftables.TypeInteger), true, true, mustConcat(a, nftables.TypeInetService)
+		s.KeyType, s.Concatenation, s.IsMap, s.DataType = mustConcat(a, nftables.TypeInetProto, nftables.TypeInetService, nftables.TypeInteger), true, true, mustConcat(a, nftables.TypeInetService)
+	case mNodePortEndpoints:
+		s.KeyType, s.Concatenation, s.IsMap, s.DataType = mustConcat(nftables.TypeInetProto, nftables.TypeInetService, nftables.TypeInteger), true, true, mustConcat(a, nftables.TypeInetService)
 	case mAffinity:
-		s.KeyType, s.Concatenation, s.IsMap, s.DataType = mustConcat(nftables.TypeInteger, a), true, true, nftables.TypeInteger
+		s.KeyType, s.Concatenation, s.IsMap, s.DataType = mustConcat(a, nftables.TypeInetProto, nftables.TypeInetService, a), true, true, nftables.TypeInteger
+		s.Dynamic, s.HasTimeout, s.Timeout = true, true, d.timeout
+	case mNodePortAffinity:
+		s.KeyType, s.Concatenation, s.IsMap, s.DataType = mustConcat(nftables.TypeInetProto, nftables.TypeInetService, a), true, true, nftables.TypeInteger
 		s.Dynamic, s.HasTimeout, s.Timeout = true, true, d.timeout
 	case mHairpin:
 		s.KeyType, s.Concatenation = mustConcat(a, a), true
@@ -374,7 +382,10 @@ func element(fam proxy.Family, kind mapKind, k elemKey, v elemVal) nftables.SetE
 	case mServiceNodePorts:
 		e.Key = append(pad4([]byte{k.proto}), port(k.port)...)
 	case mEndpoints:
-		e.Key = append(u32(k.id), u32(k.slot)...)
+		e.Key = append(append(append(k.addr.AsSlice(), pad4([]byte{k.proto})...), port(k.port)...), u32(k.slot)...)
+		e.Val = append(v.addr.AsSlice(), port(v.port)...)
+	case mNodePortEndpoints:
+		e.Key = append(append(pad4([]byte{k.proto}), port(k.port)...), u32(k.slot)...)
 		e.Val = append(v.addr.AsSlice(), port(v.port)...)
 	case mHairpin:
 		e.Key = append(k.addr.AsSlice(), k.addr2.AsSlice()...)
@@ -399,6 +410,10 @@ func sortOps(ops []elemOp) {
 // Registers: the 16-byte NFT_REG_1 is 32-bit registers 8..11, so a
 // concatenation loaded at NFT_REG_1 continues at 9 (after 4 bytes) or 12
 // (after 16).
+// dynsetOpDelete is the kernel's NFT_DYNSET_OP_DELETE (Linux 5.13+), which
+// golang.org/x/sys does not define.
+const dynsetOpDelete = 2
+
 const (
 	reg1    = 1
 	reg4    = 4
@@ -459,16 +474,6 @@ func natFamily(fam proxy.Family) uint32 {
 		return unix.NFPROTO_IPV6
 	}
 	return unix.NFPROTO_IPV4
-}
-
-// dnatTo looks up the endpoint keyed by the id . slot in registers 8 and 9
-// and DNATs to it.
-func dnatTo(fam proxy.Family) []expr.Any {
-	protoReg, _ := afterAddr(fam)
-	return []expr.Any{
-		&expr.Lookup{SourceRegister: reg3200, DestRegister: reg1, IsDestRegSet: true, SetName: mapEndpoints},
-		&expr.NAT{Type: expr.NATTypeDestNAT, Family: natFamily(fam), RegAddrMin: reg1, RegProtoMin: protoReg, Specified: true},
-	}
 }
 
 // exprs compiles a rule for the kernel.
@@ -540,30 +545,54 @@ func exprs(fam proxy.Family, r rule) []expr.Any {
 		return append(fibLocal(true), &expr.Verdict{Kind: expr.VerdictJump, Chain: r.target})
 	case rLocalSourceGoto:
 		return append(fibLocal(true), &expr.Verdict{Kind: expr.VerdictGoto, Chain: r.target})
-	case rDNAT:
-		// id in 8, the random slot in 9; with affinity, remember the slot
-		// under id . saddr (12 and 13 on).
-		out := []expr.Any{
-			&expr.Immediate{Register: reg3200, Data: u32(r.id)},
-			&expr.Numgen{Register: reg3201, Modulus: r.n, Type: unix.NFT_NG_RANDOM},
-		}
-		if r.affinity > 0 {
-			out = append(out, &expr.Immediate{Register: reg3204, Data: u32(r.id)}, nh(fam, true, reg3205),
-				&expr.Dynset{SrcRegKey: reg3204, SrcRegData: reg3201, SetName: mapAffinity, Operation: unix.NFT_DYNSET_OP_UPDATE, Timeout: r.affinity})
-		}
-		return append(out, dnatTo(fam)...)
-	case rDNATAffinity:
-		// id . saddr in 8 and 9 on; the remembered slot into 16 (NFT_REG_4),
-		// refreshed, then copied next to the id for the endpoint lookup. A
-		// client without an entry, or whose slot is past the current
-		// endpoints, misses a lookup and falls through to the random pick.
-		return append([]expr.Any{
-			&expr.Immediate{Register: reg3200, Data: u32(r.id)},
-			nh(fam, true, reg3201),
-			&expr.Lookup{SourceRegister: reg3200, DestRegister: reg4, IsDestRegSet: true, SetName: mapAffinity},
-			&expr.Dynset{SrcRegKey: reg3200, SrcRegData: reg4, SetName: mapAffinity, Operation: unix.NFT_DYNSET_OP_UPDATE, Timeout: r.affinity},
-			&expr.Bitwise{SourceRegister: reg4, DestRegister: reg3201, Len: 4, Mask: u32(^uint32(0)), Xor: u32(0)},
-		}, dnatTo(fam)...)
+	case rLB, rLBAffinity:
+		return lbExprs(fam, r)
 	}
 	panic(fmt.Sprintf("nftables: no expressions for rule kind %d", r.kind))
+}
+
+// lbExprs compiles a load-balancing rule. Registers (32-bit numbering) from
+// 8: the entry point (daddr . l4proto . dport, or l4proto . dport for node
+// ports), then the client address or the slot; the kernel only lets a rule
+// read registers it wrote itself, so each rule loads its own key.
+func lbExprs(fam proxy.Family, r rule) []expr.Any {
+	addrWords := uint32(1)
+	if fam == proxy.IPv6 {
+		addrWords = 4
+	}
+	var out []expr.Any
+	next := uint32(reg3200)
+	endpoints, affinity := mapEndpoints, mapAffinity
+	if r.nodePort {
+		endpoints, affinity = mapNodePortEndpoints, mapNodePortAffinity
+	} else {
+		out = append(out, nh(fam, false, next))
+		next += addrWords
+	}
+	out = append(out, l4protoDport(next, next+1)...)
+	last := next + 2 // the client address, then the slot
+	protoReg, _ := afterAddr(fam)
+	dnat := []expr.Any{
+		&expr.Bitwise{SourceRegister: reg4, DestRegister: last, Len: 4, Mask: u32(^uint32(0)), Xor: u32(0)},
+		&expr.Lookup{SourceRegister: reg3200, DestRegister: reg1, IsDestRegSet: true, SetName: endpoints},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: natFamily(fam), RegAddrMin: reg1, RegProtoMin: protoReg, Specified: true},
+	}
+	if r.kind == rLBAffinity {
+		// A client with a remembered slot: refresh it and use it. A slot
+		// past the current endpoints misses the endpoint lookup, and the
+		// next rule picks anew.
+		out = append(out, nh(fam, true, last),
+			&expr.Lookup{SourceRegister: reg3200, DestRegister: reg4, IsDestRegSet: true, SetName: affinity},
+			&expr.Dynset{SrcRegKey: reg3200, SrcRegData: reg4, SetName: affinity, Operation: unix.NFT_DYNSET_OP_UPDATE, Timeout: r.affinity})
+		return append(out, dnat...)
+	}
+	out = append(out, &expr.Numgen{Register: reg4, Modulus: r.n, Type: unix.NFT_NG_RANDOM})
+	if r.affinity > 0 {
+		// update never replaces an entry's data: delete a stale one first
+		// (a map's dynset needs a data register even to delete).
+		out = append(out, nh(fam, true, last),
+			&expr.Dynset{SrcRegKey: reg3200, SrcRegData: reg4, SetName: affinity, Operation: dynsetOpDelete},
+			&expr.Dynset{SrcRegKey: reg3200, SrcRegData: reg4, SetName: affinity, Operation: unix.NFT_DYNSET_OP_UPDATE, Timeout: r.affinity})
+	}
+	return append(out, dnat...)
 }

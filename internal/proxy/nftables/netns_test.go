@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestTrafficThroughNetNS(t *testing.T) {
 	}
 	defer b.Close()
 	p, err := proxy.New(proxy.Config{NodeName: testNode, Families: []proxy.Family{proxy.IPv4}, Backend: b,
-		MinSyncPeriod: 50 * time.Millisecond, FullSyncPeriod: -1})
+		MinSyncPeriod: 50 * time.Millisecond, FullSyncPeriod: -1, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}

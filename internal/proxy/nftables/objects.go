@@ -32,8 +32,8 @@ const (
 	rMasqOutsideCIDR                     // saddr != CIDR jump mark-for-masquerade
 	rLocalSourceJump                     // fib saddr local jump Target
 	rLocalSourceGoto                     // fib saddr local goto Target
-	rDNAT                                // dnat to numgen random mod N map @Map [update @Aff]
-	rDNATAffinity                        // dnat to (saddr map @Aff) map @Map
+	rLB                                  // pick one of n endpoints of the packet's entry point and DNAT to it
+	rLBAffinity                          // the client's remembered endpoint, if still one of n
 )
 
 // rule is one nf_tables rule. It is comparable, so a chain's rules diff by
@@ -41,8 +41,9 @@ const (
 type rule struct {
 	kind   ruleKind
 	target string // chain for jumps, gotos
-	id     uint32 // endpoint set's id in @endpoints, for DNAT rules
-	n      uint32 // endpoints (numgen modulus)
+	n      uint32 // endpoints (numgen modulus), for rLB
+	// nodePort: rLB keys on the node port rather than address and port.
+	nodePort bool
 	// affinity is the ClientIP affinity's timeout, 0 for none.
 	affinity time.Duration
 	cidr     netip.Prefix
@@ -84,14 +85,19 @@ func (r rule) String() string {
 		return "fib saddr type local jump " + r.target
 	case rLocalSourceGoto:
 		return "fib saddr type local goto " + r.target
-	case rDNAT:
-		s := fmt.Sprintf("dnat to %d . numgen random mod %d map @endpoints", r.id, r.n)
-		if r.affinity > 0 {
-			s += fmt.Sprintf(" update @affinity { %d . @nh saddr timeout %s : slot }", r.id, r.affinity)
+	case rLB, rLBAffinity:
+		key, m, aff := "@nh daddr . meta l4proto . th dport", "@"+mapEndpoints, "@"+mapAffinity
+		if r.nodePort {
+			key, m, aff = "meta l4proto . th dport", "@"+mapNodePortEndpoints, "@"+mapNodePortAffinity
 		}
-		return s
-	case rDNATAffinity:
-		return fmt.Sprintf("dnat to %d . (%d . @nh saddr map @affinity) map @endpoints update @affinity timeout %s", r.id, r.id, r.affinity)
+		if r.kind == rLBAffinity {
+			return fmt.Sprintf("slot = %s . @nh saddr map %s, update %s timeout %s, dnat to %s . slot map %s", key, aff, aff, r.affinity, key, m)
+		}
+		s := fmt.Sprintf("slot = numgen random mod %d", r.n)
+		if r.affinity > 0 {
+			s += fmt.Sprintf(", replace %s { %s . @nh saddr : slot timeout %s }", aff, key, r.affinity)
+		}
+		return s + fmt.Sprintf(", dnat to %s . slot map %s", key, m)
 	}
 	return fmt.Sprintf("rule(%d)", r.kind)
 }
@@ -99,11 +105,13 @@ func (r rule) String() string {
 type mapKind uint8
 
 const (
-	mServiceIPs       mapKind = iota // addr . proto . port : verdict
-	mServiceNodePorts                // proto . port : verdict
-	mEndpoints                       // id . slot : addr . port
-	mAffinity                        // id . addr : slot, dynamic, timeout
-	mHairpin                         // set: addr . addr
+	mServiceIPs        mapKind = iota // addr . proto . port : verdict
+	mServiceNodePorts                 // proto . port : verdict
+	mEndpoints                        // addr . proto . port . slot : addr . port
+	mNodePortEndpoints                // proto . port . slot : addr . port
+	mAffinity                         // addr . proto . port . client addr : slot, dynamic
+	mNodePortAffinity                 // proto . port . client addr : slot, dynamic
+	mHairpin                          // set: addr . addr
 )
 
 // mapDef is one named map or set.
@@ -115,7 +123,6 @@ type mapDef struct {
 // elemKey is a map or set element's key; which fields count depends on
 // the map's kind.
 type elemKey struct {
-	id    uint32 // endpoint set id (mEndpoints)
 	addr  netip.Addr
 	proto uint8
 	port  uint16
@@ -143,7 +150,9 @@ func (k elemKey) render(kind mapKind) string {
 	case mServiceNodePorts:
 		return fmt.Sprintf("%s . %d", protoName(k.proto), k.port)
 	case mEndpoints:
-		return fmt.Sprintf("%d . %d", k.id, k.slot)
+		return fmt.Sprintf("%s . %s . %d . %d", k.addr, protoName(k.proto), k.port, k.slot)
+	case mNodePortEndpoints:
+		return fmt.Sprintf("%s . %d . %d", protoName(k.proto), k.port, k.slot)
 	case mHairpin:
 		return fmt.Sprintf("%s . %s", k.addr, k.addr2)
 	}
@@ -197,14 +206,35 @@ type fragment struct {
 	chains map[string][]rule
 	maps   map[string]mapDef
 	elems  map[elemRef]elemVal
-	// ids are the fragment's endpoint set ids in @endpoints, by use
-	// ("clu-<port>", "loc-<port>"); kept across recomputations.
-	ids   map[string]uint32
+	// lbs are the shared load-balancing chains the fragment uses.
+	lbs map[string]lbDef
+	// slots is the endpoint order per use ("cluster", "local"), kept across
+	// recomputations so unchanged endpoints keep their slots.
+	slots map[string][]netip.AddrPort
 	ports int
 }
 
+// lbDef is a shared load-balancing chain: one rule (two with affinity)
+// keyed on the packet, for every port with n endpoints. Sharing is what
+// keeps the per-Service cost flat: the kernel walks a map's every element
+// each time a rule binds it for a lookup, so only these few rules may.
+type lbDef struct {
+	nodePort bool
+	n        uint32
+	affinity time.Duration
+}
+
+func (d lbDef) rules() []rule {
+	lb := rule{kind: rLB, n: d.n, nodePort: d.nodePort, affinity: d.affinity}
+	if d.affinity == 0 {
+		return []rule{lb}
+	}
+	return []rule{{kind: rLBAffinity, n: d.n, nodePort: d.nodePort, affinity: d.affinity}, lb}
+}
+
 func newFragment() *fragment {
-	return &fragment{chains: map[string][]rule{}, maps: map[string]mapDef{}, elems: map[elemRef]elemVal{}, ids: map[string]uint32{}}
+	return &fragment{chains: map[string][]rule{}, maps: map[string]mapDef{}, elems: map[elemRef]elemVal{},
+		lbs: map[string]lbDef{}, slots: map[string][]netip.AddrPort{}}
 }
 
 // Shared maps and chains every table has.
@@ -215,7 +245,9 @@ const (
 	mapNoEndpointNodePorts = "no-endpoint-nodeports"
 	setHairpin             = "hairpin"
 	mapEndpoints           = "endpoints"
+	mapNodePortEndpoints   = "nodeport-endpoints"
 	mapAffinity            = "affinity"
+	mapNodePortAffinity    = "nodeport-affinity"
 	chainMarkForMasq       = "mark-for-masquerade"
 	chainReject            = "reject-chain"
 )
@@ -241,12 +273,14 @@ func base() (map[string]chainDef, map[string]mapDef) {
 		mapNoEndpointServices:  {kind: mServiceIPs},
 		mapNoEndpointNodePorts: {kind: mServiceNodePorts},
 		setHairpin:             {kind: mHairpin},
-		// Every Service's endpoints live in one map keyed by the port's id
-		// and slot, and every affinity in one dynamic map: the kernel finds
-		// a set by name with a linear search of the table's sets, so a map
-		// per Service made each transaction O(Services).
-		mapEndpoints: {kind: mEndpoints},
-		mapAffinity:  {kind: mAffinity, timeout: 3 * time.Hour},
+		// Every Service's endpoints live in these maps, keyed by the entry
+		// point and slot, and every affinity in the dynamic ones: the kernel
+		// finds a set by name with a linear search of the table's sets, so
+		// a map per Service made each transaction O(Services).
+		mapEndpoints:         {kind: mEndpoints},
+		mapNodePortEndpoints: {kind: mNodePortEndpoints},
+		mapAffinity:          {kind: mAffinity, timeout: 3 * time.Hour},
+		mapNodePortAffinity:  {kind: mNodePortAffinity, timeout: 3 * time.Hour},
 	}
 	return chains, maps
 }

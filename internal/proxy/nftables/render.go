@@ -24,6 +24,9 @@ func (t *table) render() string {
 		for name, r := range f.chains {
 			chains[name] = r
 		}
+		for name, d := range f.lbs {
+			chains[name] = d.rules()
+		}
 		for name, d := range f.maps {
 			maps[name] = d
 		}
@@ -83,9 +86,13 @@ func kindName(k mapKind) string {
 	case mServiceNodePorts:
 		return "proto . port : verdict"
 	case mEndpoints:
-		return "id . slot : addr . port"
+		return "addr . proto . port . slot : addr . port"
+	case mNodePortEndpoints:
+		return "proto . port . slot : addr . port"
 	case mAffinity:
-		return "dynamic id . client addr : slot"
+		return "dynamic addr . proto . port . client addr : slot"
+	case mNodePortAffinity:
+		return "dynamic proto . port . client addr : slot"
 	case mHairpin:
 		return "set addr . addr"
 	}

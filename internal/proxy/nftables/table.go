@@ -21,20 +21,14 @@ type table struct {
 	// address can serve many Services.
 	hairpin     map[elemKey]int
 	initialized bool // the table exists in the kernel
-	// lastID is the last endpoint set id handed out; ids are not reused,
-	// so an id in a failed (uncommitted) plan can never alias another.
-	lastID uint32
-}
-
-func (t *table) allocID() uint32 {
-	t.lastID++
-	return t.lastID
+	// lbs counts the fragments using each shared load-balancing chain.
+	lbs map[string]int
 }
 
 func newTable(fam proxy.Family, clusterCIDR netip.Prefix) *table {
 	c, m := base()
 	return &table{fam: fam, clusterCIDR: clusterCIDR, baseChains: c, baseMaps: m,
-		frags: map[types.NamespacedName]*fragment{}, hairpin: map[elemKey]int{}}
+		frags: map[types.NamespacedName]*fragment{}, hairpin: map[elemKey]int{}, lbs: map[string]int{}}
 }
 
 // elemOp is one element to add or delete, with its map's kind.
@@ -60,12 +54,14 @@ type plan struct {
 
 	next         map[types.NamespacedName]*fragment // nil value: delete
 	hairpinDelta map[elemKey]int
+	lbDelta      map[string]int
+	lbDefs       map[string]lbDef
 	chainRules   map[string][]rule
 }
 
 func newPlan() *plan {
 	return &plan{newMaps: map[string]mapDef{}, next: map[types.NamespacedName]*fragment{},
-		hairpinDelta: map[elemKey]int{}, chainRules: map[string][]rule{}}
+		hairpinDelta: map[elemKey]int{}, lbDelta: map[string]int{}, lbDefs: map[string]lbDef{}, chainRules: map[string][]rule{}}
 }
 
 func (p *plan) empty() bool {
@@ -148,6 +144,17 @@ func (t *table) diff(p *plan, key types.NamespacedName, old, new *fragment) {
 			p.delChains = append(p.delChains, name)
 		}
 	}
+	for name, d := range new.lbs {
+		if _, ok := old.lbs[name]; !ok {
+			p.lbDelta[name]++
+			p.lbDefs[name] = d
+		}
+	}
+	for name := range old.lbs {
+		if _, ok := new.lbs[name]; !ok {
+			p.lbDelta[name]--
+		}
+	}
 	for name := range old.maps {
 		if _, ok := new.maps[name]; !ok {
 			p.delMaps = append(p.delMaps, name)
@@ -169,6 +176,18 @@ func (t *table) finish(p *plan) {
 			p.sharedDel = append(p.sharedDel, elemOp{elemRef{setHairpin, k}, elemVal{}, mHairpin})
 		}
 	}
+	for name, d := range p.lbDelta {
+		before := t.lbs[name]
+		after := before + d
+		switch {
+		case before == 0 && after > 0:
+			p.newChains = append(p.newChains, name)
+			p.rewrites = append(p.rewrites, name)
+			p.chainRules[name] = p.lbDefs[name].rules()
+		case before > 0 && after == 0:
+			p.delChains = append(p.delChains, name)
+		}
+	}
 	sort.Strings(p.newChains)
 	sort.Strings(p.rewrites)
 	sort.Strings(p.delChains)
@@ -185,6 +204,13 @@ func (t *table) commit(p *plan) {
 			t.hairpin[k] = n
 		} else {
 			delete(t.hairpin, k)
+		}
+	}
+	for name, d := range p.lbDelta {
+		if n := t.lbs[name] + d; n > 0 {
+			t.lbs[name] = n
+		} else {
+			delete(t.lbs, name)
 		}
 	}
 	for key, f := range p.next {
@@ -210,9 +236,6 @@ func lessOp(a, b elemOp) bool {
 	}
 	if x.port != y.port {
 		return x.port < y.port
-	}
-	if x.id != y.id {
-		return x.id < y.id
 	}
 	if x.slot != y.slot {
 		return x.slot < y.slot
