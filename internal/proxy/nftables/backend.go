@@ -199,7 +199,6 @@ func (t *table) size() proxy.SyncResult {
 	}
 	for _, f := range t.frags {
 		r.Chains += len(f.chains)
-		r.Maps += len(f.maps)
 		for ref := range f.elems {
 			if ref.m != setHairpin {
 				r.Elements++

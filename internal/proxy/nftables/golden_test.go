@@ -187,16 +187,3 @@ func TestTopologyZoneHints(t *testing.T) {
 		t.Fatalf("zone z1 should use only the z1-hinted endpoint:\n%s", got)
 	}
 }
-
-func contains(s, sub string) bool {
-	return len(sub) == 0 || (len(s) >= len(sub) && indexOf(s, sub) >= 0)
-}
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
-}

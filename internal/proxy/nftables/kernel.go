@@ -118,19 +118,8 @@ func (k *kernel) flush(ctx context.Context) error {
 
 func (k *kernel) queuePlan(t *nftables.Table, fam proxy.Family, p *plan) error {
 	c := k.conn
-	for _, name := range sortedKeys(p.newMaps) {
-		if err := c.AddSet(setFor(t, fam, name, p.newMaps[name]), nil); err != nil {
-			return fmt.Errorf("adding map %s: %w", name, err)
-		}
-	}
 	for _, name := range p.newChains {
 		c.AddChain(&nftables.Chain{Name: name, Table: t})
-	}
-	if err := k.queueElems(t, fam, p.ownDel, true); err != nil {
-		return err
-	}
-	if err := k.queueElems(t, fam, p.ownAdd, false); err != nil {
-		return err
 	}
 	for _, name := range p.rewrites {
 		ch := &nftables.Chain{Name: name, Table: t}
@@ -139,19 +128,18 @@ func (k *kernel) queuePlan(t *nftables.Table, fam proxy.Family, p *plan) error {
 			c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: exprs(fam, r)})
 		}
 	}
-	if err := k.queueElems(t, fam, p.sharedDel, true); err != nil {
+	// Elements after the chains their verdicts go to exist, deletions
+	// before the chains they went to are deleted.
+	if err := k.queueElems(t, fam, p.elemDel, true); err != nil {
 		return err
 	}
-	if err := k.queueElems(t, fam, p.sharedAdd, false); err != nil {
+	if err := k.queueElems(t, fam, p.elemAdd, false); err != nil {
 		return err
 	}
 	for _, name := range p.delChains {
 		ch := &nftables.Chain{Name: name, Table: t}
 		c.FlushChain(ch)
 		c.DelChain(ch)
-	}
-	for _, name := range p.delMaps {
-		c.DelSet(&nftables.Set{Table: t, Name: name})
 	}
 	return nil
 }
@@ -217,9 +205,6 @@ func (k *kernel) rewrite(ctx context.Context, tables map[proxy.Family]*table) er
 			}
 			for n, d := range f.lbs {
 				allChains[n] = d.rules()
-			}
-			for n, d := range f.maps {
-				allMaps[n] = d
 			}
 		}
 		for _, f := range tb.frags {
@@ -403,7 +388,7 @@ func elemSizeEstimate(op elemOp) int {
 }
 
 func sortOps(ops []elemOp) {
-	p := &plan{sharedAdd: ops}
+	p := &plan{elemAdd: ops}
 	(&table{}).finish(p)
 }
 

@@ -200,11 +200,10 @@ type hook struct {
 }
 
 // fragment is everything one Service contributes to one family's table:
-// its own chains and maps, and elements (of its own maps and of the shared
-// ones). Fragments are immutable once computed.
+// its own chains, the shared load-balancing chains it uses, and elements of
+// the shared maps. Fragments are immutable once computed.
 type fragment struct {
 	chains map[string][]rule
-	maps   map[string]mapDef
 	elems  map[elemRef]elemVal
 	// lbs are the shared load-balancing chains the fragment uses.
 	lbs map[string]lbDef
@@ -233,7 +232,7 @@ func (d lbDef) rules() []rule {
 }
 
 func newFragment() *fragment {
-	return &fragment{chains: map[string][]rule{}, maps: map[string]mapDef{}, elems: map[elemRef]elemVal{},
+	return &fragment{chains: map[string][]rule{}, elems: map[elemRef]elemVal{},
 		lbs: map[string]lbDef{}, slots: map[string][]netip.AddrPort{}}
 }
 

@@ -27,9 +27,6 @@ func (t *table) render() string {
 		for name, d := range f.lbs {
 			chains[name] = d.rules()
 		}
-		for name, d := range f.maps {
-			maps[name] = d
-		}
 		for ref, v := range f.elems {
 			if ref.m == setHairpin {
 				continue

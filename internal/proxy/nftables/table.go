@@ -42,15 +42,11 @@ type elemOp struct {
 // order the kernel needs them: objects exist before anything refers to
 // them, and references go before the objects they point at are deleted.
 type plan struct {
-	newMaps   map[string]mapDef
 	newChains []string
-	ownDel    []elemOp // elements of per-Service maps
-	ownAdd    []elemOp
-	rewrites  []string // chains to flush and refill from next
-	sharedDel []elemOp // elements of the base maps
-	sharedAdd []elemOp
+	rewrites  []string // chains to flush and refill from chainRules
+	elemDel   []elemOp
+	elemAdd   []elemOp
 	delChains []string
-	delMaps   []string
 
 	next         map[types.NamespacedName]*fragment // nil value: delete
 	hairpinDelta map[elemKey]int
@@ -60,20 +56,18 @@ type plan struct {
 }
 
 func newPlan() *plan {
-	return &plan{newMaps: map[string]mapDef{}, next: map[types.NamespacedName]*fragment{},
+	return &plan{next: map[types.NamespacedName]*fragment{},
 		hairpinDelta: map[elemKey]int{}, lbDelta: map[string]int{}, lbDefs: map[string]lbDef{}, chainRules: map[string][]rule{}}
 }
 
 func (p *plan) empty() bool {
-	return len(p.newMaps)+len(p.newChains)+len(p.ownDel)+len(p.ownAdd)+len(p.rewrites)+
-		len(p.sharedDel)+len(p.sharedAdd)+len(p.delChains)+len(p.delMaps) == 0
+	return len(p.newChains)+len(p.rewrites)+len(p.elemDel)+len(p.elemAdd)+len(p.delChains) == 0
 }
 
 func (p *plan) result() proxy.SyncResult {
 	r := proxy.SyncResult{
-		Elements: len(p.ownDel) + len(p.ownAdd) + len(p.sharedDel) + len(p.sharedAdd),
+		Elements: len(p.elemDel) + len(p.elemAdd),
 		Chains:   len(p.newChains) + len(p.rewrites) + len(p.delChains),
-		Maps:     len(p.newMaps) + len(p.delMaps),
 	}
 	for _, c := range p.rewrites {
 		r.Rules += len(p.chainRules[c])
@@ -88,11 +82,6 @@ func (t *table) diff(p *plan, key types.NamespacedName, old, new *fragment) {
 	}
 	if new == nil {
 		new = newFragment()
-	}
-	for name, d := range new.maps {
-		if _, ok := old.maps[name]; !ok {
-			p.newMaps[name] = d
-		}
 	}
 	for name, rules := range new.chains {
 		oldRules, existed := old.chains[name]
@@ -115,13 +104,7 @@ func (t *table) diff(p *plan, key types.NamespacedName, old, new *fragment) {
 		if ok && nv == v {
 			continue
 		}
-		if d, own := old.maps[ref.m]; own {
-			if _, kept := new.maps[ref.m]; kept {
-				p.ownDel = append(p.ownDel, elemOp{ref, v, d.kind})
-			}
-			continue // the map goes, and its elements with it
-		}
-		p.sharedDel = append(p.sharedDel, elemOp{ref, v, t.baseMaps[ref.m].kind})
+		p.elemDel = append(p.elemDel, elemOp{ref, v, t.baseMaps[ref.m].kind})
 	}
 	for ref, v := range new.elems {
 		if ref.m == setHairpin {
@@ -133,11 +116,7 @@ func (t *table) diff(p *plan, key types.NamespacedName, old, new *fragment) {
 		if ov, ok := old.elems[ref]; ok && ov == v {
 			continue
 		}
-		if d, own := new.maps[ref.m]; own {
-			p.ownAdd = append(p.ownAdd, elemOp{ref, v, d.kind})
-		} else {
-			p.sharedAdd = append(p.sharedAdd, elemOp{ref, v, t.baseMaps[ref.m].kind})
-		}
+		p.elemAdd = append(p.elemAdd, elemOp{ref, v, t.baseMaps[ref.m].kind})
 	}
 	for name := range old.chains {
 		if _, ok := new.chains[name]; !ok {
@@ -155,11 +134,6 @@ func (t *table) diff(p *plan, key types.NamespacedName, old, new *fragment) {
 			p.lbDelta[name]--
 		}
 	}
-	for name := range old.maps {
-		if _, ok := new.maps[name]; !ok {
-			p.delMaps = append(p.delMaps, name)
-		}
-	}
 	p.next[key] = new
 }
 
@@ -171,9 +145,9 @@ func (t *table) finish(p *plan) {
 		after := before + d
 		switch {
 		case before == 0 && after > 0:
-			p.sharedAdd = append(p.sharedAdd, elemOp{elemRef{setHairpin, k}, elemVal{}, mHairpin})
+			p.elemAdd = append(p.elemAdd, elemOp{elemRef{setHairpin, k}, elemVal{}, mHairpin})
 		case before > 0 && after == 0:
-			p.sharedDel = append(p.sharedDel, elemOp{elemRef{setHairpin, k}, elemVal{}, mHairpin})
+			p.elemDel = append(p.elemDel, elemOp{elemRef{setHairpin, k}, elemVal{}, mHairpin})
 		}
 	}
 	for name, d := range p.lbDelta {
@@ -191,8 +165,7 @@ func (t *table) finish(p *plan) {
 	sort.Strings(p.newChains)
 	sort.Strings(p.rewrites)
 	sort.Strings(p.delChains)
-	sort.Strings(p.delMaps)
-	for _, ops := range [][]elemOp{p.ownDel, p.ownAdd, p.sharedDel, p.sharedAdd} {
+	for _, ops := range [][]elemOp{p.elemDel, p.elemAdd} {
 		sort.Slice(ops, func(i, j int) bool { return lessOp(ops[i], ops[j]) })
 	}
 }
