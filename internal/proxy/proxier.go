@@ -93,6 +93,9 @@ type Proxier struct {
 		// (zero: none pending); syncedAt when a sync last succeeded.
 		queuedAt, syncedAt time.Time
 	}
+	// started is when the proxier was made: changes triggered before it
+	// are not this proxy's programming latency (upstream ignores them too).
+	started time.Time
 	// Owned by the sync loop only.
 	claims   *claims
 	skipped  map[types.NamespacedName][]string
@@ -104,7 +107,7 @@ func New(cfg Config) (*Proxier, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	p := &Proxier{cfg: cfg, claims: newClaims(), skipped: map[types.NamespacedName][]string{}}
+	p := &Proxier{cfg: cfg, claims: newClaims(), skipped: map[types.NamespacedName][]string{}, started: cfg.Clock.Now()}
 	p.mu.services = map[types.NamespacedName]*v1.Service{}
 	p.mu.slices = map[types.NamespacedName]map[string]*discovery.EndpointSlice{}
 	p.mu.dirty = map[types.NamespacedName]struct{}{}
@@ -164,7 +167,7 @@ func (p *Proxier) OnEndpointSlice(slice *discovery.EndpointSlice, deleted bool) 
 		}
 		m[slice.Name] = slice
 		if s := slice.Annotations[v1.EndpointsLastChangeTriggerTime]; s != "" {
-			if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil && t.After(p.started) {
 				p.mu.triggers[key] = append(p.mu.triggers[key], t)
 			}
 		}

@@ -14,7 +14,22 @@ import (
 // (kubeproxy_network_programming_duration_seconds). Upstream keeps, per
 // Service, the pods seen at the last sync to take the oldest unprocessed
 // change; the newest one is what changed last in a burst and needs no state.
-func lastChangeTriggerTime(svc *corev1.Service, pods []*corev1.Pod) time.Time {
+//
+// A pod that is gone leaves no time behind: when no pod change is newer
+// than the trigger time the existing slices already carry, the write must
+// answer something else (a pod deleted), and the controller's own clock
+// (now, when the sync started) stands in for it.
+func lastChangeTriggerTime(svc *corev1.Service, pods []*corev1.Pod, existing []*discoveryv1.EndpointSlice, now time.Time) time.Time {
+	t := newestPodChange(svc, pods)
+	for _, s := range existing {
+		if prev, err := time.Parse(time.RFC3339Nano, s.Annotations[corev1.EndpointsLastChangeTriggerTime]); err == nil && !t.After(prev) {
+			return now
+		}
+	}
+	return t
+}
+
+func newestPodChange(svc *corev1.Service, pods []*corev1.Pod) time.Time {
 	t := svc.CreationTimestamp.Time
 	for _, p := range pods {
 		for _, c := range p.Status.Conditions {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -25,9 +26,19 @@ func TestLastChangeTriggerTime(t *testing.T) {
 		{"pod deleting", []*corev1.Pod{readyPod, deleting}, deleted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := lastChangeTriggerTime(svc, tc.pods); !got.Equal(tc.want.Time) {
+			if got := lastChangeTriggerTime(svc, tc.pods, nil, time.Unix(9000, 0)); !got.Equal(tc.want.Time) {
 				t.Fatalf("got %s, want %s", got, tc.want.Time)
 			}
 		})
+	}
+}
+
+func TestTriggerTimeOfARemovalIsTheSyncTime(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(time.Unix(1000, 0))}}
+	prev := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		corev1.EndpointsLastChangeTriggerTime: time.Unix(1000, 0).UTC().Format(time.RFC3339Nano)}}}
+	now := time.Unix(5000, 0)
+	if got := lastChangeTriggerTime(svc, nil, []*discoveryv1.EndpointSlice{prev}, now); !got.Equal(now) {
+		t.Fatalf("a write no pod change explains got trigger time %s, want the sync's start %s", got, now)
 	}
 }
