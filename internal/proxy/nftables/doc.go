@@ -6,19 +6,32 @@
 // Layout (one table "myriad-proxy" per family; see testdata/*.golden):
 //
 //	nat-prerouting, nat-output ─ jump services
-//	services: daddr . l4proto . dport vmap @service-ips        ─ goto svc-<port> / ext-<port>
-//	          fib daddr local: l4proto . dport vmap @service-nodeports ─ goto ext-<port>
-//	svc-<port>: [masquerade if saddr outside the cluster CIDR]
-//	            dnat to numgen random mod N map @clu-<port>   (slot → addr . port)
-//	ext-<port>: masquerade (Cluster policy) or local-only map (Local policy)
+//	services: daddr . l4proto . dport vmap @service-ips ─ goto svc-<port> | ext-<port>
+//	          fib daddr local, l4proto . dport vmap @service-nodeports ─ goto nodeport-<port>
+//	svc-<port>:      [mark for masquerade if saddr is outside the cluster CIDR] goto lb-addr-<N>
+//	ext-<port>:      [mark for masquerade (Cluster policy)] goto lb-addr-<N>
+//	nodeport-<port>: [mark for masquerade (Cluster policy)] goto lb-nodeport-<N>
+//	lb-addr-<N>:     dnat to daddr . l4proto . dport . (numgen random mod N) map @endpoints
+//	lb-nodeport-<N>: dnat to l4proto . dport . (numgen random mod N) map @nodeport-endpoints
 //	filter-{input,forward,output}: ct state new → @no-endpoint-* vmaps → reject
 //	nat-postrouting: masquerade marked packets and hairpin (@hairpin: ep . ep)
 //
-// Unlike upstream's nftables proxier, endpoints are elements of a per-port
-// map indexed by slot rather than per-endpoint chains: an endpoint replaced
-// in place is one map element, and ClientIP affinity is a dynamic map from
-// client address to slot (an affinity to a slot beyond N misses and falls
-// back to a random pick, so removed endpoints need no affinity cleanup).
+// Two kernel facts shape this, both measured (docs/bench/proxy.md): the
+// kernel finds a named set by a linear search of the table's sets, and
+// walks a map's every element each time a rule binds it for a lookup with
+// a result. So there is no map per Service (a first version had one and
+// paid O(Services) per transaction), and the endpoint maps are bound only
+// by the shared lb-* chains, one per endpoint count N (and affinity
+// timeout), which key their lookups on the packet itself: this kernel
+// (6.18) also refuses rules that read registers another rule wrote, so a
+// per-Service chain cannot hand an id to a shared one.
+//
+// Endpoints are elements keyed by entry point and slot: an endpoint
+// replaced in place rewrites one element per entry point (cluster IP,
+// each external IP, the node port), and slots are kept across changes.
+// ClientIP affinity is a dynamic map from entry point . client address to
+// slot; a slot past the current endpoints misses and the client gets a new
+// random pick, so removed endpoints need no affinity cleanup.
 //
 // The dry-run backend computes and diffs exactly the same state but writes
 // nothing, for the simulator's thousands of proxies.

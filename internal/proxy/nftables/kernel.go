@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"sync"
 
 	"github.com/google/nftables"
@@ -388,8 +389,7 @@ func elemSizeEstimate(op elemOp) int {
 }
 
 func sortOps(ops []elemOp) {
-	p := &plan{elemAdd: ops}
-	(&table{}).finish(p)
+	sort.Slice(ops, func(i, j int) bool { return lessOp(ops[i], ops[j]) })
 }
 
 // Registers: the 16-byte NFT_REG_1 is 32-bit registers 8..11, so a
