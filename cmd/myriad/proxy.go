@@ -57,7 +57,7 @@ func runProxy(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var bcfg nftables.Config
+	bcfg := nftables.Config{Logger: log}
 	for _, f := range splitList(*families) {
 		switch strings.ToLower(f) {
 		case "ipv4":

@@ -26,9 +26,12 @@ type SyncResult struct {
 	Chains   int // chains added, flushed or deleted
 	Rules    int // rules added
 	Maps     int // maps and sets added or deleted
+	// StaleFlows counts UDP flows to removed endpoints whose conntrack
+	// entries the sync deletes (or, dry run, would delete).
+	StaleFlows int
 }
 
 // Add returns the sum of r and o.
 func (r SyncResult) Add(o SyncResult) SyncResult {
-	return SyncResult{r.Elements + o.Elements, r.Chains + o.Chains, r.Rules + o.Rules, r.Maps + o.Maps}
+	return SyncResult{r.Elements + o.Elements, r.Chains + o.Chains, r.Rules + o.Rules, r.Maps + o.Maps, r.StaleFlows + o.StaleFlows}
 }

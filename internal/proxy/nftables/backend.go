@@ -3,6 +3,7 @@ package nftables
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/netip"
 	"sort"
@@ -27,6 +28,9 @@ type Config struct {
 	// NetNSFd, if non-zero, programs the tables in that network namespace
 	// (an open /var/run/netns/<name>) instead of the caller's.
 	NetNSFd int
+	// Logger reports what does not fail a sync (stale conntrack entries
+	// left behind). Default: discard.
+	Logger *slog.Logger
 }
 
 func (c *Config) setDefaults() {
@@ -128,6 +132,7 @@ func (b *Backend) Sync(ctx context.Context, changes map[types.NamespacedName]*pr
 		t.finish(p)
 		plans[fam] = p
 		res = res.Add(p.result())
+		res.StaleFlows += len(staleUDPFlows(fam, p))
 		needInit = needInit || !t.initialized
 	}
 	if b.w != nil {

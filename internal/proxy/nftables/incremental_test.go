@@ -89,3 +89,34 @@ func TestOneEndpointChangeTouchesOneElement(t *testing.T) {
 		t.Fatalf("an unchanged slice wrote %+v", rec.last)
 	}
 }
+
+func TestStaleUDPFlowsOnlyForRemovedEndpoints(t *testing.T) {
+	rec := &recorder{Backend: NewDryRun(Config{Families: []proxy.Family{proxy.IPv4}})}
+	p, err := proxy.New(proxy.Config{NodeName: testNode, Families: []proxy.Family{proxy.IPv4}, Backend: rec, FullSyncPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetSynced()
+	h := &harness{p: p, b: rec.Backend}
+	h.svc(service("ns", "dns", "10.96.0.53", []v1.ServicePort{{Name: "dns", Port: 53, NodePort: 30053, Protocol: v1.ProtocolUDP}},
+		func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeNodePort }))
+	eps := func(ips ...string) {
+		var list []ep
+		for _, ip := range ips {
+			list = append(list, readyEP(ip, "node-b"))
+		}
+		h.eps(slice("ns", "dns", "dns-1", discovery.AddressTypeIPv4, "dns", 53, v1.ProtocolUDP, list...))
+		p.Sync(context.Background())
+	}
+	eps("10.244.0.1", "10.244.0.2", "10.244.0.3")
+	// 10.244.0.1 goes; 10.244.0.3 moves into its slot but stays: one stale
+	// endpoint, at two entry points (cluster IP and node port).
+	eps("10.244.0.2", "10.244.0.3")
+	if rec.last.StaleFlows != 2 {
+		t.Fatalf("removing one UDP endpoint: %d stale flow filters, want 2 (cluster IP and node port)", rec.last.StaleFlows)
+	}
+	eps("10.244.0.2", "10.244.0.3", "10.244.0.4")
+	if rec.last.StaleFlows != 0 {
+		t.Fatalf("adding an endpoint: %d stale flow filters, want 0", rec.last.StaleFlows)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"sync"
@@ -33,6 +34,8 @@ const maxElemBytes = 48 << 10
 type kernel struct {
 	mu   sync.Mutex
 	conn *nftables.Conn
+	ct   *conntrack
+	log  *slog.Logger
 }
 
 // New returns the kernel backend. It touches nothing until the first Sync,
@@ -46,12 +49,22 @@ func New(cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening nftables netlink socket: %w", err)
 	}
-	return newBackend(cfg, &kernel{conn: conn}), nil
+	ct, err := newConntrack(cfg.NetNSFd)
+	if err != nil {
+		_ = conn.CloseLasting()
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return newBackend(cfg, &kernel{conn: conn, ct: ct, log: log}), nil
 }
 
 // Close releases the netlink socket.
 func (b *Backend) Close() error {
 	if k, ok := b.w.(*kernel); ok {
+		k.ct.close()
 		return k.conn.CloseLasting()
 	}
 	return nil
@@ -104,7 +117,22 @@ func (k *kernel) apply(ctx context.Context, tables map[proxy.Family]*table, plan
 	if !any {
 		return nil
 	}
-	return k.flush(ctx)
+	if err := k.flush(ctx); err != nil {
+		return err
+	}
+	// The rules are in place; a failure here must not fail the sync (the
+	// transaction is committed and would not apply twice), so it is logged
+	// and the entries age out on conntrack's UDP timeout instead.
+	var stale []staleFlow
+	for fam, p := range plans {
+		stale = append(stale, staleUDPFlows(fam, p)...)
+	}
+	if len(stale) > 0 {
+		if err := k.ct.delete(stale); err != nil {
+			k.log.Warn("stale UDP flows left in conntrack", "flows", len(stale), "err", err)
+		}
+	}
+	return nil
 }
 
 func (k *kernel) flush(ctx context.Context) error {

@@ -152,6 +152,41 @@ func TestTrafficThroughNetNS(t *testing.T) {
 
 	})
 
+	t.Run("stale-udp-flow-cleared", func(t *testing.T) {
+		// A client keeps its UDP socket (same 5-tuple, same conntrack
+		// entry); the endpoint it talks to is removed; the next datagram
+		// must reach a remaining endpoint, not the removed one.
+		webEPs("10.1.2.2", "10.1.3.2")
+		time.Sleep(200 * time.Millisecond)
+		c, err := lab.Dial("udp4", "10.96.0.10:53")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ask := func() string {
+			_ = c.SetDeadline(time.Now().Add(time.Second))
+			if _, err := c.Write([]byte("hi")); err != nil {
+				return ""
+			}
+			buf := make([]byte, 64)
+			n, err := c.Read(buf)
+			if err != nil {
+				return ""
+			}
+			return string(buf[:n])
+		}
+		first := ask()
+		if first != "be2" && first != "be3" {
+			t.Fatalf("first answer %q", first)
+		}
+		other := map[string]string{"be2": "10.1.3.2", "be3": "10.1.2.2"}[first]
+		webEPs(other)
+		time.Sleep(300 * time.Millisecond)
+		if got := ask(); got == first || got == "" {
+			t.Fatalf("after %s was removed the same UDP socket got %q", first, got)
+		}
+	})
+
 	t.Run("full-resync-repairs-drift", func(t *testing.T) {
 		// Someone flushes the table behind the proxy's back.
 		c, err := New(Config{Families: []proxy.Family{proxy.IPv4}, NetNSFd: int(fd.Fd())})
