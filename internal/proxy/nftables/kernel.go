@@ -165,10 +165,13 @@ func (k *kernel) queuePlan(t *nftables.Table, fam proxy.Family, p *plan) error {
 	if err := k.queueElems(t, fam, p.elemAdd, false); err != nil {
 		return err
 	}
+	// All flushed before any is deleted: a Service's chain jumps to a
+	// shared lb chain that may go in the same transaction.
 	for _, name := range p.delChains {
-		ch := &nftables.Chain{Name: name, Table: t}
-		c.FlushChain(ch)
-		c.DelChain(ch)
+		c.FlushChain(&nftables.Chain{Name: name, Table: t})
+	}
+	for _, name := range p.delChains {
+		c.DelChain(&nftables.Chain{Name: name, Table: t})
 	}
 	return nil
 }
