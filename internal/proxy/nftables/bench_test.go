@@ -94,3 +94,36 @@ func BenchmarkKernel(b *testing.B) {
 		_ = exec.Command("ip", "netns", "del", ns).Run()
 	}
 }
+
+// BenchmarkDryRun is the proxy's own cost per change, the part a node pays
+// whatever the kernel does: view, conflict check, rule computation, diff.
+func BenchmarkDryRun(b *testing.B) {
+	for _, n := range benchSizes() {
+		be := NewDryRun(Config{Families: []proxy.Family{proxy.IPv4}})
+		p, err := proxy.New(proxy.Config{NodeName: testNode, Families: []proxy.Family{proxy.IPv4}, Backend: be, FullSyncPeriod: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.SetSynced()
+		h := &harness{p: p, b: be}
+		populate(h, n)
+		p.Sync(context.Background())
+		ctx := context.Background()
+		b.Run(fmt.Sprintf("services=%d/endpoint-change", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				h.eps(endpointsOf("s7", 7, i+1))
+				p.Sync(ctx)
+			}
+		})
+		b.Run(fmt.Sprintf("services=%d/new-service", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				name := fmt.Sprintf("new%d", i)
+				h.svc(service("default", name, fmt.Sprintf("10.97.%d.%d", (i/250)%250, i%250+1), []v1.ServicePort{tcp("http", 80, 0)}))
+				h.eps(endpointsOf(name, n+i, 0))
+				p.Sync(ctx)
+			}
+		})
+	}
+}
