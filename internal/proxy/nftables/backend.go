@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/netip"
 	"sort"
 	"sync"
@@ -40,6 +39,9 @@ func (c *Config) setDefaults() {
 	if len(c.Protocols) == 0 {
 		c.Protocols = []v1.Protocol{v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP}
 	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 }
 
 // writer applies plans to a data path.
@@ -57,16 +59,19 @@ type writer interface {
 type Backend struct {
 	cfg Config
 	w   writer // nil: dry run
+	log *slog.Logger
 	mu  sync.Mutex
-	// tables is guarded by mu.
-	tables map[proxy.Family]*table
+	// tables and rewritePending are guarded by mu. rewritePending: a
+	// transaction failed, so the next sync writes the tables whole.
+	tables         map[proxy.Family]*table
+	rewritePending bool
 }
 
 var _ proxy.Backend = (*Backend)(nil)
 
 func newBackend(cfg Config, w writer) *Backend {
 	cfg.setDefaults()
-	b := &Backend{cfg: cfg, w: w, tables: map[proxy.Family]*table{}}
+	b := &Backend{cfg: cfg, w: w, tables: map[proxy.Family]*table{}, log: cfg.Logger}
 	for _, f := range cfg.Families {
 		var cidr netip.Prefix
 		for _, p := range cfg.ClusterCIDRs {
@@ -136,26 +141,34 @@ func (b *Backend) Sync(ctx context.Context, changes map[types.NamespacedName]*pr
 		needInit = needInit || !t.initialized
 	}
 	if b.w != nil {
-		var err error
-		if needInit {
-			// The first write creates the tables whole; the plans' fragments
-			// must be in place for rewrite to include them.
+		if needInit || b.rewritePending {
+			// The first write, and any after a failed one, writes the
+			// tables whole from the desired state.
 			for fam, t := range b.tables {
-				saved := snapshot(t)
 				t.commit(plans[fam])
-				defer func() {
-					if err != nil {
-						restore(t, saved)
-					}
-				}()
 			}
-			if err = b.w.rewrite(ctx, b.tables); err != nil {
-				return proxy.SyncResult{}, fmt.Errorf("creating nftables tables: %w", err)
+			if err := b.w.rewrite(ctx, b.tables); err != nil {
+				b.rewritePending = true
+				return proxy.SyncResult{}, fmt.Errorf("rewriting nftables tables: %w", err)
 			}
+			b.rewritePending = false
 			return res, nil
 		}
-		if err = b.w.apply(ctx, b.tables, plans); err != nil {
-			return proxy.SyncResult{}, fmt.Errorf("programming %d services: %w", len(changes), err)
+		if err := b.w.apply(ctx, b.tables, plans); err != nil {
+			// The kernel applied none of it: a transaction is atomic. The
+			// difference was computed against what the backend believes is
+			// programmed; if the kernel drifted from that, the same
+			// difference would fail forever, so the desired state is written
+			// whole instead (and again on the next sync if that fails too).
+			for fam, t := range b.tables {
+				t.commit(plans[fam])
+			}
+			if rerr := b.w.rewrite(ctx, b.tables); rerr != nil {
+				b.rewritePending = true
+				return proxy.SyncResult{}, fmt.Errorf("programming %d services: %w; then rewriting the tables: %w", len(changes), err, rerr)
+			}
+			b.log.Warn("an incremental transaction failed; rewrote the tables whole", "services", len(changes), "err", err)
+			return res, nil
 		}
 	}
 	for fam, t := range b.tables {
@@ -214,19 +227,4 @@ func (t *table) size() proxy.SyncResult {
 		}
 	}
 	return r
-}
-
-type tableState struct {
-	frags       map[types.NamespacedName]*fragment
-	hairpin     map[elemKey]int
-	lbs         map[string]int
-	initialized bool
-}
-
-func snapshot(t *table) tableState {
-	return tableState{frags: maps.Clone(t.frags), hairpin: maps.Clone(t.hairpin), lbs: maps.Clone(t.lbs), initialized: t.initialized}
-}
-
-func restore(t *table, s tableState) {
-	t.frags, t.hairpin, t.lbs, t.initialized = s.frags, s.hairpin, s.lbs, s.initialized
 }

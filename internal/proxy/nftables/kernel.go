@@ -54,11 +54,9 @@ func New(cfg Config) (*Backend, error) {
 		_ = conn.CloseLasting()
 		return nil, err
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return newBackend(cfg, &kernel{conn: conn, ct: ct, log: log}), nil
+	b := newBackend(cfg, nil)
+	b.w = &kernel{conn: conn, ct: ct, log: b.cfg.Logger}
+	return b, nil
 }
 
 // Close releases the netlink socket.

@@ -14,6 +14,8 @@ import (
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	gnft "github.com/google/nftables"
+
 	"github.com/myriad-k8s/myriad/internal/proxy"
 	"github.com/myriad-k8s/myriad/internal/proxy/netlab"
 )
@@ -28,7 +30,7 @@ func TestTrafficThroughNetNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fd.Close()
-	b, err := New(Config{Families: []proxy.Family{proxy.IPv4}, NetNSFd: int(fd.Fd())})
+	b, err := New(Config{Families: []proxy.Family{proxy.IPv4}, NetNSFd: int(fd.Fd()), Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,6 +187,32 @@ func TestTrafficThroughNetNS(t *testing.T) {
 		if got := ask(); got == first || got == "" {
 			t.Fatalf("after %s was removed the same UDP socket got %q", first, got)
 		}
+	})
+
+	t.Run("failed-transaction-falls-back-to-rewrite", func(t *testing.T) {
+		// Someone deletes the endpoint elements behind the proxy's back: the
+		// next incremental transaction (which deletes one of them) fails as
+		// a whole, and the backend rewrites the tables instead.
+		webEPs("10.1.2.2", "10.1.3.2")
+		waitFor(t, "both backends answer", time.Second, func() bool {
+			got := lab.Tally("tcp4", "10.96.0.10:80", 12)
+			return got["be2"] > 0 && got["be3"] > 0
+		})
+		c, err := New(Config{Families: []proxy.Family{proxy.IPv4}, NetNSFd: int(fd.Fd())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		k := c.w.(*kernel)
+		k.conn.FlushSet(&gnft.Set{Table: nftTable(proxy.IPv4), Name: mapEndpoints})
+		if err := k.conn.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		webEPs("10.1.1.2", "10.1.3.2") // be2 → be1: deletes an element that is gone
+		waitFor(t, "traffic after the failed transaction", 2*time.Second, func() bool {
+			got := lab.Tally("tcp4", "10.96.0.10:80", 12)
+			return got["be1"] > 0 && got["be3"] > 0 && got["be1"]+got["be3"] == 12
+		})
 	})
 
 	t.Run("full-resync-repairs-drift", func(t *testing.T) {
