@@ -29,10 +29,13 @@ func portID(n proxy.ServicePortName) string {
 // lbChain names the shared chain that picks one of n endpoints of the
 // entry point a packet arrived at (its destination address and port, or
 // its node port), remembering the pick for affinity if set.
-func lbChain(nodePort bool, n int, affinity string) string {
+func lbChain(nodePort, localOrigin bool, n int, affinity string) string {
 	kind := "addr"
 	if nodePort {
 		kind = "nodeport"
+	}
+	if localOrigin {
+		kind = "local-origin-" + kind
 	}
 	if affinity == "" {
 		return fmt.Sprintf("lb-%s-%d", kind, n)
@@ -68,18 +71,21 @@ func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.P
 			affinity = fmt.Sprintf("%ds", int64(pv.AffinityTimeout.Seconds()))
 		}
 
-		// pick ends chain with the jump to the shared chain choosing among
-		// eps for the entry point keys, and adds their elements.
-		pick := func(chain, use string, nodePort bool, eps []proxy.Endpoint, keys ...elemKey) {
-			if len(eps) == 0 {
-				f.chains[chain] = append(f.chains[chain], rule{kind: rDrop})
-				return
-			}
+		// lb adds the elements for eps at the entry point keys and returns
+		// the shared chain choosing among them. localOrigin selects the maps
+		// for the node's own traffic to a Local-policy port's external
+		// entry points, which goes to any endpoint, as upstream's does.
+		lb := func(use string, nodePort, localOrigin bool, eps []proxy.Endpoint, keys ...elemKey) string {
 			slots := assignSlots(prev, use, eps)
 			f.slots[use] = slots
 			m := mapEndpoints
-			if nodePort {
+			switch {
+			case nodePort && localOrigin:
+				m = mapLocalOriginNodePortEndpoints
+			case nodePort:
 				m = mapNodePortEndpoints
+			case localOrigin:
+				m = mapLocalOriginEndpoints
 			}
 			for _, k := range keys {
 				for slot, ap := range slots {
@@ -90,9 +96,28 @@ func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.P
 			for _, ap := range slots {
 				f.elems[elemRef{setHairpin, elemKey{addr: ap.Addr(), addr2: ap.Addr()}}] = elemVal{}
 			}
-			lb := lbChain(nodePort, len(eps), affinity)
-			f.lbs[lb] = lbDef{nodePort: nodePort, n: uint32(len(eps)), affinity: pv.AffinityTimeout}
-			f.chains[chain] = append(f.chains[chain], rule{kind: rGoto, target: lb})
+			name := lbChain(nodePort, localOrigin, len(eps), affinity)
+			f.lbs[name] = lbDef{nodePort: nodePort, localOrigin: localOrigin, n: uint32(len(eps)), affinity: pv.AffinityTimeout}
+			return name
+		}
+		// pick ends chain with the jump to the shared chain choosing among
+		// eps, or with a drop when there are none.
+		pick := func(chain, use string, nodePort bool, eps []proxy.Endpoint, keys ...elemKey) {
+			if len(eps) == 0 {
+				f.chains[chain] = append(f.chains[chain], rule{kind: rDrop})
+				return
+			}
+			f.chains[chain] = append(f.chains[chain], rule{kind: rGoto, target: lb(use, nodePort, false, eps, keys...)})
+		}
+		// localOrigin starts a Local-policy external chain with the node's
+		// own traffic going, masqueraded, to any endpoint.
+		localOrigin := func(chain string, nodePort bool, keys ...elemKey) {
+			if !pv.ExternalPolicyLocal || !pv.UsesClusterEndpoints() || len(pv.Cluster) == 0 {
+				return
+			}
+			f.chains[chain] = append(f.chains[chain],
+				rule{kind: rLocalSourceJump, target: chainMarkForMasq},
+				rule{kind: rLocalSourceGoto, target: lb("cluster", nodePort, true, pv.Cluster, keys...)})
 		}
 		internal, internalUse := pv.Cluster, "cluster"
 		if pv.InternalPolicyLocal {
@@ -127,11 +152,13 @@ func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.P
 				keys = append(keys, elemKey{addr: a, proto: proto, port: pv.Port})
 				f.elems[elemRef{mapServiceIPs, elemKey{addr: a, proto: proto, port: pv.Port}}] = elemVal{verdict: "goto " + extChain}
 			}
+			localOrigin(extChain, false, keys...)
 			pick(extChain, externalUse, false, external, keys...)
 		}
 		if pv.NodePort != 0 {
 			npChain := "nodeport-" + id
 			f.chains[npChain] = append([]rule(nil), masq...)
+			localOrigin(npChain, true, elemKey{proto: proto, port: pv.NodePort})
 			pick(npChain, externalUse, true, external, elemKey{proto: proto, port: pv.NodePort})
 			f.elems[elemRef{mapServiceNodePorts, elemKey{proto: proto, port: pv.NodePort}}] = elemVal{verdict: "goto " + npChain}
 		}

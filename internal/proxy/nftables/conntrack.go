@@ -32,14 +32,14 @@ func staleUDPFlows(fam proxy.Family, p *plan) []staleFlow {
 	}
 	kept := map[entryEP]bool{}
 	for _, op := range p.elemAdd {
-		if (op.ref.m == mapEndpoints || op.ref.m == mapNodePortEndpoints) && op.ref.key.proto == protoUDP {
+		if isEndpointMap(op.ref.m) && op.ref.key.proto == protoUDP {
 			kept[entryEP{op.ref.key.addr, op.ref.key.port, netip.AddrPortFrom(op.val.addr, op.val.port)}] = true
 		}
 	}
 	seen := map[entryEP]bool{}
 	var out []staleFlow
 	for _, op := range p.elemDel {
-		if (op.ref.m != mapEndpoints && op.ref.m != mapNodePortEndpoints) || op.ref.key.proto != protoUDP {
+		if !isEndpointMap(op.ref.m) || op.ref.key.proto != protoUDP {
 			continue
 		}
 		k := entryEP{op.ref.key.addr, op.ref.key.port, netip.AddrPortFrom(op.val.addr, op.val.port)}
@@ -50,6 +50,14 @@ func staleUDPFlows(fam proxy.Family, p *plan) []staleFlow {
 		out = append(out, staleFlow{fam: fam, entry: k.entry, port: k.port, endpoint: op.val.addr})
 	}
 	return out
+}
+
+func isEndpointMap(m string) bool {
+	switch m {
+	case mapEndpoints, mapNodePortEndpoints, mapLocalOriginEndpoints, mapLocalOriginNodePortEndpoints:
+		return true
+	}
+	return false
 }
 
 // conntrack deletes conntrack entries in the proxy's network namespace.

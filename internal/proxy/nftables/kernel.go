@@ -576,9 +576,9 @@ func lbExprs(fam proxy.Family, r rule) []expr.Any {
 	}
 	var out []expr.Any
 	next := uint32(reg3200)
-	endpoints, affinity := mapEndpoints, mapAffinity
+	endpoints, affinity := r.endpointMap(), mapAffinity
 	if r.nodePort {
-		endpoints, affinity = mapNodePortEndpoints, mapNodePortAffinity
+		affinity = mapNodePortAffinity
 	} else {
 		out = append(out, nh(fam, false, next))
 		next += addrWords

@@ -75,10 +75,13 @@ func TestKernelAcceptsEveryRuleKind(t *testing.T) {
 		func(s *v1.Service) { s.Spec.SessionAffinity = v1.ServiceAffinityClientIP }))
 	h.svc(service("ns", "b", "10.96.0.2", []v1.ServicePort{tcp("http", 80, 30081)}, dual, func(s *v1.Service) {
 		s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+	}))
+	h.svc(service("ns", "d", "10.96.0.4", []v1.ServicePort{tcp("http", 80, 30084)}, dual, func(s *v1.Service) {
+		s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 		s.Spec.InternalTrafficPolicy = ptr.To(v1.ServiceInternalTrafficPolicyLocal)
 	}))
 	h.svc(service("ns", "c", "10.96.0.3", []v1.ServicePort{tcp("http", 80, 30082)}, dual))
-	for _, name := range []string{"a", "b"} {
+	for _, name := range []string{"a", "b", "d"} {
 		h.eps(slice("ns", name, name+"-4", discovery.AddressTypeIPv4, "http", 8080, v1.ProtocolTCP, readyEP("10.244.1.1", testNode), readyEP("10.244.2.1", "node-b")))
 		h.eps(slice("ns", name, name+"-6", discovery.AddressTypeIPv6, "http", 8080, v1.ProtocolTCP, readyEP("fd00:244::1", testNode), readyEP("fd00:244::2", "node-b")))
 		h.eps(slice("ns", name, name+"-u4", discovery.AddressTypeIPv4, "dns", 53, v1.ProtocolUDP, readyEP("10.244.1.1", testNode)))
@@ -87,7 +90,7 @@ func TestKernelAcceptsEveryRuleKind(t *testing.T) {
 	sync("create")
 	for _, fam := range []proxy.Family{proxy.IPv4, proxy.IPv6} {
 		out := b.Render(fam)
-		for _, want := range []string{"lb-addr-2-affinity-10800s", "lb-nodeport-1", "goto reject-chain"} {
+		for _, want := range []string{"lb-addr-2-affinity-10800s", "lb-nodeport-1", "goto reject-chain", "goto lb-local-origin-nodeport-2"} {
 			if !strings.Contains(out, want) {
 				t.Fatalf("%s table lacks %q:\n%s", fam, want, out)
 			}
@@ -96,7 +99,7 @@ func TestKernelAcceptsEveryRuleKind(t *testing.T) {
 	h.eps(slice("ns", "a", "a-6", discovery.AddressTypeIPv6, "http", 8080, v1.ProtocolTCP, readyEP("fd00:244::3", "node-c")))
 	h.eps(slice("ns", "a", "a-u6", discovery.AddressTypeIPv6, "dns", 53, v1.ProtocolUDP, readyEP("fd00:244::3", "node-c")))
 	sync("change")
-	for _, name := range []string{"a", "b", "c"} {
+	for _, name := range []string{"a", "b", "c", "d"} {
 		p.OnService(types.NamespacedName{Namespace: "ns", Name: name}, nil)
 	}
 	sync("delete")

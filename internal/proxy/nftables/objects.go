@@ -42,8 +42,9 @@ type rule struct {
 	kind   ruleKind
 	target string // chain for jumps, gotos
 	n      uint32 // endpoints (numgen modulus), for rLB
-	// nodePort: rLB keys on the node port rather than address and port.
-	nodePort bool
+	// nodePort: rLB keys on the node port rather than address and port;
+	// localOrigin: it uses the maps for the node's own traffic.
+	nodePort, localOrigin bool
 	// affinity is the ClientIP affinity's timeout, 0 for none.
 	affinity time.Duration
 	cidr     netip.Prefix
@@ -86,10 +87,11 @@ func (r rule) String() string {
 	case rLocalSourceGoto:
 		return "fib saddr type local goto " + r.target
 	case rLB, rLBAffinity:
-		key, m, aff := "@nh daddr . meta l4proto . th dport", "@"+mapEndpoints, "@"+mapAffinity
+		key, aff := "@nh daddr . meta l4proto . th dport", "@"+mapAffinity
 		if r.nodePort {
-			key, m, aff = "meta l4proto . th dport", "@"+mapNodePortEndpoints, "@"+mapNodePortAffinity
+			key, aff = "meta l4proto . th dport", "@"+mapNodePortAffinity
 		}
+		m := "@" + r.endpointMap()
 		if r.kind == rLBAffinity {
 			return fmt.Sprintf("slot = %s . @nh saddr map %s, update %s timeout %s, dnat to %s . slot map %s", key, aff, aff, r.affinity, key, m)
 		}
@@ -218,17 +220,32 @@ type fragment struct {
 // keeps the per-Service cost flat: the kernel walks a map's every element
 // each time a rule binds it for a lookup, so only these few rules may.
 type lbDef struct {
-	nodePort bool
-	n        uint32
-	affinity time.Duration
+	nodePort, localOrigin bool
+	n                     uint32
+	affinity              time.Duration
 }
 
 func (d lbDef) rules() []rule {
-	lb := rule{kind: rLB, n: d.n, nodePort: d.nodePort, affinity: d.affinity}
+	lb := rule{kind: rLB, n: d.n, nodePort: d.nodePort, localOrigin: d.localOrigin, affinity: d.affinity}
 	if d.affinity == 0 {
 		return []rule{lb}
 	}
-	return []rule{{kind: rLBAffinity, n: d.n, nodePort: d.nodePort, affinity: d.affinity}, lb}
+	aff := lb
+	aff.kind = rLBAffinity
+	return []rule{aff, lb}
+}
+
+// endpointMap is the map an rLB or rLBAffinity rule looks endpoints up in.
+func (r rule) endpointMap() string {
+	switch {
+	case r.nodePort && r.localOrigin:
+		return mapLocalOriginNodePortEndpoints
+	case r.nodePort:
+		return mapNodePortEndpoints
+	case r.localOrigin:
+		return mapLocalOriginEndpoints
+	}
+	return mapEndpoints
 }
 
 func newFragment() *fragment {
@@ -245,10 +262,13 @@ const (
 	setHairpin             = "hairpin"
 	mapEndpoints           = "endpoints"
 	mapNodePortEndpoints   = "nodeport-endpoints"
-	mapAffinity            = "affinity"
-	mapNodePortAffinity    = "nodeport-affinity"
-	chainMarkForMasq       = "mark-for-masquerade"
-	chainReject            = "reject-chain"
+	// The node's own traffic to Local-policy external entry points.
+	mapLocalOriginEndpoints         = "local-origin-endpoints"
+	mapLocalOriginNodePortEndpoints = "local-origin-nodeport-endpoints"
+	mapAffinity                     = "affinity"
+	mapNodePortAffinity             = "nodeport-affinity"
+	chainMarkForMasq                = "mark-for-masquerade"
+	chainReject                     = "reject-chain"
 )
 
 // base returns the chains and maps every table has, independent of Services.
@@ -276,10 +296,12 @@ func base() (map[string]chainDef, map[string]mapDef) {
 		// point and slot, and every affinity in the dynamic ones: the kernel
 		// finds a set by name with a linear search of the table's sets, so
 		// a map per Service made each transaction O(Services).
-		mapEndpoints:         {kind: mEndpoints},
-		mapNodePortEndpoints: {kind: mNodePortEndpoints},
-		mapAffinity:          {kind: mAffinity, timeout: 3 * time.Hour},
-		mapNodePortAffinity:  {kind: mNodePortAffinity, timeout: 3 * time.Hour},
+		mapEndpoints:                    {kind: mEndpoints},
+		mapNodePortEndpoints:            {kind: mNodePortEndpoints},
+		mapLocalOriginEndpoints:         {kind: mEndpoints},
+		mapLocalOriginNodePortEndpoints: {kind: mNodePortEndpoints},
+		mapAffinity:                     {kind: mAffinity, timeout: 3 * time.Hour},
+		mapNodePortAffinity:             {kind: mNodePortAffinity, timeout: 3 * time.Hour},
 	}
 	return chains, maps
 }
