@@ -11,6 +11,8 @@
 //	svc-<port>:      [mark for masquerade if saddr is outside the cluster CIDR] goto lb-addr-<N>
 //	ext-<port>:      [mark for masquerade (Cluster policy)] goto lb-addr-<N>
 //	nodeport-<port>: [mark for masquerade (Cluster policy)] goto lb-nodeport-<N>
+//	                 (Local policy: the node's own traffic first goes, marked,
+//	                 to lb-local-origin-*-<N> over all endpoints)
 //	lb-addr-<N>:     dnat to daddr . l4proto . dport . (numgen random mod N) map @endpoints
 //	lb-nodeport-<N>: dnat to l4proto . dport . (numgen random mod N) map @nodeport-endpoints
 //	filter-{input,forward,output}: ct state new → @no-endpoint-* vmaps → reject
