@@ -193,6 +193,10 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	defer s.Stop()
 	if *statusEvery <= 0 {
 		<-ctx.Done()
+		if cfg.Proxies > 0 {
+			pp := s.Stats().ProxyProgramming
+			fmt.Fprintf(stdout, "proxies %d: network programming latency p50 %s p99 %s over %d observations\n", cfg.Proxies, pp.Quantile(0.5), pp.Quantile(0.99), pp.Count())
+		}
 		return nil
 	}
 	t := time.NewTicker(*statusEvery)
