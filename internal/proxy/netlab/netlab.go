@@ -1,6 +1,7 @@
 // Package netlab builds throwaway network namespaces for the proxy's
 // tests: a "node" namespace routing between a client namespace (10.0.0.2,
-// node side 10.0.0.1) and backend namespaces be1..beN (10.1.N.2), with tiny
+// node side 10.0.0.1; fd00:10::2 and ::1) and backend namespaces be1..beN
+// (10.1.N.2, fd00:11:N::2), with tiny
 // TCP and UDP servers answering with their namespace's name. It needs root
 // and iproute2; New skips the test otherwise.
 package netlab
@@ -51,18 +52,21 @@ func New(t *testing.T, backends int) *Lab {
 		}
 	})
 	ipCmd(t, "-n", l.NS("node"), "link", "set", "lo", "up")
-	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0); err != nil {
-		t.Log("host ip_forward:", err)
-	}
-	l.attach("client", "10.0.0.1", "10.0.0.2")
+	l.attach("client", "10.0.0.1", "10.0.0.2", "fd00:10::1", "fd00:10::2")
 	for i, b := range l.Backends(backends) {
-		l.attach(b, fmt.Sprintf("10.1.%d.1", i+1), fmt.Sprintf("10.1.%d.2", i+1))
+		l.attach(b, fmt.Sprintf("10.1.%d.1", i+1), fmt.Sprintf("10.1.%d.2", i+1), fmt.Sprintf("fd00:11:%d::1", i+1), fmt.Sprintf("fd00:11:%d::2", i+1))
 	}
 	// A node has a default route (here: through the first backend's link);
 	// without one, traffic to a cluster IP that is not DNATed fails routing
 	// before the filter hooks see it.
 	ipCmd(t, "-n", l.NS("node"), "route", "add", "default", "via", "10.1.1.2")
-	l.Exec("node", func() error { return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0) })
+	ipCmd(t, "-n", l.NS("node"), "-6", "route", "add", "default", "via", "fd00:11:1::2")
+	l.Exec("node", func() error {
+		if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0); err != nil {
+			return err
+		}
+		return os.WriteFile("/proc/sys/net/ipv6/conf/all/forwarding", []byte("1"), 0)
+	})
 	return l
 }
 
@@ -78,8 +82,9 @@ func (l *Lab) Backends(n int) []string {
 	return out
 }
 
-// attach creates namespace n joined to the node by a /24 veth pair.
-func (l *Lab) attach(n, nodeIP, peerIP string) {
+// attach creates namespace n joined to the node by a veth pair with a /24
+// and a /64 (no duplicate address detection, so addresses work at once).
+func (l *Lab) attach(n, nodeIP, peerIP, nodeIP6, peerIP6 string) {
 	t := l.t
 	ipCmd(t, "netns", "add", l.NS(n))
 	a, b := l.prefix+n+"n", l.prefix+n+"p"
@@ -90,6 +95,9 @@ func (l *Lab) attach(n, nodeIP, peerIP string) {
 	ipCmd(t, "-n", l.NS(n), "link", "set", b, "up")
 	ipCmd(t, "-n", l.NS(n), "link", "set", "lo", "up")
 	ipCmd(t, "-n", l.NS(n), "route", "add", "default", "via", nodeIP)
+	ipCmd(t, "-n", l.NS("node"), "addr", "add", nodeIP6+"/64", "dev", a, "nodad")
+	ipCmd(t, "-n", l.NS(n), "addr", "add", peerIP6+"/64", "dev", b, "nodad")
+	ipCmd(t, "-n", l.NS(n), "-6", "route", "add", "default", "via", nodeIP6)
 }
 
 // Exec runs fn with the calling thread in namespace n: sockets fn creates
@@ -136,10 +144,10 @@ func (l *Lab) Serve(n string, port int) {
 	var tl net.Listener
 	var ul net.PacketConn
 	l.Exec(n, func() (err error) {
-		if tl, err = net.Listen("tcp4", fmt.Sprintf(":%d", port)); err != nil {
+		if tl, err = net.Listen("tcp", fmt.Sprintf(":%d", port)); err != nil {
 			return err
 		}
-		ul, err = net.ListenPacket("udp4", fmt.Sprintf(":%d", port))
+		ul, err = net.ListenPacket("udp", fmt.Sprintf(":%d", port))
 		return err
 	})
 	l.t.Cleanup(func() { tl.Close(); ul.Close() })
@@ -193,7 +201,7 @@ func (l *Lab) Who(network, addr string) string {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if network == "udp4" {
+	if strings.HasPrefix(network, "udp") {
 		if _, err := c.Write([]byte("hi")); err != nil {
 			return ""
 		}
