@@ -27,6 +27,7 @@ func commands() []command {
 		{"scheduler", "run the scheduler against an API server (--kubeconfig)", runScheduler},
 		{"controllers", "run the controller manager against an API server", runControllers},
 		{"sim", "run hollow nodes (simulated kubelets) against an API server", runSim},
+		{"proxy", "run the service proxy for one node (nf_tables, or --backend dry-run)", runProxy},
 		{"kubeconfig", "print a kubeconfig with a client certificate for a user, component or node (--data-dir's CA)", runKubeconfig},
 		{"bench", "run a benchmark or SLO load-test scenario (myriad bench -h lists them)", runBench},
 		{"version", "print the version", runVersion},

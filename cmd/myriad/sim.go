@@ -54,6 +54,7 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.DurationVar(&cfg.GreedyListInterval, "greedy-list-interval", 0, "if > 0, every node lists all Services this often (the Civis greedy DaemonSet)")
 	fs.IntVar(&cfg.HeartbeatWorkers, "heartbeat-workers", 0, "workers for Lease renewals and Node status (default: one second of heartbeats, nodes/renew-interval, at least 64)")
 	fs.IntVar(&cfg.PodWorkers, "pod-workers", 128, "workers for pod status writes and deletes")
+	fs.IntVar(&cfg.Proxies, "proxies", 0, "run a dry-run service proxy (myriad proxy --backend dry-run) with its own watches on this many nodes, and report network programming latency")
 	fs.IntVar(&cfg.GreedyWorkers, "greedy-workers", 0, "workers for greedy lists (default: one second of lists, at least 16)")
 	failNodes := fs.String("fail-nodes", "", "nodes that stop heartbeating (and handling pods) --fail-after registration, to test node lifecycle: a count N (the first N nodes) or a comma-separated list of names")
 	fs.DurationVar(&cfg.Fail.After, "fail-after", 0, "with --fail-nodes: how long after every node registered they fail")
@@ -207,6 +208,10 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	defer s.Stop()
 	if *statusEvery <= 0 {
 		<-ctx.Done()
+		if cfg.Proxies > 0 {
+			pp := s.Stats().ProxyProgramming
+			fmt.Fprintf(stdout, "proxies %d: network programming latency p50 %s p99 %s over %d observations\n", cfg.Proxies, pp.Quantile(0.5), pp.Quantile(0.99), pp.Count())
+		}
 		return nil
 	}
 	t := time.NewTicker(*statusEvery)
@@ -219,6 +224,10 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "stopped after %s: %d renewals (%d errors), lateness p50 %s p99 %s max %s, max renew gap %s; heartbeat dispatch p99 %s, max %d of %d workers busy, %d found all busy; cpu %.1f s, rss %d MiB\n",
 				time.Since(start).Round(time.Second), st.Renewals, st.RenewalErrors, st.LatenessP50, st.LatenessP99, st.LatenessMax, st.MaxRenewGap.Round(time.Millisecond),
 				st.HeartbeatDispatchP99, st.HeartbeatMaxBusy, st.HeartbeatWorkers, st.HeartbeatSaturated, st.CPUSeconds, st.RSSBytes>>20)
+			if cfg.Proxies > 0 {
+				pp := st.ProxyProgramming
+				fmt.Fprintf(stdout, "proxies %d: network programming latency p50 %s p99 %s over %d observations\n", cfg.Proxies, pp.Quantile(0.5), pp.Quantile(0.99), pp.Count())
+			}
 			return nil
 		case now := <-t.C:
 			st := s.Stats()

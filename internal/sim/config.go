@@ -150,6 +150,12 @@ type Config struct {
 	// the Civis "greedy DaemonSet".
 	GreedyListInterval time.Duration
 
+	// Proxies runs a dry-run service proxy (internal/proxy) on the first
+	// Proxies nodes, each with its own watches; ProxyMinSyncPeriod is their
+	// batching period (default 100ms).
+	Proxies            int
+	ProxyMinSyncPeriod time.Duration
+
 	// Worker pools, one per class of work so none waits behind another.
 	// HeartbeatWorkers defaults to enough for every heartbeat of a second
 	// to be in flight at once (Nodes*1s/RenewInterval, at least 64): real

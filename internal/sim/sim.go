@@ -44,6 +44,8 @@ type Sim struct {
 
 	lateness *durHist
 	metrics  *metrics
+	// proxyLatency is the dry-run proxies' network programming latency.
+	proxyLatency *durHist
 	// noPodWatch leaves pod events to the caller (unit tests).
 	noPodWatch bool
 	counters   counters
@@ -149,6 +151,7 @@ func newSim(cfg Config, client kubernetes.Interface) (*Sim, error) {
 		greedy:     newScheduler(cfg.Clock, cfg.GreedyWorkers),
 		lateness:   newDurHist(),
 	}
+	s.proxyLatency = newDurHist()
 	if cfg.Kubelet.Enabled {
 		s.pods = newPodIndex(s.byName)
 	}
@@ -226,6 +229,10 @@ func (s *Sim) Start(ctx context.Context) error {
 			defer s.wg.Done()
 			s.watchPods(runCtx, "", nil)
 		}()
+	}
+	if err := s.startProxies(runCtx); err != nil {
+		s.Stop()
+		return err
 	}
 	s.cfg.Logger.Info("hollow nodes registered", "nodes", len(s.nodes), "took", s.cfg.Clock.Since(s.start), "seed", s.cfg.Seed)
 	s.scheduleFailPlan(runCtx)
@@ -375,6 +382,10 @@ type Stats struct {
 	HeartbeatMaxBusy     int
 	HeartbeatWorkers     int
 
+	// ProxyProgramming is the dry-run proxies' network programming latency
+	// (Config.Proxies): EndpointSlice trigger time to rules computed.
+	ProxyProgramming Histogram
+
 	// CPUSeconds is the process's user+system CPU time; RSSBytes its
 	// resident memory (0 where /proc is unavailable).
 	CPUSeconds float64
@@ -405,6 +416,7 @@ func (s *Sim) Stats() Stats {
 		HeartbeatSaturated:   s.heartbeats.saturated.Load(),
 		HeartbeatMaxBusy:     int(s.heartbeats.maxBusy.Load()),
 		HeartbeatWorkers:     s.heartbeats.workers,
+		ProxyProgramming:     s.proxyLatency.snapshot(),
 	}
 	if s.nodeDenied != nil {
 		st.NodeRequestsDenied = s.nodeDenied.Load()

@@ -122,6 +122,7 @@ func (c *Controller) expectCreated(key, name string) {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
+	start := time.Now()
 	if c.cacheBehind(key) {
 		c.Queue.AddAfter(key, 50*time.Millisecond)
 		return nil
@@ -150,6 +151,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	p := plan(svc, pods, existing, c.max, c.zoneOf)
+	setTriggerTime(lastChangeTriggerTime(svc, pods, existing, start), p.create, p.update)
 	for _, s := range p.create {
 		s.Labels = sliceLabels(svc)
 		s.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(svc, corev1.SchemeGroupVersion.WithKind("Service"))}

@@ -1,0 +1,10 @@
+// Package proxy is the per-node service proxy's model and loop: it turns
+// Services and EndpointSlices (fed by client-go informers) into per-service
+// views — which endpoints serve cluster traffic and which serve node-local
+// traffic, per IP family — and hands the views of changed Services to a
+// Backend in batches paced like upstream's BoundedFrequencyRunner.
+//
+// The endpoint-selection rules (ready, then serving-terminating fallback,
+// topology hints, traffic policies) follow upstream's pkg/proxy/topology.go;
+// the packet-level programming lives in the backends (internal/proxy/nftables).
+package proxy

@@ -1,0 +1,201 @@
+package nftables
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/myriad-k8s/myriad/internal/proxy"
+)
+
+func protoNum(p v1.Protocol) uint8 {
+	switch p {
+	case v1.ProtocolUDP:
+		return protoUDP
+	case v1.ProtocolSCTP:
+		return protoSCTP
+	}
+	return protoTCP
+}
+
+// portID names a service port's chains: readable in `nft list`, unique
+// per table (namespace and name cannot contain '/').
+func portID(n proxy.ServicePortName) string {
+	return n.Namespace + "/" + n.Name + "/" + strings.ToLower(string(n.Protocol)) + "/" + n.Port
+}
+
+// lbChain names the shared chain that picks one of n endpoints of the
+// entry point a packet arrived at (its destination address and port, or
+// its node port), remembering the pick for affinity if set.
+func lbChain(nodePort, localOrigin bool, n int, affinity string) string {
+	kind := "addr"
+	if nodePort {
+		kind = "nodeport"
+	}
+	if localOrigin {
+		kind = "local-origin-" + kind
+	}
+	if affinity == "" {
+		return fmt.Sprintf("lb-%s-%d", kind, n)
+	}
+	return fmt.Sprintf("lb-%s-%d-affinity-%s", kind, n, affinity)
+}
+
+// computeFragment builds what one Service's ports (of one family) program.
+// prev, the fragment currently programmed (nil if none), keeps endpoints in
+// the slots they already have, so an endpoint replaced in place rewrites
+// one element per entry point (cluster IP, external IP, node port).
+func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.Prefix) *fragment {
+	f := newFragment()
+	for i := range ports {
+		pv := &ports[i]
+		f.ports++
+		id := portID(pv.Name)
+		proto := protoNum(pv.Name.Protocol)
+		if !pv.HasAny {
+			// No endpoint anywhere: the filter chains reject new connections.
+			reject := elemVal{verdict: "goto " + chainReject}
+			f.elems[elemRef{mapNoEndpointServices, elemKey{addr: pv.ClusterIP, proto: proto, port: pv.Port}}] = reject
+			for _, a := range pv.ExternalIPs {
+				f.elems[elemRef{mapNoEndpointServices, elemKey{addr: a, proto: proto, port: pv.Port}}] = reject
+			}
+			if pv.NodePort != 0 {
+				f.elems[elemRef{mapNoEndpointNodePorts, elemKey{proto: proto, port: pv.NodePort}}] = reject
+			}
+			continue
+		}
+		var affinity string
+		if pv.AffinityTimeout > 0 {
+			affinity = fmt.Sprintf("%ds", int64(pv.AffinityTimeout.Seconds()))
+		}
+
+		// lb adds the elements for eps at the entry point keys and returns
+		// the shared chain choosing among them. localOrigin selects the maps
+		// for the node's own traffic to a Local-policy port's external
+		// entry points, which goes to any endpoint, as upstream's does.
+		lb := func(use string, nodePort, localOrigin bool, eps []proxy.Endpoint, keys ...elemKey) string {
+			slots := assignSlots(prev, use, eps)
+			f.slots[use] = slots
+			m := mapEndpoints
+			switch {
+			case nodePort && localOrigin:
+				m = mapLocalOriginNodePortEndpoints
+			case nodePort:
+				m = mapNodePortEndpoints
+			case localOrigin:
+				m = mapLocalOriginEndpoints
+			}
+			for _, k := range keys {
+				for slot, ap := range slots {
+					k.slot = uint32(slot)
+					f.elems[elemRef{m, k}] = elemVal{addr: ap.Addr(), port: ap.Port()}
+				}
+			}
+			for _, ap := range slots {
+				f.elems[elemRef{setHairpin, elemKey{addr: ap.Addr(), addr2: ap.Addr()}}] = elemVal{}
+			}
+			name := lbChain(nodePort, localOrigin, len(eps), affinity)
+			f.lbs[name] = lbDef{nodePort: nodePort, localOrigin: localOrigin, n: uint32(len(eps)), affinity: pv.AffinityTimeout}
+			return name
+		}
+		// pick ends chain with the jump to the shared chain choosing among
+		// eps, or with a drop when there are none.
+		pick := func(chain, use string, nodePort bool, eps []proxy.Endpoint, keys ...elemKey) {
+			if len(eps) == 0 {
+				f.chains[chain] = append(f.chains[chain], rule{kind: rDrop})
+				return
+			}
+			f.chains[chain] = append(f.chains[chain], rule{kind: rGoto, target: lb(use, nodePort, false, eps, keys...)})
+		}
+		// localOrigin starts a Local-policy external chain with the node's
+		// own traffic going, masqueraded, to any endpoint.
+		localOrigin := func(chain string, nodePort bool, keys ...elemKey) {
+			if !pv.ExternalPolicyLocal || !pv.UsesClusterEndpoints() || len(pv.Cluster) == 0 {
+				return
+			}
+			f.chains[chain] = append(f.chains[chain],
+				rule{kind: rLocalSourceJump, target: chainMarkForMasq},
+				rule{kind: rLocalSourceGoto, target: lb("cluster", nodePort, true, pv.Cluster, keys...)})
+		}
+		internal, internalUse := pv.Cluster, "cluster"
+		if pv.InternalPolicyLocal {
+			internal, internalUse = pv.Local, "local"
+		}
+		external, externalUse := pv.Cluster, "cluster"
+		if pv.ExternalPolicyLocal {
+			external, externalUse = pv.Local, "local"
+		}
+
+		// Internal traffic (to the cluster IP).
+		svcChain := "svc-" + id
+		f.chains[svcChain] = nil
+		if clusterCIDR.IsValid() {
+			f.chains[svcChain] = append(f.chains[svcChain], rule{kind: rMasqOutsideCIDR, cidr: clusterCIDR})
+		}
+		pick(svcChain, internalUse, false, internal, elemKey{addr: pv.ClusterIP, proto: proto, port: pv.Port})
+		f.elems[elemRef{mapServiceIPs, elemKey{addr: pv.ClusterIP, proto: proto, port: pv.Port}}] = elemVal{verdict: "goto " + svcChain}
+
+		// External traffic: external and load balancer IPs, node ports.
+		// Under the Cluster policy it is masqueraded (its reply must come
+		// back through this node); Local keeps the client's address.
+		var masq []rule
+		if !pv.ExternalPolicyLocal {
+			masq = []rule{{kind: rJump, target: chainMarkForMasq}}
+		}
+		if len(pv.ExternalIPs) > 0 {
+			extChain := "ext-" + id
+			f.chains[extChain] = append([]rule(nil), masq...)
+			var keys []elemKey
+			for _, a := range pv.ExternalIPs {
+				keys = append(keys, elemKey{addr: a, proto: proto, port: pv.Port})
+				f.elems[elemRef{mapServiceIPs, elemKey{addr: a, proto: proto, port: pv.Port}}] = elemVal{verdict: "goto " + extChain}
+			}
+			localOrigin(extChain, false, keys...)
+			pick(extChain, externalUse, false, external, keys...)
+		}
+		if pv.NodePort != 0 {
+			npChain := "nodeport-" + id
+			f.chains[npChain] = append([]rule(nil), masq...)
+			localOrigin(npChain, true, elemKey{proto: proto, port: pv.NodePort})
+			pick(npChain, externalUse, true, external, elemKey{proto: proto, port: pv.NodePort})
+			f.elems[elemRef{mapServiceNodePorts, elemKey{proto: proto, port: pv.NodePort}}] = elemVal{verdict: "goto " + npChain}
+		}
+	}
+	return f
+}
+
+// assignSlots orders eps into slots 0..len-1, keeping each endpoint that
+// already had a slot below len in prev's ordering for use, and filling the
+// rest in order.
+func assignSlots(prev *fragment, use string, eps []proxy.Endpoint) []netip.AddrPort {
+	n := len(eps)
+	out := make([]netip.AddrPort, n)
+	var before []netip.AddrPort
+	if prev != nil {
+		before = prev.slots[use]
+	}
+	want := make(map[netip.AddrPort]bool, n)
+	for _, ep := range eps {
+		want[netip.AddrPortFrom(ep.Addr, ep.Port)] = true
+	}
+	placed := make(map[netip.AddrPort]bool, n)
+	for slot := 0; slot < n && slot < len(before); slot++ {
+		if ap := before[slot]; want[ap] {
+			out[slot], placed[ap] = ap, true
+		}
+	}
+	next := 0
+	for _, ep := range eps {
+		ap := netip.AddrPortFrom(ep.Addr, ep.Port)
+		if placed[ap] {
+			continue
+		}
+		for out[next].IsValid() {
+			next++
+		}
+		out[next] = ap
+	}
+	return out
+}

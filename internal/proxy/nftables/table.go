@@ -1,0 +1,229 @@
+package nftables
+
+import (
+	"net/netip"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/myriad-k8s/myriad/internal/proxy"
+)
+
+// table is one family's programmed state: the base objects plus every
+// Service's fragment. Only the backend's sync goroutine touches it.
+type table struct {
+	fam         proxy.Family
+	clusterCIDR netip.Prefix
+	baseChains  map[string]chainDef
+	baseMaps    map[string]mapDef
+	frags       map[types.NamespacedName]*fragment
+	// hairpin counts the fragments using each hairpin element: one endpoint
+	// address can serve many Services.
+	hairpin     map[elemKey]int
+	initialized bool // the table exists in the kernel
+	// lbs counts the fragments using each shared load-balancing chain.
+	lbs map[string]int
+}
+
+func newTable(fam proxy.Family, clusterCIDR netip.Prefix) *table {
+	c, m := base()
+	return &table{fam: fam, clusterCIDR: clusterCIDR, baseChains: c, baseMaps: m,
+		frags: map[types.NamespacedName]*fragment{}, hairpin: map[elemKey]int{}, lbs: map[string]int{}}
+}
+
+// elemOp is one element to add or delete, with its map's kind.
+type elemOp struct {
+	ref  elemRef
+	val  elemVal
+	kind mapKind
+}
+
+// plan is one transaction for one table, its operations grouped in the
+// order the kernel needs them: objects exist before anything refers to
+// them, and references go before the objects they point at are deleted.
+type plan struct {
+	newChains []string
+	rewrites  []string // chains to flush and refill from chainRules
+	elemDel   []elemOp
+	elemAdd   []elemOp
+	delChains []string
+
+	next         map[types.NamespacedName]*fragment // nil value: delete
+	hairpinDelta map[elemKey]int
+	lbDelta      map[string]int
+	lbDefs       map[string]lbDef
+	chainRules   map[string][]rule
+}
+
+func newPlan() *plan {
+	return &plan{next: map[types.NamespacedName]*fragment{},
+		hairpinDelta: map[elemKey]int{}, lbDelta: map[string]int{}, lbDefs: map[string]lbDef{}, chainRules: map[string][]rule{}}
+}
+
+func (p *plan) empty() bool {
+	return len(p.newChains)+len(p.rewrites)+len(p.elemDel)+len(p.elemAdd)+len(p.delChains) == 0
+}
+
+func (p *plan) result() proxy.SyncResult {
+	r := proxy.SyncResult{
+		Elements: len(p.elemDel) + len(p.elemAdd),
+		Chains:   len(p.newChains) + len(p.rewrites) + len(p.delChains),
+	}
+	for _, c := range p.rewrites {
+		r.Rules += len(p.chainRules[c])
+	}
+	return r
+}
+
+// diff adds to p what turns old into new for one Service.
+func (t *table) diff(p *plan, key types.NamespacedName, old, new *fragment) {
+	if old == nil {
+		old = newFragment()
+	}
+	if new == nil {
+		new = newFragment()
+	}
+	for name, rules := range new.chains {
+		oldRules, existed := old.chains[name]
+		if !existed {
+			p.newChains = append(p.newChains, name)
+		}
+		if !existed || !equalRules(oldRules, rules) {
+			p.rewrites = append(p.rewrites, name)
+			p.chainRules[name] = rules
+		}
+	}
+	for ref, v := range old.elems {
+		if ref.m == setHairpin {
+			if _, ok := new.elems[ref]; !ok {
+				p.hairpinDelta[ref.key]--
+			}
+			continue
+		}
+		nv, ok := new.elems[ref]
+		if ok && nv == v {
+			continue
+		}
+		p.elemDel = append(p.elemDel, elemOp{ref, v, t.baseMaps[ref.m].kind})
+	}
+	for ref, v := range new.elems {
+		if ref.m == setHairpin {
+			if _, ok := old.elems[ref]; !ok {
+				p.hairpinDelta[ref.key]++
+			}
+			continue
+		}
+		if ov, ok := old.elems[ref]; ok && ov == v {
+			continue
+		}
+		p.elemAdd = append(p.elemAdd, elemOp{ref, v, t.baseMaps[ref.m].kind})
+	}
+	for name := range old.chains {
+		if _, ok := new.chains[name]; !ok {
+			p.delChains = append(p.delChains, name)
+		}
+	}
+	for name, d := range new.lbs {
+		if _, ok := old.lbs[name]; !ok {
+			p.lbDelta[name]++
+			p.lbDefs[name] = d
+		}
+	}
+	for name := range old.lbs {
+		if _, ok := new.lbs[name]; !ok {
+			p.lbDelta[name]--
+		}
+	}
+	p.next[key] = new
+}
+
+// finish turns the hairpin reference deltas into element operations and
+// sorts every list so a plan (and the transaction) is deterministic.
+func (t *table) finish(p *plan) {
+	for k, d := range p.hairpinDelta {
+		before := t.hairpin[k]
+		after := before + d
+		switch {
+		case before == 0 && after > 0:
+			p.elemAdd = append(p.elemAdd, elemOp{elemRef{setHairpin, k}, elemVal{}, mHairpin})
+		case before > 0 && after == 0:
+			p.elemDel = append(p.elemDel, elemOp{elemRef{setHairpin, k}, elemVal{}, mHairpin})
+		}
+	}
+	for name, d := range p.lbDelta {
+		before := t.lbs[name]
+		after := before + d
+		switch {
+		case before == 0 && after > 0:
+			p.newChains = append(p.newChains, name)
+			p.rewrites = append(p.rewrites, name)
+			p.chainRules[name] = p.lbDefs[name].rules()
+		case before > 0 && after == 0:
+			p.delChains = append(p.delChains, name)
+		}
+	}
+	sort.Strings(p.newChains)
+	sort.Strings(p.rewrites)
+	sort.Strings(p.delChains)
+	for _, ops := range [][]elemOp{p.elemDel, p.elemAdd} {
+		sort.Slice(ops, func(i, j int) bool { return lessOp(ops[i], ops[j]) })
+	}
+}
+
+// commit records a plan as programmed.
+func (t *table) commit(p *plan) {
+	for k, d := range p.hairpinDelta {
+		if n := t.hairpin[k] + d; n > 0 {
+			t.hairpin[k] = n
+		} else {
+			delete(t.hairpin, k)
+		}
+	}
+	for name, d := range p.lbDelta {
+		if n := t.lbs[name] + d; n > 0 {
+			t.lbs[name] = n
+		} else {
+			delete(t.lbs, name)
+		}
+	}
+	for key, f := range p.next {
+		if f == nil || (len(f.chains) == 0 && len(f.elems) == 0) {
+			delete(t.frags, key)
+		} else {
+			t.frags[key] = f
+		}
+	}
+	t.initialized = true
+}
+
+func lessOp(a, b elemOp) bool {
+	if a.ref.m != b.ref.m {
+		return a.ref.m < b.ref.m
+	}
+	x, y := a.ref.key, b.ref.key
+	if c := x.addr.Compare(y.addr); c != 0 {
+		return c < 0
+	}
+	if x.proto != y.proto {
+		return x.proto < y.proto
+	}
+	if x.port != y.port {
+		return x.port < y.port
+	}
+	if x.slot != y.slot {
+		return x.slot < y.slot
+	}
+	return x.addr2.Compare(y.addr2) < 0
+}
+
+func equalRules(a, b []rule) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
