@@ -70,7 +70,7 @@ type Config struct {
 	// IndexedLabels are label keys the caches index besides "app".
 	IndexedLabels []string
 	// CompactionInterval is how often history older than one interval is
-	// compacted away (default 5 minutes, as upstream).
+	// compacted away (default 5 minutes, as upstream; negative: never).
 	CompactionInterval time.Duration
 	// EventTTL is how long after its last write an event is deleted
 	// (upstream's --event-ttl; default one hour; negative: never).
@@ -320,6 +320,9 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	for _, sh := range s.shards.all {
+		if s.cfg.CompactionInterval < 0 {
+			break
+		}
 		s.wg.Add(1)
 		go s.compactLoop(sh)
 	}
