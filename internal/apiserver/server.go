@@ -308,6 +308,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.loadServiceAllocations(ctx); err != nil {
 		return err
 	}
+	if err := s.startServiceClaims(ctx); err != nil {
+		return err
+	}
 	// Before bootstrap: its writes go through the webhook and policy
 	// plugins, which wait for their informers.
 	if err := s.startExtensionAdmission(); err != nil {
