@@ -39,6 +39,10 @@ type Config struct {
 	// Shards are more stores, each holding the resources it names
 	// (shards.go); default none.
 	Shards []StoreShard
+	// StoreRecordsMetrics says the stores record upstream's
+	// etcd_request_duration_seconds themselves (the etcd backend does,
+	// on the same registry); the server then leaves it to them.
+	StoreRecordsMetrics bool
 	// Registry lists the served resources; default registry.New().
 	Registry *registry.Registry
 	// Scheme knows every served type; default registry.NewScheme().
@@ -174,7 +178,7 @@ func New(cfg Config) (*Server, error) {
 		handlers:   map[schema.GroupVersionResource]*resourceHandler{},
 		stop:       make(chan struct{}),
 	}
-	if s.serverMetrics, err = newServerMetrics(cfg.Metrics); err != nil {
+	if s.serverMetrics, err = newServerMetrics(cfg.Metrics, cfg.StoreRecordsMetrics); err != nil {
 		return nil, err
 	}
 	if s.shards, err = newShardSet(cfg.Store, cfg.Shards); err != nil {

@@ -92,7 +92,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		return api.GetObject(ctx, gvr, ns, name, rv)
 	})
 	api, err = apiserver.New(apiserver.Config{
-		Store: stores.main, Shards: stores.shards, CompactionInterval: cfg.Etcd.CompactionInterval, Registry: reg, Scheme: scheme,
+		Store: stores.main, Shards: stores.shards, CompactionInterval: cfg.Etcd.CompactionInterval, StoreRecordsMetrics: cfg.Storage == "etcd", Registry: reg, Scheme: scheme,
 		ServiceClusterIPRange: cfg.ServiceClusterIPRange, ServiceNodePortRange: cfg.ServiceNodePortRange,
 		IndexedLabels: cfg.IndexedLabels, EventTTL: cfg.EventTTL, Logger: log.With("component", "apiserver"), Metrics: metrics,
 		Version:       versionInfo(),

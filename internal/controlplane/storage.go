@@ -2,13 +2,16 @@ package controlplane
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"path/filepath"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver"
+	"github.com/myriad-k8s/myriad/internal/registry"
 	"github.com/myriad-k8s/myriad/internal/storage"
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
+	"github.com/myriad-k8s/myriad/internal/storage/etcd"
 )
 
 // stores are the API server's stores: the main one and the shards
@@ -39,6 +42,75 @@ func openStores(ctx context.Context, cfg Config) (*stores, error) {
 		}
 		return &stores{main: st, all: []storage.Store{st}}, nil
 	}
-	// The etcd backend (internal/storage/etcd) is being merged.
-	return nil, errors.New("--storage=etcd: the etcd backend is not in this build yet")
+	overrides, err := parseEtcdServersOverrides(cfg.Etcd.ServersOverrides)
+	if err != nil {
+		return nil, err
+	}
+	var tlsCfg *tls.Config
+	if cfg.Etcd.CAFile != "" || cfg.Etcd.CertFile != "" {
+		if tlsCfg, err = etcd.TLSConfig(cfg.Etcd.CAFile, cfg.Etcd.CertFile, cfg.Etcd.KeyFile); err != nil {
+			return nil, fmt.Errorf("etcd TLS: %w", err)
+		}
+	}
+	layout, err := upstreamKeyLayout()
+	if err != nil {
+		return nil, err
+	}
+	out := &stores{}
+	open := func(servers []string, name string) (storage.Store, error) {
+		st, err := etcd.New(ctx, etcd.Config{
+			Endpoints: servers, TLS: tlsCfg, Prefix: cfg.Etcd.Prefix, KeyLayout: layout,
+			Logger: cfg.Logger.With("component", "etcd", "shard", name), Metrics: cfg.Metrics,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("etcd %s (%v): %w", name, servers, err)
+		}
+		out.all = append(out.all, st)
+		return st, nil
+	}
+	if out.main, err = open(cfg.EtcdServers, "etcd-0"); err != nil {
+		return nil, err
+	}
+	bySet := map[string]int{} // server set -> index in out.shards
+	for _, o := range overrides {
+		key := serverSetKey(o.servers)
+		i, ok := bySet[key]
+		if !ok {
+			name := fmt.Sprintf("etcd-%d", len(out.shards)+1)
+			st, err := open(o.servers, name)
+			if err != nil {
+				_ = out.close()
+				return nil, err
+			}
+			i = len(out.shards)
+			bySet[key] = i
+			out.shards = append(out.shards, apiserver.StoreShard{Name: name, Store: st})
+		}
+		out.shards[i].Resources = append(out.shards[i].Resources, o.resource)
+	}
+	return out, nil
+}
+
+// upstreamKeyLayout keys built-in resources in etcd as upstream does, so
+// an existing cluster's etcd can be read and Myriad's read by upstream's
+// tools.
+func upstreamKeyLayout() (*etcd.KeyLayout, error) {
+	reg, err := registry.New()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var prefixes []string
+	for _, r := range reg.Resources() {
+		p := reg.StorageResource(r).StorageKeyPrefix
+		if !seen[p] {
+			seen[p] = true
+			prefixes = append(prefixes, p)
+		}
+	}
+	layout, err := etcd.UpstreamKeyLayout(prefixes)
+	if err != nil {
+		return nil, fmt.Errorf("etcd key layout: %w", err)
+	}
+	return layout, nil
 }

@@ -1,0 +1,375 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/myriad-k8s/myriad/internal/storage/etcd/etcdtest"
+)
+
+// startEtcdAPIServers starts n `myriad apiserver --storage=etcd` over
+// cluster. The first makes the PKI in its data dir; the others get a
+// copy of its files (CA, service-account key, front-proxy CA, admin
+// token, serving certificate), as docs/multi-server.md says to copy them
+// between machines.
+func startEtcdAPIServers(t *testing.T, cluster *etcdtest.Cluster, n int, extra ...string) []*server {
+	t.Helper()
+	args := append([]string{"--disable-admission-plugins=ServiceAccount", "--storage=etcd",
+		"--etcd-servers=" + strings.Join(cluster.Endpoints(), ",")}, extra...)
+	root := t.TempDir()
+	var out []*server
+	for i := range n {
+		dir := filepath.Join(root, fmt.Sprintf("apiserver-%d", i))
+		if i > 0 {
+			copyPKI(t, out[0].dataDir, dir)
+		}
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := startCommand("apiserver", dir, port, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+		t.Cleanup(func() {
+			select {
+			case <-s.done:
+				s.done <- nil
+			default:
+				_ = s.stop()
+			}
+			if t.Failed() {
+				t.Logf("apiserver %d log:\n%s", i, tail(s.log.String(), 4000))
+			}
+		})
+	}
+	return out
+}
+
+// copyPKI copies the credential files (not the kubeconfig) of one data
+// dir into another.
+func copyPKI(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || e.Name() == "kubeconfig" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestEtcdSeveralAPIServers: three API servers over one three-member
+// etcd. A write through one is seen by a watch on another; a consistent
+// LIST on each sees every acknowledged write; a client with every
+// endpoint carries on through a SIGKILL of one server and loses nothing
+// acknowledged; the controller manager, behind a TCP load balancer,
+// fails over to another server when its own is killed.
+func TestEtcdSeveralAPIServers(t *testing.T) {
+	cluster := etcdtest.Start(t, 3)
+	servers := startEtcdAPIServers(t, cluster, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	clients := make([]kubernetes.Interface, len(servers))
+	for i, s := range servers {
+		clients[i] = s.client(t)
+	}
+	ns := "multi"
+	if _, err := clients[0].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("a write through one is seen by a watch on another", func(t *testing.T) {
+		w, err := clients[1].CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if _, err := clients[0].CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "seen"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			select {
+			case ev := <-w.ResultChan():
+				if cm, ok := ev.Object.(*corev1.ConfigMap); ok && ev.Type == watch.Added && cm.Name == "seen" {
+					return
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the watch on server 1 did not see the create on server 0")
+			}
+		}
+	})
+
+	t.Run("a consistent list on each server sees every acknowledged write", func(t *testing.T) {
+		for i := range 30 {
+			name := fmt.Sprintf("c-%d", i)
+			if _, err := clients[i%3].CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// At once, on the next server: a consistent list must see it.
+			list, err := clients[(i+1)%3].CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !hasConfigMap(list.Items, name) {
+				t.Fatalf("server %d's consistent list misses %s, acknowledged by server %d", (i+1)%3, name, i%3)
+			}
+		}
+	})
+
+	t.Run("clients carry on through a SIGKILLed API server; nothing acknowledged is lost", func(t *testing.T) {
+		var acked sync.Map
+		var n atomic.Int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					name := fmt.Sprintf("load-%d-%d", w, i)
+					// A client with every endpoint: try each in turn.
+					for try := range 6 {
+						c := clients[(w+i+try)%3]
+						_, err := c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+						if err == nil || apierrors.IsAlreadyExists(err) {
+							// AlreadyExists: an earlier try was applied
+							// although its answer was lost.
+							acked.Store(name, true)
+							n.Add(1)
+							break
+						}
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Second)
+		servers[0].kill()
+		killedAt := n.Load()
+		time.Sleep(2 * time.Second)
+		close(stop)
+		wg.Wait()
+		if n.Load() <= killedAt {
+			t.Fatalf("no write acknowledged after the kill (%d before)", killedAt)
+		}
+		for _, i := range []int{1, 2} {
+			list, err := clients[i].CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			missing := 0
+			acked.Range(func(k, _ any) bool {
+				if !hasConfigMap(list.Items, k.(string)) {
+					missing++
+				}
+				return true
+			})
+			if missing > 0 {
+				t.Fatalf("server %d lists %d configmaps; %d acknowledged ones are missing", i, len(list.Items), missing)
+			}
+		}
+		t.Logf("%d writes acknowledged, %d of them after the kill", n.Load(), n.Load()-killedAt)
+	})
+
+	t.Run("the controller manager fails over between servers behind a load balancer", func(t *testing.T) {
+		lb := startTCPBalancer(t, servers[1].port, servers[2].port)
+		kc := writeKubeconfigFor(t, servers[1], lb.addr())
+		startControllerManager(t, &server{kubeconfig: kc}, "--controllers=replicaset", "--leader-elect", "--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms")
+		rsReady := func(name string) bool {
+			pods, err := clients[2].CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+			return err == nil && len(pods.Items) == 2
+		}
+		createRS(t, ctx, clients[2], ns, "before")
+		waitUntil(t, 30*time.Second, "the replicaset controller to make pods", func() bool { return rsReady("before") })
+		// Kill the server the controller manager is connected to: every
+		// connection the balancer holds goes to it (the balancer sends
+		// new connections to the first live backend).
+		servers[1].kill()
+		lb.drop(servers[1].port)
+		createRS(t, ctx, clients[2], ns, "after")
+		waitUntil(t, 45*time.Second, "the controller manager to carry on through the other server", func() bool { return rsReady("after") })
+	})
+}
+
+func hasConfigMap(items []corev1.ConfigMap, name string) bool {
+	for _, cm := range items {
+		if cm.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func createRS(t *testing.T, ctx context.Context, c kubernetes.Interface, ns, name string) {
+	t.Helper()
+	two := int32(2)
+	labels := map[string]string{"app": name}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: appsv1.ReplicaSetSpec{
+		Replicas: &two, Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx:1"}}}},
+	}}
+	if _, err := c.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeKubeconfigFor writes a copy of s's kubeconfig pointing at addr.
+func writeKubeconfigFor(t *testing.T, s *server, addr string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(s.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = "https://" + addr
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// tcpBalancer is the test's load balancer: it forwards each connection to
+// the first backend that accepts it, as a TCP load balancer with health
+// checks does once a backend is gone.
+type tcpBalancer struct {
+	ln net.Listener
+	mu struct {
+		sync.Mutex
+		backends []int
+		conns    map[int][]net.Conn
+	}
+	wg sync.WaitGroup
+}
+
+func startTCPBalancer(t *testing.T, ports ...int) *tcpBalancer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &tcpBalancer{ln: ln}
+	b.mu.backends = ports
+	b.mu.conns = map[int][]net.Conn{}
+	b.wg.Add(1)
+	go b.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		b.mu.Lock()
+		for _, cs := range b.mu.conns {
+			for _, c := range cs {
+				c.Close()
+			}
+		}
+		b.mu.Unlock()
+		b.wg.Wait()
+	})
+	return b
+}
+
+func (b *tcpBalancer) addr() string { return b.ln.Addr().String() }
+
+// drop removes a backend and closes the connections to it, as a balancer
+// does when its health check fails.
+func (b *tcpBalancer) drop(port int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var keep []int
+	for _, p := range b.mu.backends {
+		if p != port {
+			keep = append(keep, p)
+		}
+	}
+	b.mu.backends = keep
+	for _, c := range b.mu.conns[port] {
+		c.Close()
+	}
+	delete(b.mu.conns, port)
+}
+
+func (b *tcpBalancer) serve() {
+	defer b.wg.Done()
+	for {
+		c, err := b.ln.Accept()
+		if err != nil {
+			return
+		}
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.forward(c)
+		}()
+	}
+}
+
+func (b *tcpBalancer) forward(c net.Conn) {
+	defer c.Close()
+	b.mu.Lock()
+	backends := append([]int(nil), b.mu.backends...)
+	b.mu.Unlock()
+	for _, port := range backends {
+		up, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err != nil {
+			continue
+		}
+		b.mu.Lock()
+		b.mu.conns[port] = append(b.mu.conns[port], c, up)
+		b.mu.Unlock()
+		done := make(chan struct{}, 2)
+		go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+		go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+		<-done
+		up.Close()
+		c.Close()
+		<-done
+		return
+	}
+}
