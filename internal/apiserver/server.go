@@ -184,6 +184,9 @@ func New(cfg Config) (*Server, error) {
 	if s.shards, err = newShardSet(cfg.Store, cfg.Shards); err != nil {
 		return nil, err
 	}
+	if err := cfg.Metrics.Register(newStorageMetrics(s)); err != nil {
+		return nil, err
+	}
 	d, err := newDiscovery(cfg.Registry.Resources())
 	if err != nil {
 		return nil, err

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/myriad-k8s/myriad/internal/storage"
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
 )
@@ -297,4 +299,69 @@ func parseRV(t *testing.T, rv string) int64 {
 		t.Fatalf("resourceVersion %q: %v", rv, err)
 	}
 	return n
+}
+
+// TestStorageMetrics: object counts, cache revisions and lag per
+// resource, each against its own shard.
+func TestStorageMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	podStore := openTestStore(t)
+	e := newEnv(t, withConfig(func(c *Config) {
+		c.Metrics = reg
+		c.Shards = []StoreShard{{Store: podStore, Resources: []schema.GroupResource{podsGR}}}
+	}))
+	ctx := context.Background()
+	var last *corev1.Pod
+	for i := range 3 {
+		p, err := e.cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = p
+	}
+	// A consistent read makes the cache current.
+	if _, err := e.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	value := func(name string, labels map[string]string) (float64, bool) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+		next:
+			for _, m := range mf.GetMetric() {
+				for _, lp := range m.GetLabel() {
+					if want, ok := labels[lp.GetName()]; ok && want != lp.GetValue() {
+						continue next
+					}
+				}
+				return m.GetGauge().GetValue(), true
+			}
+		}
+		return 0, false
+	}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"apiserver_storage_objects", map[string]string{"resource": "pods"}, 3},
+		{"apiserver_resource_objects", map[string]string{"group": "", "resource": "pods"}, 3},
+		{"apiserver_storage_objects", map[string]string{"resource": "namespaces"}, -1}, // bootstrap's: at least default
+		{"apiserver_watch_cache_resource_version", map[string]string{"resource": "pods"}, float64(parseRV(t, last.ResourceVersion))},
+		{"myriad_watch_cache_lag_revisions", map[string]string{"resource": "pods"}, 0},
+	} {
+		got, ok := value(c.name, c.labels)
+		if !ok || (c.want >= 0 && got != c.want) || (c.want < 0 && got < 1) {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	if _, ok := value("myriad_watch_cache_lag_revisions", map[string]string{"resource": "configmaps"}); !ok {
+		t.Error("no lag reported for configmaps (default shard)")
+	}
 }

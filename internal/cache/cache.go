@@ -184,6 +184,16 @@ func (c *Cache) Revision() int64 {
 	return c.mu.rev
 }
 
+// Len returns how many objects the cache holds (0 before it is filled).
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.mu.st == nil {
+		return 0
+	}
+	return c.mu.st.all.Len()
+}
+
 // Key returns the storage key of an object (name alone for cluster-scoped).
 func (c *Cache) Key(namespace, name string) string {
 	if namespace == "" {
