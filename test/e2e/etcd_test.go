@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,10 +52,7 @@ func startEtcdAPIServers(t *testing.T, cluster *etcdtest.Cluster, n int, extra .
 		}
 		out = append(out, s)
 		t.Cleanup(func() {
-			select {
-			case <-s.done:
-				s.done <- nil
-			default:
+			if s.cmd.ProcessState == nil { // not killed by the test
 				_ = s.stop()
 			}
 			if t.Failed() {
@@ -206,23 +205,47 @@ func TestEtcdSeveralAPIServers(t *testing.T) {
 		t.Logf("%d writes acknowledged, %d of them after the kill", n.Load(), n.Load()-killedAt)
 	})
 
-	t.Run("the controller manager fails over between servers behind a load balancer", func(t *testing.T) {
+	t.Run("the scheduler and the controller manager fail over between servers behind a load balancer", func(t *testing.T) {
 		lb := startTCPBalancer(t, servers[1].port, servers[2].port)
 		kc := writeKubeconfigFor(t, servers[1], lb.addr())
 		startControllerManager(t, &server{kubeconfig: kc}, "--controllers=replicaset", "--leader-elect", "--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=500ms")
+		createNode(t, clients[2], schedNode("n", "4", nil))
+		sched := exec.Command(binary, "scheduler", "--kubeconfig", kc, "--leader-elect-retry-period", "200ms")
+		schedLog := &safeBuffer{}
+		sched.Stdout, sched.Stderr = schedLog, schedLog
+		if err := sched.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			_ = sched.Process.Kill()
+			_ = sched.Wait()
+			if t.Failed() {
+				t.Logf("scheduler log:\n%s", tail(schedLog.String(), 3000))
+			}
+		}()
+		// Ready: the ReplicaSet controller made both pods and the
+		// scheduler bound them.
 		rsReady := func(name string) bool {
 			pods, err := clients[2].CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
-			return err == nil && len(pods.Items) == 2
+			if err != nil || len(pods.Items) != 2 {
+				return false
+			}
+			for _, p := range pods.Items {
+				if p.Spec.NodeName == "" {
+					return false
+				}
+			}
+			return true
 		}
 		createRS(t, ctx, clients[2], ns, "before")
-		waitUntil(t, 30*time.Second, "the replicaset controller to make pods", func() bool { return rsReady("before") })
+		waitUntil(t, 30*time.Second, "the replicaset controller and the scheduler to make and bind pods", func() bool { return rsReady("before") })
 		// Kill the server the controller manager is connected to: every
 		// connection the balancer holds goes to it (the balancer sends
 		// new connections to the first live backend).
 		servers[1].kill()
 		lb.drop(servers[1].port)
 		createRS(t, ctx, clients[2], ns, "after")
-		waitUntil(t, 45*time.Second, "the controller manager to carry on through the other server", func() bool { return rsReady("after") })
+		waitUntil(t, 45*time.Second, "the controller manager and the scheduler to carry on through the other server", func() bool { return rsReady("after") })
 	})
 }
 
@@ -371,5 +394,76 @@ func (b *tcpBalancer) forward(c net.Conn) {
 		c.Close()
 		<-done
 		return
+	}
+}
+
+// TestEtcdServersOverrides: events and leases in an etcd of their own
+// (--etcd-servers-overrides). Their keys land there, in upstream's
+// layout, events with a lease so etcd expires them; componentstatuses
+// lists both etcds; when the events etcd stops, /readyz fails at once
+// naming it while the rest of the API serves on.
+func TestEtcdServersOverrides(t *testing.T) {
+	main, side := etcdtest.Start(t, 1), etcdtest.Start(t, 1)
+	s := startEtcdAPIServers(t, main, 1, "--etcd-servers-overrides=/events#"+side.Endpoint(0)+",coordination.k8s.io/leases#"+side.Endpoint(0))[0]
+	c := s.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := c.CoreV1().Events("default").Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "ev"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"}, Reason: "Test", Message: "m", Type: "Normal"}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	holder := "me"
+	if _, err := c.CoordinationV1().Leases("default").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		cluster *etcdtest.Cluster
+		where   string
+		key     string
+		want    bool
+	}{
+		{side, "side", "/registry/events/default/ev", true},
+		{main, "main", "/registry/events/default/ev", false},
+		{side, "side", "/registry/leases/default/l", true},
+		{main, "main", "/registry/leases/default/l", false},
+		{main, "main", "/registry/configmaps/default/cm", true},
+		{side, "side", "/registry/configmaps/default/cm", false},
+	} {
+		resp, err := k.cluster.Client(t).Get(ctx, k.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(resp.Kvs) == 1; got != k.want {
+			t.Fatalf("%s in the %s etcd: %v, want %v", k.key, k.where, got, k.want)
+		}
+		if k.want && strings.Contains(k.key, "/events/") && resp.Kvs[0].Lease == 0 {
+			t.Fatalf("%s has no lease: events would never expire", k.key)
+		}
+	}
+	out := s.mustKubectl(t, "", "get", "componentstatuses")
+	for _, want := range []string{"etcd-0", "etcd-1"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("componentstatuses lacks %s:\n%s", want, out)
+		}
+	}
+
+	side.Stop(0)
+	start := time.Now()
+	body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err == nil {
+		t.Fatalf("/readyz passed with the events etcd stopped: %s", body)
+	}
+	if !strings.Contains(string(body), "etcd-1 (") || !strings.Contains(string(body), "events") {
+		t.Fatalf("/readyz does not name the events etcd: %s (%v)", body, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("/readyz took %s", d)
+	}
+	if _, err := c.CoreV1().ConfigMaps("default").Get(ctx, "cm", metav1.GetOptions{}); err != nil {
+		t.Fatalf("configmaps, in the main etcd, fail with the events etcd stopped: %v", err)
 	}
 }
