@@ -114,13 +114,24 @@ func TestProbabilisticGoawayDefaultRand(t *testing.T) {
 	}
 }
 
+// BenchmarkProbabilisticGoaway is the filter's per-request cost over
+// WithRequestInfo alone (the baseline), which it needs before it.
 func BenchmarkProbabilisticGoaway(b *testing.B) {
-	h := Chain(okHandler, WithRequestInfo, WithProbabilisticGoaway(GoawayConfig{Chance: 0.02}))
 	r := httptest.NewRequest("GET", "/api/v1/namespaces/default/pods", nil)
 	r.ProtoMajor, r.Proto = 2, "HTTP/2.0"
-	w := httptest.NewRecorder()
-	b.ReportAllocs()
-	for b.Loop() {
-		h.ServeHTTP(w, r)
+	for _, c := range []struct {
+		name string
+		h    http.Handler
+	}{
+		{"baseline", Chain(okHandler, WithRequestInfo)},
+		{"chance 0.02", Chain(okHandler, WithRequestInfo, WithProbabilisticGoaway(GoawayConfig{Chance: 0.02}))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			w := httptest.NewRecorder()
+			b.ReportAllocs()
+			for b.Loop() {
+				c.h.ServeHTTP(w, r)
+			}
+		})
 	}
 }
