@@ -27,30 +27,51 @@ import (
 )
 
 // startEtcdAPIServers starts n `myriad apiserver --storage=etcd` over
-// cluster. The first makes the PKI in its data dir; the others get a
-// copy of its files (CA, service-account key, front-proxy CA, admin
-// token, serving certificate), as docs/multi-server.md says to copy them
-// between machines.
+// cluster at once, so their bootstraps (namespaces, RBAC, priority
+// classes, the kubernetes Service) race on one empty etcd as they do
+// when a cluster's servers start together. They share one set of
+// credentials (CA, service-account key, front-proxy CA, admin token,
+// serving certificate), made by a first server started and stopped on
+// a prefix of its own and copied to each, as docs/etcd.md says to copy
+// them between machines.
 func startEtcdAPIServers(t *testing.T, cluster *etcdtest.Cluster, n int, extra ...string) []*server {
 	t.Helper()
 	args := append([]string{"--disable-admission-plugins=ServiceAccount", "--storage=etcd",
 		"--etcd-servers=" + strings.Join(cluster.Endpoints(), ",")}, extra...)
 	root := t.TempDir()
-	var out []*server
+	pkiDir := filepath.Join(root, "pki")
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := startCommand("apiserver", pkiDir, port, append(args, "--etcd-prefix=/pki-maker")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.stop(); err != nil {
+		t.Fatalf("stopping the credentials maker: %v", err)
+	}
+	out := make([]*server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
 	for i := range n {
 		dir := filepath.Join(root, fmt.Sprintf("apiserver-%d", i))
-		if i > 0 {
-			copyPKI(t, out[0].dataDir, dir)
-		}
+		copyPKI(t, pkiDir, dir)
 		port, err := freePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := startCommand("apiserver", dir, port, args...)
-		if err != nil {
-			t.Fatal(err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = startCommand("apiserver", dir, port, args...)
+		}()
+	}
+	wg.Wait()
+	for i, s := range out {
+		if s == nil {
+			continue
 		}
-		out = append(out, s)
 		t.Cleanup(func() {
 			if s.cmd.ProcessState == nil { // not killed by the test
 				_ = s.stop()
@@ -59,6 +80,11 @@ func startEtcdAPIServers(t *testing.T, cluster *etcdtest.Cluster, n int, extra .
 				t.Logf("apiserver %d log:\n%s", i, tail(s.log.String(), 4000))
 			}
 		})
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("apiserver %d: %v", i, err)
+		}
 	}
 	return out
 }
