@@ -493,3 +493,118 @@ func TestEtcdServersOverrides(t *testing.T) {
 		t.Fatalf("configmaps, in the main etcd, fail with the events etcd stopped: %v", err)
 	}
 }
+
+// TestEtcdFaultsThroughAPIServers: etcd faults as clients of two API
+// servers see them. Killing the etcd leader under a write load loses no
+// acknowledged write and the load carries on; with a majority of members
+// stopped, a write fails with an error within the store's request
+// timeout instead of hanging, /readyz names the store, and once quorum
+// returns writes succeed again with nothing acknowledged lost.
+func TestEtcdFaultsThroughAPIServers(t *testing.T) {
+	cluster := etcdtest.Start(t, 3)
+	servers := startEtcdAPIServers(t, cluster, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	clients := []kubernetes.Interface{servers[0].client(t), servers[1].client(t)}
+	const ns = "faults"
+	if _, err := clients[0].CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var acked sync.Map
+	create := func(c kubernetes.Interface, name string) error {
+		_, err := c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if err == nil {
+			acked.Store(name, true)
+		}
+		return err
+	}
+
+	// The leader dies under load.
+	var afterKill atomic.Int64
+	var killed atomic.Bool
+	var killedAt time.Time
+	firstAfter := make(chan time.Time, 1)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if create(clients[(w+i)%2], fmt.Sprintf("lk-%d-%d", w, i)) == nil && killed.Load() {
+					if afterKill.Add(1) == 1 {
+						firstAfter <- time.Now()
+					}
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	leader := cluster.Leader()
+	cluster.Kill(leader)
+	killedAt = time.Now()
+	killed.Store(true)
+	select {
+	case at := <-firstAfter:
+		t.Logf("first write acknowledged %s after the etcd leader was killed", at.Sub(killedAt).Round(time.Millisecond))
+	case <-time.After(20 * time.Second):
+		t.Error("no write succeeded within 20 s of the etcd leader's death")
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	cluster.Restart(leader)
+
+	// A majority stops: writes fail, bounded; readiness says why.
+	var stopped []int
+	for i := range cluster.Size() {
+		if len(stopped) < 2 && i != cluster.Leader() {
+			stopped = append(stopped, i)
+		}
+	}
+	for _, i := range stopped {
+		cluster.Stop(i)
+	}
+	start := time.Now()
+	err := create(clients[0], "no-quorum")
+	if err == nil {
+		t.Fatal("a write succeeded without quorum")
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("the write without quorum took %s to fail", d)
+	}
+	t.Logf("write without quorum: %v (after %s)", err, time.Since(start).Round(time.Millisecond))
+	body, rerr := clients[1].Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if rerr == nil || !strings.Contains(string(body), "etcd-0") {
+		t.Fatalf("/readyz without quorum: %v %s", rerr, body)
+	}
+	for _, i := range stopped {
+		cluster.Restart(i)
+	}
+	waitUntil(t, 30*time.Second, "writes to succeed once quorum returns", func() bool { return create(clients[1], fmt.Sprintf("back-%d", time.Now().UnixNano())) == nil })
+
+	for i, c := range clients {
+		list, err := c.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing := 0
+		acked.Range(func(k, _ any) bool {
+			if !hasConfigMap(list.Items, k.(string)) {
+				missing++
+			}
+			return true
+		})
+		if missing > 0 {
+			t.Fatalf("server %d: %d acknowledged writes missing", i, missing)
+		}
+	}
+}
