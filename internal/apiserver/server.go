@@ -130,6 +130,9 @@ type Server struct {
 	reviewers reviewers
 	// shards route each resource to its store (shards.go).
 	shards *shardSet
+	// endpointLease is this server's place in the kubernetes Service's
+	// endpoints (endpointleases.go); nil without a public address.
+	endpointLease *endpointLeases
 
 	mu struct {
 		sync.Mutex
@@ -209,6 +212,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.handlers[res.GroupVersionResource()] = h
 	}
+	s.warnUnservedShards()
 	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	if h, ok := s.handlers[nsGVR]; ok {
 		s.namespaces = h
@@ -350,6 +354,8 @@ func (s *Server) Stop() {
 	}
 	s.mu.stopped = true
 	s.mu.Unlock()
+	// While the caches still serve the writes it makes.
+	s.releaseEndpointLease()
 	close(s.stop)
 	for _, h := range s.handlers {
 		h.cache.Stop()

@@ -228,3 +228,19 @@ func namedCheck(name string, err error) error {
 	}
 	return fmt.Errorf("%s failed: %s", name, strings.ReplaceAll(err.Error(), "\n", "; "))
 }
+
+// warnUnservedShards logs shard resources no built-in resource is stored
+// as: a typo, or a custom resource not defined yet (which will follow its
+// shard once its CRD is created).
+func (s *Server) warnUnservedShards() {
+	stored := map[schema.GroupResource]bool{}
+	for _, h := range s.handlers {
+		stored[s.cfg.Registry.StorageResource(h.res).GroupVersionResource().GroupResource()] = true
+	}
+	for gr, i := range s.shards.by {
+		if !stored[gr] {
+			s.log.Warn("a store shard names a resource that is not built in; it holds it only if a CustomResourceDefinition defines it",
+				"shard", s.shards.all[i].name, "resource", gr.String())
+		}
+	}
+}
