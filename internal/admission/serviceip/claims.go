@@ -80,10 +80,16 @@ func ParseItem(item string) (netip.Addr, int, bool) {
 	switch {
 	case len(item) > 3 && item[:3] == "ip/":
 		addr, err := netip.ParseAddr(item[3:])
-		return addr, 0, err == nil
+		if err != nil {
+			return netip.Addr{}, 0, false
+		}
+		return addr, 0, true
 	case len(item) > 9 && item[:9] == "nodeport/":
 		p, err := strconv.Atoi(item[9:])
-		return netip.Addr{}, p, err == nil && p > 0
+		if err != nil || p <= 0 {
+			return netip.Addr{}, 0, false
+		}
+		return netip.Addr{}, p, true
 	}
 	return netip.Addr{}, 0, false
 }
