@@ -40,6 +40,9 @@ type Config struct {
 	// RequestTimeout bounds every request, retries included, when the
 	// caller's context allows longer (default 10 s).
 	RequestTimeout time.Duration
+	// HealthTimeout bounds Health's read, as upstream's
+	// --etcd-healthcheck-timeout does (default 2 s).
+	HealthTimeout time.Duration
 	// ListPageSize is how many keys one etcd range returns while a List
 	// pages through a large prefix at one revision (default 10,000).
 	ListPageSize int64
@@ -52,6 +55,7 @@ const (
 	defaultPrefix         = "/registry"
 	defaultDialTimeout    = 5 * time.Second
 	defaultRequestTimeout = 10 * time.Second
+	defaultHealthTimeout  = 2 * time.Second
 	defaultListPageSize   = 10000
 	defaultDBSizeInterval = 30 * time.Second
 )
@@ -82,6 +86,9 @@ func (c *Config) fillDefaults() error {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = defaultRequestTimeout
+	}
+	if c.HealthTimeout <= 0 {
+		c.HealthTimeout = defaultHealthTimeout
 	}
 	if c.ListPageSize <= 0 {
 		c.ListPageSize = defaultListPageSize

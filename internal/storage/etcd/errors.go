@@ -94,7 +94,7 @@ func (s *Store) do(ctx context.Context, write bool, op, key string, fn func(ctx 
 	defer cancel()
 	backoff := backoffStart
 	for attempt := 1; ; attempt++ {
-		err := fn(octx)
+		err := s.attempt(octx, write, fn)
 		if err == nil {
 			return nil
 		}
@@ -112,6 +112,29 @@ func (s *Store) do(ctx context.Context, write bool, op, key string, fn func(ctx 
 		}
 		backoff = min(2*backoff, backoffMax)
 	}
+}
+
+// attempt runs fn once. A read gets a third of the request timeout, so
+// that one member that stopped answering (its connection not yet known
+// dead) costs a retry on another member, not the whole request; a write
+// gets all of it, since a write that timed out cannot be retried.
+func (s *Store) attempt(ctx context.Context, write bool, fn func(ctx context.Context) error) error {
+	if write {
+		return fn(ctx)
+	}
+	actx, cancel := context.WithTimeout(ctx, s.attemptTimeout())
+	defer cancel()
+	err := fn(actx)
+	if err != nil && actx.Err() != nil && ctx.Err() == nil {
+		// The attempt's own deadline, not the request's: transient.
+		return fmt.Errorf("%w: attempt timed out", rpctypes.ErrGRPCTimeout)
+	}
+	return err
+}
+
+// attemptTimeout is how long one read attempt may take.
+func (s *Store) attemptTimeout() time.Duration {
+	return max(s.cfg.RequestTimeout/3, 50*time.Millisecond)
 }
 
 // wrap turns an etcd client error into the error the caller sees:

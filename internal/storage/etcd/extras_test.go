@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
 	"github.com/myriad-k8s/myriad/internal/storage/etcd/etcdtest"
@@ -80,12 +83,14 @@ func TestTTLWrites(t *testing.T) {
 }
 
 // TestTTLLeasesShared: writes with an event's TTL (an hour) within one
-// window share a lease, up to leaseMaxObjects per lease.
+// window share a lease, up to maxObjects per lease.
 func TestTTLLeasesShared(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	s := newTestStore(t, c, Config{})
+	const perLease = 20
+	s.leases.maxObjects = perLease
 	ctx := testContext(t, 60*time.Second)
-	const n = leaseMaxObjects + 10
+	const n = perLease + 5
 	for i := range n {
 		if _, err := s.CreateWithTTL(ctx, fmt.Sprintf("/core/events/ns/e%04d", i), nil, time.Hour); err != nil {
 			t.Fatalf("CreateWithTTL: %v", err)
@@ -96,7 +101,7 @@ func TestTTLLeasesShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(leases.Leases) != 2 {
-		t.Errorf("%d writes made %d leases, want 2 (%d per lease)", n, len(leases.Leases), leaseMaxObjects)
+		t.Errorf("%d writes made %d leases, want 2 (%d per lease)", n, len(leases.Leases), perLease)
 	}
 	ttl, err := c.Client(t).TimeToLive(ctx, leases.Leases[0].ID)
 	if err != nil {
@@ -241,5 +246,112 @@ func TestBadKeys(t *testing.T) {
 	}
 	if _, err := New(context.Background(), Config{}); err == nil {
 		t.Error("New without endpoints succeeded")
+	}
+}
+
+// TestCloseJoinsGoroutines: Close stops every goroutine the store started,
+// watches included, and the client's.
+func TestCloseJoinsGoroutines(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ignore := goleak.IgnoreCurrent()
+	s, err := New(context.Background(), Config{Endpoints: c.Endpoints(), Prefix: "/leak", Metrics: newRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t, 20*time.Second)
+	w, err := s.Watch(ctx, "/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.RequestProgress()
+	if ev := nextEvent(t, w, 10*time.Second); ev.Type != storage.EventProgress {
+		t.Fatalf("got %v, want progress", ev.Type)
+	}
+	if _, err := s.CreateWithTTL(ctx, "/core/events/ns/e", nil, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The in-process etcd server finishes starting goroutines of its own
+	// after IgnoreCurrent; only the client side is under test.
+	goleak.VerifyNone(t, ignore,
+		goleak.IgnoreAnyFunction("go.etcd.io/etcd/server/v3/etcdserver.(*EtcdServer).GoAttach.func1"),
+		goleak.IgnoreAnyFunction("go.etcd.io/etcd/server/v3/embed.(*serveCtx).startHandler.func1"),
+		goleak.IgnoreAnyFunction("google.golang.org/grpc.(*Server).serveStreams.func2.1"),
+		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/transport.NewServerTransport.func2"),
+		goleak.IgnoreAnyFunction("google.golang.org/grpc.(*Server).handleRawConn.func1"),
+	)
+}
+
+// TestUnreachable: an etcd that accepts connections but never answers
+// fails reads within the request timeout, and Health says so.
+func TestUnreachable(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	const timeout = 500 * time.Millisecond
+	s := newTestStore(t, c, Config{RequestTimeout: timeout})
+	ctx := testContext(t, 20*time.Second)
+	if _, err := s.Create(ctx, "/k", nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Blackhole(0, true)
+	begin := time.Now()
+	_, err := s.Get(ctx, "/k")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "no answer") {
+		t.Errorf("Get through a blackhole: %v, want ErrUnavailable saying there was no answer", err)
+	}
+	if took := time.Since(begin); took > timeout+500*time.Millisecond {
+		t.Errorf("Get took %v, request timeout %v", took, timeout)
+	}
+	if _, err := s.Create(ctx, "/k2", nil); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Create through a blackhole: %v, want ErrUnavailable", err)
+	}
+	if err := s.Health(ctx); err == nil || !strings.Contains(err.Error(), "did not answer") {
+		t.Errorf("Health through a blackhole: %v", err)
+	}
+	c.Blackhole(0, false)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := s.Get(ctx, "/k"); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("Get after the blackhole lifted: %v", err)
+		}
+	}
+}
+
+// TestListPaged: a list larger than ListPageSize is read in pages at one
+// revision: every key once, in order, none written after the first page.
+func TestListPaged(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newTestStore(t, c, Config{ListPageSize: 3})
+	ctx := testContext(t, 20*time.Second)
+	var want []string
+	for i := range 10 {
+		k := fmt.Sprintf("/core/pods/ns/p%02d", i)
+		want = append(want, k)
+		if _, err := s.Create(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Outside the prefix, after it in key order: not listed.
+	if _, err := s.Create(ctx, "/core/podsX/ns/q", nil); err != nil {
+		t.Fatal(err)
+	}
+	kvs, rev, err := s.List(ctx, "/core/pods/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, kv := range kvs {
+		got = append(got, kv.Key)
+		if string(kv.Value) != kv.Key || kv.ModRevision > rev {
+			t.Fatalf("%s: value %q at %d, list revision %d", kv.Key, kv.Value, kv.ModRevision, rev)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("List = %v, want %v", got, want)
+	}
+	if cur, _ := s.CurrentRevision(ctx); rev != cur {
+		t.Fatalf("list revision %d, current %d", rev, cur)
 	}
 }

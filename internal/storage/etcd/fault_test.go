@@ -206,7 +206,7 @@ func sumValues(m map[string]int) int {
 // holds the same data.
 func TestQuorumLoss(t *testing.T) {
 	c := etcdtest.Start(t, 3)
-	const timeout = 2 * time.Second
+	const timeout = time.Second
 	s := newTestStore(t, c, Config{RequestTimeout: timeout})
 	ctx := testContext(t, 2*time.Minute)
 	mustCreate := func(key string) {
@@ -330,7 +330,6 @@ func TestCompactUnderWatcher(t *testing.T) {
 	if ev := nextEvent(t, w, 20*time.Second); ev.Key != "/w/b" || ev.Revision != rev {
 		t.Fatalf("got %v %q@%d, want /w/b@%d", ev.Type, ev.Key, ev.Revision, rev)
 	}
-	state := map[string]string{"/w/a": "1", "/w/b": "1"}
 
 	c.Stop(away)
 	for i := range 10 {
@@ -365,7 +364,7 @@ func TestCompactUnderWatcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state = map[string]string{}
+	state := map[string]string{}
 	for _, kv := range kvs {
 		state[kv.Key] = string(kv.Value)
 	}
@@ -374,9 +373,9 @@ func TestCompactUnderWatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Stop()
-	last := put("/w/b", "2")
+	put("/w/b", "2")
 	put("/w/c", "1")
-	last = put("/w/c", "2")
+	last := put("/w/c", "2")
 	for done := false; !done; {
 		ev := nextEvent(t, w2, 20*time.Second)
 		switch ev.Type {
@@ -400,4 +399,80 @@ func memberClient(t *testing.T, c *etcdtest.Cluster, i int) *clientv3.Client {
 	}
 	t.Cleanup(func() { cli.Close() })
 	return cli
+}
+
+// TestSilentMember: one member's connections go silent without breaking.
+// Reads retry on another member within the request timeout, and a watch
+// whose stream sat on that member notices and resumes elsewhere, missing
+// nothing.
+func TestSilentMember(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	const timeout = time.Second
+	s := newTestStore(t, c, Config{RequestTimeout: timeout})
+	ctx := testContext(t, time.Minute)
+	start, err := s.Create(ctx, "/s/k", []byte("0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The watch's stream goes to member 0, the only endpoint at first.
+	silent := 0
+	ws := newTestStore(t, c, Config{Prefix: s.prefix, RequestTimeout: timeout})
+	ws.cli.SetEndpoints(c.Endpoint(silent))
+	w, err := ws.Watch(ctx, "/s/", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ws.cli.SetEndpoints(c.Endpoints()...)
+	rev, err := s.Update(ctx, "/s/k", []byte("1"), start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, w, 10*time.Second); ev.Revision != rev {
+		t.Fatalf("event at %d, want %d", ev.Revision, rev)
+	}
+
+	// Writes cannot be retried on another member (their outcome is
+	// unknown once sent), so the writer keeps off the silent member.
+	s.cli.SetEndpoints(c.Endpoint(1), c.Endpoint(2))
+	c.Freeze(silent, true)
+	defer c.Freeze(silent, false)
+	// Reads: every one succeeds, some after a retry on another member;
+	// so does Health.
+	for i := range 10 {
+		if _, err := ws.Get(ctx, "/s/k"); err != nil {
+			t.Fatalf("Get %d with a silent member: %v", i, err)
+		}
+		if i < 3 {
+			if err := ws.Health(ctx); err != nil {
+				t.Fatalf("Health %d with a silent member: %v", i, err)
+			}
+		}
+	}
+	// The watch: writes go on, a progress request finds the stream dead.
+	var last int64
+	for i := 2; i < 5; i++ {
+		if last, err = s.Update(ctx, "/s/k", []byte(strconv.Itoa(i)), rev); err != nil {
+			t.Fatal(err)
+		}
+		rev = last
+	}
+	w.RequestProgress()
+	want := 2
+	for {
+		// Each new stream may land on the silent member again (its
+		// connection looks healthy until keepalive gives up on it).
+		ev := nextEvent(t, w, 20*timeout)
+		if ev.Type == storage.EventProgress {
+			if ev.Revision >= last && want == 5 {
+				break
+			}
+			w.RequestProgress()
+			continue
+		}
+		if v, _ := strconv.Atoi(string(ev.Value)); v != want {
+			t.Fatalf("event value %s, want %d (missed or repeated)", ev.Value, want)
+		}
+		want++
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -14,9 +16,10 @@ import (
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
-// statusTimeout bounds one member's status request in Health and DBSize:
-// a member that does not answer in this time counts as unreachable.
-const statusTimeout = 2 * time.Second
+// statusTimeout bounds one member's status request in Health's report
+// and in DBSize: a member that does not answer in this time is reported
+// as not answering.
+const statusTimeout = time.Second
 
 // Health implements storage.Store: one linearizable read that needs a
 // leader. When it fails, the error says why, from every member's status:
@@ -26,12 +29,23 @@ func (s *Store) Health(ctx context.Context) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	ctx, cancel := s.opCtx(ctx)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.HealthTimeout)
 	defer cancel()
 	start := time.Now()
-	_, err := s.cli.Get(leaderCtx(ctx), s.prefix+"/", clientv3.WithCountOnly())
-	if err == nil {
-		return nil
+	// Two attempts of half the timeout each: one member that stopped
+	// answering (its connection not yet known dead) must not make a
+	// healthy cluster look down.
+	var err error
+	for attempt := 0; attempt < 2 && ctx.Err() == nil; attempt++ {
+		actx, acancel := context.WithTimeout(ctx, s.cfg.HealthTimeout/2)
+		_, err = s.cli.Get(leaderCtx(actx), s.prefix+"/", clientv3.WithCountOnly())
+		acancel()
+		if err == nil {
+			return nil
+		}
+		if transient, _ := retryable(err); !transient && actx.Err() == nil {
+			break
+		}
 	}
 	if s.isClosed() {
 		return storage.ErrClosed
@@ -40,7 +54,7 @@ func (s *Store) Health(ctx context.Context) error {
 	switch {
 	case errors.Is(err, rpctypes.ErrNoLeader), errors.Is(err, rpctypes.ErrGRPCNoLeader):
 		reason = "etcd has no leader (quorum lost?)"
-	case ctx.Err() != nil:
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		reason = fmt.Sprintf("etcd did not answer within %v", time.Since(start).Round(time.Millisecond))
 	}
 	return fmt.Errorf("%w: %s [%s]: %w", ErrUnavailable, reason, s.memberSummary(), err)
@@ -60,10 +74,14 @@ func (s *Store) memberSummary() string {
 			defer cancel()
 			st, err := s.cli.Status(ctx, ep)
 			switch {
+			case err != nil && !reachable(ep):
+				// The client waits for a connection until the deadline
+				// either way; a dial tells refused from silent.
+				parts[i] = ep + ": unreachable"
 			case err != nil && ctx.Err() != nil:
 				parts[i] = ep + ": no answer"
 			case err != nil:
-				parts[i] = ep + ": unreachable"
+				parts[i] = ep + ": " + err.Error()
 			case st.Leader == 0:
 				parts[i] = ep + ": up, no leader"
 			default:
@@ -73,6 +91,20 @@ func (s *Store) memberSummary() string {
 	}
 	wg.Wait()
 	return strings.Join(parts, "; ")
+}
+
+// reachable says whether a TCP connection to endpoint ep can be opened.
+func reachable(ep string) bool {
+	host := ep
+	if u, err := url.Parse(ep); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	c, err := net.DialTimeout("tcp", host, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // DBSize returns the size of etcd's database file, the largest any

@@ -141,3 +141,19 @@ func FuzzKeyLayout(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkKeyTranslation is the layout's cost per request: one key to
+// etcd and one back.
+func BenchmarkKeyTranslation(b *testing.B) {
+	s := &Store{prefix: "/registry", layout: testLayout(b)}
+	b.ReportAllocs()
+	for b.Loop() {
+		ek, err := s.etcdKey("/core/services/default/kubernetes")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := s.myriadKey([]byte(ek)); !ok {
+			b.Fatal("not translated back")
+		}
+	}
+}

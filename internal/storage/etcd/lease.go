@@ -30,12 +30,15 @@ type leaseManager struct {
 	id       clientv3.LeaseID
 	expires  time.Time
 	attached int64
-	now      func() time.Time
+	// maxObjects is leaseMaxObjects; tests lower it.
+	maxObjects int64
+	now        func() time.Time
 }
 
 func (l *leaseManager) init(cli *clientv3.Client) {
 	l.cli = cli
 	l.now = time.Now
+	l.maxObjects = leaseMaxObjects
 }
 
 // get returns a lease that lives at least ttl (rounded up to a second).
@@ -49,7 +52,7 @@ func (l *leaseManager) get(ctx context.Context, ttl time.Duration) (clientv3.Lea
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	need := now.Add(time.Duration(secs) * time.Second)
-	if l.id != 0 && need.Before(l.expires) && !need.Add(reuse).Before(l.expires) && l.attached < leaseMaxObjects {
+	if l.id != 0 && need.Before(l.expires) && !need.Add(reuse).Before(l.expires) && l.attached < l.maxObjects {
 		l.attached++
 		return l.id, nil
 	}

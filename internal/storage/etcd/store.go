@@ -13,6 +13,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
@@ -70,6 +72,13 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		DialKeepAliveTimeout: 5 * time.Second,
 		PermitWithoutStream:  true,
 		Logger:               zap.NewNop(),
+		// gRPC's default reconnect backoff grows to two minutes: a member
+		// back from a restart would wait that long for its clients (and
+		// a watch pinned to it, for its events). Cap it at a few seconds.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second},
+			MinConnectTimeout: cfg.DialTimeout,
+		})},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd: connect to %v: %w", cfg.Endpoints, err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/apiserver"
 	"github.com/myriad-k8s/myriad/internal/registry"
+	"github.com/myriad-k8s/myriad/internal/storage"
 	"github.com/myriad-k8s/myriad/internal/storage/etcd/etcdtest"
 )
 
@@ -89,6 +90,29 @@ func TestUpstreamLayoutThroughAPIServer(t *testing.T) {
 		t.Fatalf("UpstreamKeyLayout(registry): %v", err)
 	}
 	st := newTestStore(t, c, Config{Prefix: "/registry", KeyLayout: layout})
+
+	// A watch on Myriad's pod prefix sees upstream's pod keys, translated.
+	w, err := st.Watch(ctx, "/core/pods/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	put, err := raw.Put(ctx, "/registry/pods/default/web-2", string(upstreamValue(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-2", Namespace: "default"}})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Put(ctx, "/registry/minions/node-2", string(upstreamValue(t, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-2"}}))); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, w, 10*time.Second); ev.Key != "/core/pods/default/web-2" || ev.Revision != put.Header.Revision {
+		t.Fatalf("watch event %v %q@%d, want /core/pods/default/web-2@%d", ev.Type, ev.Key, ev.Revision, put.Header.Revision)
+	}
+	if _, err := raw.Delete(ctx, "/registry/pods/default/web-2"); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, w, 10*time.Second); ev.Type != storage.EventDelete || ev.Key != "/core/pods/default/web-2" {
+		t.Fatalf("watch event %v %q, want the delete of web-2", ev.Type, ev.Key)
+	}
 
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	api, err := apiserver.New(apiserver.Config{Store: st, Registry: reg, Logger: quiet})

@@ -141,13 +141,22 @@ func (w *watcher) RequestProgress() {
 // it needs is compacted away.
 func (w *watcher) run(last int64) {
 	defer close(w.events)
-	wctx := w.s.ownStream(leaderCtx(w.ctx))
 	backoff := backoffStart
-	var p progressState
+	p := progressState{stallAfter: w.s.attemptTimeout()}
 	for {
-		ch := w.s.cli.Watch(wctx, w.ep, clientv3.WithPrefix(), clientv3.WithRev(last), clientv3.WithPrevKV())
+		// A fresh stream per attempt: a stalled one may sit on a member
+		// that stopped answering.
+		actx, cancel := context.WithCancel(w.s.ownStream(leaderCtx(w.ctx)))
+		// The client's Watch waits for etcd to confirm the watch; on a
+		// member that went silent it would wait until the connection is
+		// declared dead. Give up sooner: the channel then closes and the
+		// watch is made again.
+		giveUp := time.AfterFunc(w.s.attemptTimeout(), cancel)
+		ch := w.s.cli.Watch(actx, w.ep, clientv3.WithPrefix(), clientv3.WithRev(last), clientv3.WithPrevKV())
+		giveUp.Stop()
 		before := last
-		err := w.follow(wctx, ch, &last, &p)
+		err := w.follow(actx, ch, &last, &p)
+		cancel()
 		if w.ctx.Err() != nil {
 			if w.s.isClosed() {
 				w.err = storage.ErrClosed
@@ -158,8 +167,18 @@ func (w *watcher) run(last int64) {
 			w.err = err
 			return
 		}
-		// A broken stream, a member without a leader: resume where we
-		// are, on whichever member the client reaches next.
+		switch {
+		case last != before:
+			p.stallAfter = w.s.attemptTimeout()
+		case errors.Is(err, errWatchStalled):
+			// A watch replaying a long history answers no progress
+			// request until it has caught up, which looks like a stall:
+			// wait longer each time nothing came through, so a slow
+			// replay is not restarted forever.
+			p.stallAfter = min(2*p.stallAfter, stallMax)
+		}
+		// A broken or stalled stream, a member without a leader: resume
+		// where we are, on whichever member the client reaches next.
 		w.s.cfg.Logger.Info("etcd watch interrupted; resuming", "prefix", w.prefix, "from", last, "err", err)
 		if last != before {
 			backoff = backoffStart
@@ -175,12 +194,28 @@ func (w *watcher) run(last int64) {
 	}
 }
 
+// errWatchStalled ends an etcd watch that neither delivers events nor
+// answers a progress request for as long as a read attempt may take, while
+// etcd itself answers (the stream's member is unreachable in a way the
+// connection has not noticed yet). A false alarm costs a resumed stream.
+var errWatchStalled = errors.New("etcd watch stalled: no events and no progress notification")
+
+// stallMax caps how long a watch may stay silent with a progress request
+// pending before it is made again.
+const stallMax = 2 * time.Minute
+
 // progressState is a pending RequestProgress: the revision the
 // notification must reach, and when to ask etcd again.
 type progressState struct {
 	pending bool
 	target  int64
 	retry   *time.Timer
+	// since is when the stream last showed life while a request was
+	// pending: the request, or the latest event after it.
+	since time.Time
+	// stallAfter is how long the stream may stay silent with a request
+	// pending before it counts as stalled.
+	stallAfter time.Duration
 }
 
 func (p *progressState) timer() <-chan time.Time {
@@ -193,7 +228,13 @@ func (p *progressState) timer() <-chan time.Time {
 // follow delivers one etcd watch's responses until it ends.
 func (w *watcher) follow(wctx context.Context, ch clientv3.WatchChan, last *int64, p *progressState) error {
 	ask := func() {
-		if err := w.s.cli.RequestProgress(wctx); err != nil && w.ctx.Err() == nil {
+		// Bounded: the client hands the request to the stream's loop,
+		// which is stuck while the stream is being (re)made on a member
+		// that does not answer.
+		rctx, cancel := context.WithTimeout(wctx, progressRetry)
+		err := w.s.cli.RequestProgress(rctx)
+		cancel()
+		if err != nil && w.ctx.Err() == nil {
 			w.s.cfg.Logger.Debug("etcd progress request failed", "prefix", w.prefix, "err", err)
 		}
 		if p.retry == nil {
@@ -254,6 +295,7 @@ func (w *watcher) follow(wctx context.Context, ch clientv3.WatchChan, last *int6
 				if err != nil {
 					return err
 				}
+				p.since = time.Now()
 				*last = ev.Kv.ModRevision
 				if ok && !w.send(e) {
 					return nil
@@ -274,9 +316,19 @@ func (w *watcher) follow(wctx context.Context, ch clientv3.WatchChan, last *int6
 				rev = *last
 			}
 			p.target = max(p.target, rev)
+			if !p.pending {
+				p.since = time.Now()
+			}
 			p.pending = true
 			ask()
 		case <-p.timer():
+			if time.Since(p.since) > p.stallAfter {
+				if _, err := w.s.CurrentRevision(w.ctx); err == nil {
+					// etcd answers, this stream does not.
+					p.since = time.Now()
+					return errWatchStalled
+				}
+			}
 			ask()
 		case <-w.ctx.Done():
 			return nil

@@ -20,6 +20,10 @@ type bridge struct {
 		// traffic without answering: an unreachable-but-not-refusing etcd.
 		blackhole bool
 		conns     map[net.Conn]struct{}
+		// frozen, while non-nil, holds every byte in flight on open
+		// connections until it is closed: a network that went silent
+		// without resetting anything.
+		frozen chan struct{}
 	}
 	wg sync.WaitGroup
 }
@@ -82,7 +86,7 @@ func (b *bridge) forward(c net.Conn, target string) {
 	defer b.forget(up)
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+		_, _ = io.Copy(dst, gatedReader{b, src})
 		// Closing both ends makes the other direction end too.
 		dst.Close()
 		src.Close()
@@ -145,7 +149,38 @@ func (b *bridge) setBlackhole(on bool) {
 	}
 }
 
+// setFrozen holds (on) or releases the traffic of open connections.
+func (b *bridge) setFrozen(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case on && b.mu.frozen == nil:
+		b.mu.frozen = make(chan struct{})
+	case !on && b.mu.frozen != nil:
+		close(b.mu.frozen)
+		b.mu.frozen = nil
+	}
+}
+
+// gatedReader waits out a freeze before passing on what it read.
+type gatedReader struct {
+	b *bridge
+	r io.Reader
+}
+
+func (g gatedReader) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	g.b.mu.Lock()
+	gate := g.b.mu.frozen
+	g.b.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return n, err
+}
+
 func (b *bridge) close() {
+	b.setFrozen(false)
 	b.ln.Close()
 	b.cut()
 	b.wg.Wait()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -32,6 +33,9 @@ type Cluster struct {
 	t       testing.TB
 	token   string
 	members []*member
+	// tls, when set, makes members serve clients over TLS and require
+	// client certificates signed by its CA.
+	tls *TLSFiles
 
 	mu sync.Mutex // guards every member's etcd field
 }
@@ -44,36 +48,53 @@ type member struct {
 	etcd               *embed.Etcd // nil while stopped
 }
 
+// TLSFiles are the PEM files of a TLS cluster: the members' serving
+// certificate and key (valid for 127.0.0.1), the CA client certificates
+// must chain to, and the client certificate Client presents.
+type TLSFiles struct {
+	CertFile, KeyFile, CAFile     string
+	ClientCertFile, ClientKeyFile string
+}
+
 // Start runs a cluster of members members (1, 3 or 5 make sense), waits
 // until it has a leader and every member serves, and stops it when the test
 // ends.
 func Start(t testing.TB, members int) *Cluster {
 	t.Helper()
+	return start(t, members, nil)
+}
+
+// StartTLS is Start with client connections over TLS, client certificates
+// required (etcd's --client-cert-auth). Peers talk plain TCP.
+func StartTLS(t testing.TB, members int, files TLSFiles) *Cluster {
+	t.Helper()
+	return start(t, members, &files)
+}
+
+func start(t testing.TB, members int, files *TLSFiles) *Cluster {
+	t.Helper()
 	if members < 1 {
 		t.Fatalf("etcdtest.Start: %d members", members)
 	}
-	c := &Cluster{t: t, token: fmt.Sprintf("etcdtest-%d", time.Now().UnixNano())}
-	var initial []string
+	c := &Cluster{t: t, token: fmt.Sprintf("etcdtest-%d", time.Now().UnixNano()), tls: files}
 	for i := range members {
 		b, err := newBridge()
 		if err != nil {
 			t.Fatalf("etcdtest: bridge: %v", err)
 		}
-		m := &member{
-			name:      fmt.Sprintf("m%d", i),
-			dir:       t.TempDir(),
-			peerURL:   url.URL{Scheme: "http", Host: freeAddr(t)},
-			clientURL: url.URL{Scheme: "http", Host: freeAddr(t)},
-			bridge:    b,
-		}
-		c.members = append(c.members, m)
-		initial = append(initial, m.name+"="+m.peerURL.String())
+		c.members = append(c.members, &member{name: fmt.Sprintf("m%d", i), bridge: b})
 	}
-	// Registered after every TempDir, so it runs before they are removed.
-	t.Cleanup(c.stopAll)
-	cluster := strings.Join(initial, ",")
-	for i := range c.members {
-		c.startMember(i, cluster)
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		if lastErr = c.startAttempt(); lastErr == nil {
+			break
+		}
+		// Another process took a port between picking and binding it
+		// (the machine is shared): pick new ones.
+		c.stopAll(false)
+	}
+	if lastErr != nil {
+		t.Fatalf("etcdtest: start: %v", lastErr)
 	}
 	for i := range c.members {
 		c.waitReady(i)
@@ -82,16 +103,47 @@ func Start(t testing.TB, members int) *Cluster {
 	return c
 }
 
-// freeAddr returns a loopback address with a port free right now. Ports
-// are picked up front because every member must know its peers' addresses
-// before any of them starts, and a restarted member needs its old ones.
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// startAttempt picks ports and directories for every member and starts
+// them all.
+func (c *Cluster) startAttempt() error {
+	addrs, err := freeAddrs(2 * len(c.members))
 	if err != nil {
-		t.Fatalf("etcdtest: free port: %v", err)
+		return err
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	var initial []string
+	for i, m := range c.members {
+		m.dir = c.t.TempDir()
+		m.peerURL = url.URL{Scheme: "http", Host: addrs[2*i]}
+		m.clientURL = url.URL{Scheme: c.scheme(), Host: addrs[2*i+1]}
+		initial = append(initial, m.name+"="+m.peerURL.String())
+	}
+	// Registered after the TempDirs above, so it runs before they are
+	// removed (cleanups run last-in first-out).
+	c.t.Cleanup(func() { c.stopAll(true) })
+	cluster := strings.Join(initial, ",")
+	for i := range c.members {
+		if err := c.startMember(i, cluster); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// freeAddrs returns n distinct loopback addresses whose ports are free
+// right now. Ports are picked up front because every member must know its
+// peers' addresses before any of them starts, and a restarted member needs
+// its old ones. All n listeners are open at once so no two coincide.
+func freeAddrs(n int) ([]string, error) {
+	var out []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		out = append(out, ln.Addr().String())
+	}
+	return out, nil
 }
 
 func (c *Cluster) config(m *member, initialCluster string) *embed.Config {
@@ -112,20 +164,35 @@ func (c *Cluster) config(m *member, initialCluster string) *embed.Config {
 	cfg.UnsafeNoFsync = true
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	cfg.EnableGRPCGateway = false
+	if c.tls != nil {
+		cfg.ClientTLSInfo = transport.TLSInfo{
+			CertFile:       c.tls.CertFile,
+			KeyFile:        c.tls.KeyFile,
+			TrustedCAFile:  c.tls.CAFile,
+			ClientCertAuth: true,
+		}
+	}
 	return cfg
 }
 
-func (c *Cluster) startMember(i int, initialCluster string) {
-	c.t.Helper()
+func (c *Cluster) scheme() string {
+	if c.tls != nil {
+		return "https"
+	}
+	return "http"
+}
+
+func (c *Cluster) startMember(i int, initialCluster string) error {
 	m := c.members[i]
 	e, err := embed.StartEtcd(c.config(m, initialCluster))
 	if err != nil {
-		c.t.Fatalf("etcdtest: start member %d: %v", i, err)
+		return fmt.Errorf("member %d: %w", i, err)
 	}
 	c.mu.Lock()
 	m.etcd = e
 	c.mu.Unlock()
 	m.bridge.setTarget(m.clientURL.Host)
+	return nil
 }
 
 func (c *Cluster) waitReady(i int) {
@@ -157,7 +224,7 @@ func (c *Cluster) Size() int { return len(c.members) }
 func (c *Cluster) Endpoints() []string {
 	out := make([]string, len(c.members))
 	for i, m := range c.members {
-		out[i] = "http://" + m.bridge.addr()
+		out[i] = c.scheme() + "://" + m.bridge.addr()
 	}
 	return out
 }
@@ -212,7 +279,9 @@ func (c *Cluster) Restart(i int) {
 	for _, m := range c.members {
 		initial = append(initial, m.name+"="+m.peerURL.String())
 	}
-	c.startMember(i, strings.Join(initial, ","))
+	if err := c.startMember(i, strings.Join(initial, ",")); err != nil {
+		c.t.Fatalf("etcdtest: Restart(%d): %v", i, err)
+	}
 	if c.Running()*2 > len(c.members) {
 		c.waitReady(i)
 	}
@@ -236,6 +305,14 @@ func (c *Cluster) Running() int {
 // member itself keeps running and stays in the cluster.
 func (c *Cluster) Blackhole(i int, on bool) {
 	c.members[i].bridge.setBlackhole(on)
+}
+
+// Freeze holds all client traffic to and from member i (on) or releases
+// it: connections stay up, new ones are accepted, and nothing gets
+// through, as behind a network partition no one has noticed yet. The
+// member itself keeps running and talking to its peers.
+func (c *Cluster) Freeze(i int, on bool) {
+	c.members[i].bridge.setFrozen(on)
 }
 
 // Leader waits until the running members agree on a leader and returns its
@@ -277,14 +354,24 @@ func (c *Cluster) leader() (int, bool) {
 }
 
 // Client returns a raw etcd client on every endpoint, closed at test end,
-// for inspecting or seeding the cluster behind the store's back.
+// for inspecting or seeding the cluster behind the store's back. On a TLS
+// cluster it presents TLSFiles' client certificate.
 func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{
+	cfg := clientv3.Config{
 		Endpoints:   c.Endpoints(),
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
-	})
+	}
+	if c.tls != nil {
+		info := transport.TLSInfo{CertFile: c.tls.ClientCertFile, KeyFile: c.tls.ClientKeyFile, TrustedCAFile: c.tls.CAFile}
+		tc, err := info.ClientConfig()
+		if err != nil {
+			t.Fatalf("etcdtest: client TLS: %v", err)
+		}
+		cfg.TLS = tc
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		t.Fatalf("etcdtest: client: %v", err)
 	}
@@ -292,8 +379,8 @@ func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	return cli
 }
 
-// stopAll stops every running member and the bridges.
-func (c *Cluster) stopAll() {
+// stopAll stops every running member, and the bridges if final.
+func (c *Cluster) stopAll(final bool) {
 	var wg sync.WaitGroup
 	for i := range c.members {
 		if e := c.detach(i); e != nil {
@@ -307,8 +394,10 @@ func (c *Cluster) stopAll() {
 		}
 	}
 	wg.Wait()
-	for _, m := range c.members {
-		m.bridge.close()
+	if final {
+		for _, m := range c.members {
+			m.bridge.close()
+		}
 	}
 }
 
