@@ -122,7 +122,7 @@ func copyPKI(t *testing.T, from, to string) {
 // fails over to another server when its own is killed.
 func TestEtcdSeveralAPIServers(t *testing.T) {
 	cluster := etcdtest.Start(t, 3)
-	servers := startEtcdAPIServers(t, cluster, 3)
+	servers := startEtcdAPIServers(t, cluster, 3, "--goaway-chance=0.02")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	clients := make([]kubernetes.Interface, len(servers))
@@ -170,6 +170,37 @@ func TestEtcdSeveralAPIServers(t *testing.T) {
 				t.Fatalf("server %d's consistent list misses %s, acknowledged by server %d", (i+1)%3, name, i%3)
 			}
 		}
+	})
+
+	// The remedy for a server that restarts and gets no load: its peers
+	// send GOAWAY to a share of requests (--goaway-chance), and clients
+	// reconnect through the balancer, some to it.
+	t.Run("GOAWAY moves a client to a server that joined the balancer", func(t *testing.T) {
+		lb := startTCPBalancer(t, servers[1].port)
+		lb.mu.Lock()
+		lb.mu.roundRobin = true
+		lb.mu.Unlock()
+		cfg, err := clientcmd.BuildConfigFromFlags("", writeKubeconfigFor(t, servers[1], lb.addr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.QPS = -1
+		c := kubernetes.NewForConfigOrDie(cfg)
+		get := func() {
+			if _, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		get()
+		lb.add(servers[2].port)
+		// 2% of 1,000: about 20 reconnects, every other one to server 2.
+		for range 1000 {
+			get()
+		}
+		if lb.connections(servers[2].port) == 0 {
+			t.Fatalf("no connection moved to the joined server (%d to the first)", lb.connections(servers[1].port))
+		}
+		t.Logf("connections: %d to the first server, %d to the one that joined", lb.connections(servers[1].port), lb.connections(servers[2].port))
 	})
 
 	t.Run("clients carry on through a SIGKILLed API server; nothing acknowledged is lost", func(t *testing.T) {
@@ -335,6 +366,11 @@ type tcpBalancer struct {
 		sync.Mutex
 		backends []int
 		conns    map[int][]net.Conn
+		// roundRobin sends each new connection to the next backend
+		// instead of the first live one; accepted counts them.
+		roundRobin bool
+		next       int
+		accepted   map[int]int
 	}
 	wg sync.WaitGroup
 }
@@ -348,6 +384,7 @@ func startTCPBalancer(t *testing.T, ports ...int) *tcpBalancer {
 	b := &tcpBalancer{ln: ln}
 	b.mu.backends = ports
 	b.mu.conns = map[int][]net.Conn{}
+	b.mu.accepted = map[int]int{}
 	b.wg.Add(1)
 	go b.serve()
 	t.Cleanup(func() {
@@ -365,6 +402,20 @@ func startTCPBalancer(t *testing.T, ports ...int) *tcpBalancer {
 }
 
 func (b *tcpBalancer) addr() string { return b.ln.Addr().String() }
+
+// add puts a backend behind the balancer, as when a server (re)joins.
+func (b *tcpBalancer) add(port int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mu.backends = append(b.mu.backends, port)
+}
+
+// connections is how many connections went to the backend.
+func (b *tcpBalancer) connections(port int) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.accepted[port]
+}
 
 // drop removes a backend and closes the connections to it, as a balancer
 // does when its health check fails.
@@ -403,6 +454,11 @@ func (b *tcpBalancer) forward(c net.Conn) {
 	defer c.Close()
 	b.mu.Lock()
 	backends := append([]int(nil), b.mu.backends...)
+	if b.mu.roundRobin && len(backends) > 0 {
+		k := b.mu.next % len(backends)
+		b.mu.next++
+		backends = append(backends[k:], backends[:k]...)
+	}
 	b.mu.Unlock()
 	for _, port := range backends {
 		up, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
@@ -411,6 +467,7 @@ func (b *tcpBalancer) forward(c net.Conn) {
 		}
 		b.mu.Lock()
 		b.mu.conns[port] = append(b.mu.conns[port], c, up)
+		b.mu.accepted[port]++
 		b.mu.Unlock()
 		done := make(chan struct{}, 2)
 		go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
