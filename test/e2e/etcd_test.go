@@ -534,6 +534,14 @@ func TestEtcdServersOverrides(t *testing.T) {
 		}
 	}
 
+	metrics := s.mustKubectl(t, "", "get", "--raw", "/metrics")
+	for _, want := range []string{"etcd_db_total_size_in_bytes{", `apiserver_storage_objects{resource="events"} 1`,
+		`apiserver_storage_objects{resource="leases.coordination.k8s.io"} 1`, "myriad_watch_cache_lag_revisions{", `etcd_request_duration_seconds_count{operation="create",type="events"}`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
 	side.Stop(0)
 	start := time.Now()
 	body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
