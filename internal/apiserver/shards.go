@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -105,6 +106,7 @@ func (s *shardSet) resources(i int) string {
 			out = append(out, gr.String())
 		}
 	}
+	slices.Sort(out)
 	return strings.Join(out, ",")
 }
 
