@@ -135,7 +135,12 @@ func (s *Server) repairServiceClaims(ctx context.Context, h *resourceHandler, c 
 	if err != nil {
 		return err
 	}
+	claimed := make(map[string]string, len(claimKVs)) // item -> owner, as listed
+	for _, kv := range claimKVs {
+		claimed[strings.TrimPrefix(kv.Key, serviceClaimsPrefix)], _ = parseClaim(kv.Value)
+	}
 	holds := map[string]string{} // item -> owner
+	backfilled := false
 	for _, kv := range svcKVs {
 		obj, err := h.objects.decode(kv)
 		if err != nil {
@@ -145,7 +150,10 @@ func (s *Server) repairServiceClaims(ctx context.Context, h *resourceHandler, c 
 		own := svc.Namespace + "/" + svc.Name
 		for _, item := range serviceip.HeldItems(svc) {
 			holds[item] = own
-			if backfill {
+			// Only what the list lacks: a restart over 10,000 Services
+			// must not make 20,000 store round trips.
+			if backfill && claimed[item] != own {
+				backfilled = true
 				if err := c.Claim(ctx, item, own); errors.Is(err, serviceip.ErrClaimed) {
 					s.log.Warn("two Services hold one allocation", "item", item, "service", own)
 				} else if err != nil {
@@ -154,7 +162,7 @@ func (s *Server) repairServiceClaims(ctx context.Context, h *resourceHandler, c 
 			}
 		}
 	}
-	if backfill {
+	if backfilled {
 		if claimKVs, _, err = c.st.List(ctx, serviceClaimsPrefix); err != nil {
 			return err
 		}

@@ -97,3 +97,51 @@ func TestServiceAllocationAcrossServers(t *testing.T) {
 		t.Fatalf("asking server 1 for the address server 0 freed: %v", err)
 	}
 }
+
+// TestServiceClaimsBackfilled: Services stored without claims (a store
+// from before claims, or a server that died between write and claim) are
+// claimed when a server starts, so another server cannot hand out their
+// addresses; a claim no Service holds is removed once past its grace.
+func TestServiceClaimsBackfilled(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	svc, err := e.cs.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "old"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := func() map[string]string {
+		kvs, _, err := e.store.List(ctx, serviceClaimsPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, kv := range kvs {
+			out[kv.Key[len(serviceClaimsPrefix):]], _ = parseClaim(kv.Value)
+		}
+		return out
+	}
+	ipItem, portItem := "ip/"+svc.Spec.ClusterIP, fmt.Sprintf("nodeport/%d", svc.Spec.Ports[0].NodePort)
+	if c := claims(); c[ipItem] != "default/old" || c[portItem] != "default/old" {
+		t.Fatalf("claims after create: %v", c)
+	}
+	e.stopServer()
+	// Lose the Service's claims; leave an orphan from long ago.
+	for _, item := range []string{ipItem, portItem} {
+		if _, _, err := e.store.Delete(ctx, serviceClaimsPrefix+item, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := []byte(fmt.Sprintf("default/gone %d", time.Now().Add(-time.Hour).UnixNano()))
+	if _, err := e.store.Create(ctx, serviceClaimsPrefix+"ip/10.96.0.99", stale); err != nil {
+		t.Fatal(err)
+	}
+	e.startServer()
+	c := claims()
+	if c[ipItem] != "default/old" || c[portItem] != "default/old" {
+		t.Fatalf("claims after restart: %v, want the Service's back", c)
+	}
+	if _, ok := c["ip/10.96.0.99"]; ok {
+		t.Fatalf("the orphan claim survived the restart: %v", c)
+	}
+}
