@@ -52,7 +52,7 @@ func openStores(ctx context.Context, cfg Config) (*stores, error) {
 			return nil, fmt.Errorf("etcd TLS: %w", err)
 		}
 	}
-	layout, err := upstreamKeyLayout()
+	layout, err := EtcdKeyLayout()
 	if err != nil {
 		return nil, err
 	}
@@ -91,10 +91,11 @@ func openStores(ctx context.Context, cfg Config) (*stores, error) {
 	return out, nil
 }
 
-// upstreamKeyLayout keys built-in resources in etcd as upstream does, so
-// an existing cluster's etcd can be read and Myriad's read by upstream's
-// tools.
-func upstreamKeyLayout() (*etcd.KeyLayout, error) {
+// EtcdKeyLayout keys built-in resources in etcd as upstream does, so an
+// existing cluster's etcd can be read and Myriad's read by upstream's
+// tools. Whatever writes Myriad's etcd directly (the restart bench's
+// loader) must use it too.
+func EtcdKeyLayout() (*etcd.KeyLayout, error) {
 	reg, err := registry.New()
 	if err != nil {
 		return nil, err
