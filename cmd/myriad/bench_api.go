@@ -18,6 +18,11 @@ func runAPIBench(ctx context.Context, args []string, stdout io.Writer) error {
 	var phases, out string
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the server to measure (default: start an in-process control plane)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "in-process server's data directory (default: a temporary directory, removed afterwards)")
+	fs.StringVar(&cfg.Storage, "storage", "embedded", "in-process server's storage backend: embedded or etcd")
+	fs.Func("etcd-servers", "comma-separated etcd URLs for the in-process server (with --storage=etcd)", func(v string) error {
+		cfg.EtcdServers = splitList(v)
+		return nil
+	})
 	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "PID of a local server given by --kubeconfig, to sample its RSS during the unfiltered LIST")
 	fs.StringVar(&out, "out", "", "directory for report.md and results.json")
 	fs.StringVar(&phases, "phases", strings.Join(apiPhases, ","), "phases to run, comma-separated: "+strings.Join(apiPhases, ","))

@@ -17,6 +17,11 @@ func runRestartBench(ctx context.Context, args []string, stdout io.Writer) error
 	fs.BoolVar(&cfg.SkipLoad, "skip-load", false, "start on what --data-dir already holds")
 	fs.IntVar(&cfg.Namespaces, "namespaces", 1000, "namespaces the pods spread over")
 	fs.IntVar(&cfg.Nodes, "nodes", 10000, "node names the pods are bound to")
+	fs.StringVar(&cfg.Storage, "storage", "embedded", "storage backend to load into and start on: embedded (in --data-dir) or etcd")
+	fs.Func("etcd-servers", "comma-separated etcd URLs (with --storage=etcd)", func(v string) error {
+		cfg.EtcdServers = splitList(v)
+		return nil
+	})
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the run (with --skip-load: of the start) to this file")
 	applyMemoryLimit := memoryLimitFlag(fs) // the server runs in this process
 	if err := fs.Parse(args); err != nil {

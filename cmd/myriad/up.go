@@ -54,6 +54,7 @@ func controlPlaneFlags(fs *flag.FlagSet) (*controlplane.Config, *string) {
 	fs.DurationVar(&cfg.Authorization.WebhookCacheUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", 30*time.Second, "how long the webhook's denied answers are cached (0: the default)")
 	serviceAccountFlags(fs, &cfg.ServiceAccounts)
 	kubeletFlags(fs, &cfg.Kubelet)
+	storageFlags(fs, cfg)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolFunc("contention-profiling", "record blocking and mutex contention for /debug/pprof/block and /debug/pprof/mutex (as upstream's flag; costs a little on every lock)", func(v string) error {
 		on, err := strconv.ParseBool(v)
@@ -128,13 +129,6 @@ func runControlPlane(ctx context.Context, name string, args []string) error {
 	var components func(*slog.Logger, *controlplane.Config) []controlplane.Component
 	if name == "up" {
 		components = upComponents(fs)
-	}
-	if name == "apiserver" {
-		fs.StringVar(&cfg.Storage, "storage", "embedded", "storage backend: embedded (etcd comes later)")
-		fs.Func("etcd-servers", "comma-separated etcd URLs (with --storage=etcd)", func(v string) error {
-			cfg.EtcdServers = splitList(v)
-			return nil
-		})
 	}
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -42,13 +42,21 @@ type component struct {
 // another, so the honest sign of life both have is their leader-election
 // Lease in kube-system being renewed. The storage entry keeps upstream's
 // name "etcd-0" (clients and scripts look for it) whichever backend the
-// store is, and asks the store's own health check, as /healthz does.
+// store is, and asks the store's own health check, as /healthz does; each
+// more shard (Config.Shards) follows as etcd-1, etcd-2, ….
 func (s *Server) components() []component {
-	return []component{
+	out := []component{
 		{"scheduler", func(ctx context.Context) error { return s.leaderLeaseFresh(ctx, "kube-scheduler") }},
 		{"controller-manager", func(ctx context.Context) error { return s.leaderLeaseFresh(ctx, "kube-controller-manager") }},
-		{"etcd-0", s.cfg.Store.Health},
 	}
+	for _, sh := range s.shards.all {
+		out = append(out, component{sh.name, func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, shardHealthTimeout)
+			defer cancel()
+			return boundedHealth(ctx, sh.store)
+		}})
+	}
+	return out
 }
 
 // leaderLeaseFresh reports whether kube-system/name has a holder that

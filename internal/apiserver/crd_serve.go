@@ -317,7 +317,7 @@ func (s *Server) checkServable(crd *apiextensionsv1.CustomResourceDefinition) er
 // resource version.
 func (s *Server) newCustomHandler(res *registry.Resource, codec *crCodec, indexedFields []string, fields *fieldTracker, state *customState) (*resourceHandler, error) {
 	gr := res.GroupVersionResource().GroupResource()
-	st := s.cfg.Encryption.Wrap(gr, s.cfg.Store)
+	st := s.cfg.Encryption.Wrap(gr, s.storeForResource(gr))
 	h := &resourceHandler{s: s, res: res, fields: fields, custom: state,
 		objects: newObjectStore(res, st, codec, s.serverMetrics, nil)}
 	// Every served version has its own cache over the one prefix; its

@@ -14,8 +14,10 @@ import (
 
 // startEventExpiry deletes events EventTTL after their last write, through
 // whichever API they were written (both are stored as core/v1 events).
+// A store that expires keys itself (TTLWriter) needs no loop: events are
+// written to it with their TTL (shards.go).
 func (s *Server) startEventExpiry() error {
-	if s.cfg.EventTTL < 0 {
+	if s.cfg.EventTTL < 0 || s.eventsExpireInStore() {
 		return nil
 	}
 	h, ok := s.handlers[schema.GroupVersionResource{Version: "v1", Resource: "events"}]

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -61,9 +62,27 @@ func (s *Server) bootstrapKubernetesService(ctx context.Context) error {
 		// too); a server on loopback has no in-cluster clients to point.
 		return nil
 	}
+	return s.startEndpointLeases(ctx, meta)
+}
+
+// reconcileKubernetesEndpoints points the kubernetes Service's Endpoints
+// and EndpointSlice at addrs (every live API server, endpointleases.go),
+// all serving on this server's port, as upstream's lease reconciler
+// assumes.
+func (s *Server) reconcileKubernetesEndpoints(ctx context.Context, meta metav1.ObjectMeta, addrs []netip.Addr) error {
+	eps, slices := s.handlers[corev1.SchemeGroupVersion.WithResource("endpoints")],
+		s.handlers[discoveryv1.SchemeGroupVersion.WithResource("endpointslices")]
+	port := s.cfg.PublicPort
+	var epAddrs []corev1.EndpointAddress
+	var sliceEndpoints []discoveryv1.Endpoint
+	ready := true
+	for _, a := range addrs {
+		epAddrs = append(epAddrs, corev1.EndpointAddress{IP: a.String()})
+		sliceEndpoints = append(sliceEndpoints, discoveryv1.Endpoint{Addresses: []string{a.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
+	}
 	name, p, proto := "https", port, corev1.ProtocolTCP
 	endpoints := &corev1.Endpoints{ObjectMeta: *meta.DeepCopy(), Subsets: []corev1.EndpointSubset{{
-		Addresses: []corev1.EndpointAddress{{IP: addr.String()}},
+		Addresses: epAddrs,
 		Ports:     []corev1.EndpointPort{{Name: name, Port: p, Protocol: proto}},
 	}}}
 	endpoints.Labels = map[string]string{"endpointslice.kubernetes.io/skip-mirror": "true"}
@@ -75,12 +94,11 @@ func (s *Server) bootstrapKubernetesService(ctx context.Context) error {
 	}
 
 	addressType := discoveryv1.AddressTypeIPv4
-	if addr.Is6() {
+	if s.cfg.PublicAddress.Is6() {
 		addressType = discoveryv1.AddressTypeIPv6
 	}
-	ready := true
 	slice := &discoveryv1.EndpointSlice{ObjectMeta: *meta.DeepCopy(), AddressType: addressType,
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{addr.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Endpoints: sliceEndpoints,
 		Ports:     []discoveryv1.EndpointPort{{Name: &name, Port: &p, Protocol: &proto}},
 	}
 	slice.Labels = map[string]string{discoveryv1.LabelServiceName: kubernetesServiceName}

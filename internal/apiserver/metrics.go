@@ -15,10 +15,15 @@ type serverMetrics struct {
 	// storageDuration is upstream's etcd_request_duration_seconds: the
 	// dashboards that watch etcd latency watch our store's the same way.
 	storageDuration *prometheus.HistogramVec
+	// storeTimesItself is set when the stores record
+	// etcd_request_duration_seconds themselves (Config.StoreRecordsMetrics):
+	// observing here too would count every request twice.
+	storeTimesItself bool
 }
 
-func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
+func newServerMetrics(reg prometheus.Registerer, storeTimesItself bool) (*serverMetrics, error) {
 	m := &serverMetrics{
+		storeTimesItself: storeTimesItself,
 		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_watch_events_total",
 			Help: "Number of events sent in watch clients",
@@ -34,7 +39,12 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 			Buckets: []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60},
 		}, []string{"operation", "type"}),
 	}
-	for _, c := range []prometheus.Collector{m.watchEvents, m.watchEventBytes, m.storageDuration} {
+	collectors := []prometheus.Collector{m.watchEvents, m.watchEventBytes}
+	if !storeTimesItself {
+		// The store registered it already otherwise.
+		collectors = append(collectors, m.storageDuration)
+	}
+	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -44,5 +54,8 @@ func newServerMetrics(reg prometheus.Registerer) (*serverMetrics, error) {
 
 // observeStorage records one store operation on a resource.
 func (m *serverMetrics) observeStorage(op, resource string, start time.Time) {
+	if m.storeTimesItself {
+		return
+	}
 	m.storageDuration.WithLabelValues(op, resource).Observe(time.Since(start).Seconds())
 }

@@ -34,8 +34,15 @@ import (
 
 // Config configures a Server. Zero values take the stated defaults.
 type Config struct {
-	// Store holds every object. Required.
+	// Store holds every object no shard in Shards holds. Required.
 	Store storage.Store
+	// Shards are more stores, each holding the resources it names
+	// (shards.go); default none.
+	Shards []StoreShard
+	// StoreRecordsMetrics says the stores record upstream's
+	// etcd_request_duration_seconds themselves (the etcd backend does,
+	// on the same registry); the server then leaves it to them.
+	StoreRecordsMetrics bool
 	// Registry lists the served resources; default registry.New().
 	Registry *registry.Registry
 	// Scheme knows every served type; default registry.NewScheme().
@@ -67,7 +74,7 @@ type Config struct {
 	// IndexedLabels are label keys the caches index besides "app".
 	IndexedLabels []string
 	// CompactionInterval is how often history older than one interval is
-	// compacted away (default 5 minutes, as upstream).
+	// compacted away (default 5 minutes, as upstream; negative: never).
 	CompactionInterval time.Duration
 	// EventTTL is how long after its last write an event is deleted
 	// (upstream's --event-ttl; default one hour; negative: never).
@@ -121,6 +128,11 @@ type Server struct {
 	readiness readinessChecks
 	// reviewers answer the review APIs (reviews.go); set before Start.
 	reviewers reviewers
+	// shards route each resource to its store (shards.go).
+	shards *shardSet
+	// endpointLease is this server's place in the kubernetes Service's
+	// endpoints (endpointleases.go); nil without a public address.
+	endpointLease *endpointLeases
 
 	mu struct {
 		sync.Mutex
@@ -169,7 +181,13 @@ func New(cfg Config) (*Server, error) {
 		handlers:   map[schema.GroupVersionResource]*resourceHandler{},
 		stop:       make(chan struct{}),
 	}
-	if s.serverMetrics, err = newServerMetrics(cfg.Metrics); err != nil {
+	if s.serverMetrics, err = newServerMetrics(cfg.Metrics, cfg.StoreRecordsMetrics); err != nil {
+		return nil, err
+	}
+	if s.shards, err = newShardSet(cfg.Store, cfg.Shards); err != nil {
+		return nil, err
+	}
+	if err := cfg.Metrics.Register(newStorageMetrics(s)); err != nil {
 		return nil, err
 	}
 	d, err := newDiscovery(cfg.Registry.Resources())
@@ -194,6 +212,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.handlers[res.GroupVersionResource()] = h
 	}
+	s.warnUnservedShards()
 	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	if h, ok := s.handlers[nsGVR]; ok {
 		s.namespaces = h
@@ -218,7 +237,8 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 	}
 	// Encryption is chosen by the stored resource, which every version
 	// served over the same keys shares.
-	st := s.cfg.Encryption.Wrap(s.cfg.Registry.StorageResource(res).GroupVersionResource().GroupResource(), s.cfg.Store)
+	storedGR := s.cfg.Registry.StorageResource(res).GroupVersionResource().GroupResource()
+	st := s.cfg.Encryption.Wrap(storedGR, s.storeForResource(storedGR))
 	h := &resourceHandler{s: s, res: res, fields: s.fields, objects: newObjectStore(res, st, s.codecs.storage, s.serverMetrics, conv)}
 	indexedFields := []string{}
 	if res.SelectableFields != nil {
@@ -299,6 +319,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.loadServiceAllocations(ctx); err != nil {
 		return err
 	}
+	if err := s.startServiceClaims(ctx); err != nil {
+		return err
+	}
 	// Before bootstrap: its writes go through the webhook and policy
 	// plugins, which wait for their informers.
 	if err := s.startExtensionAdmission(); err != nil {
@@ -310,8 +333,13 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.startEventExpiry(); err != nil {
 		return err
 	}
-	s.wg.Add(1)
-	go s.compactLoop()
+	for _, sh := range s.shards.all {
+		if s.cfg.CompactionInterval < 0 {
+			break
+		}
+		s.wg.Add(1)
+		go s.compactLoop(sh)
+	}
 	s.startCRDController()
 	return nil
 }
@@ -326,6 +354,8 @@ func (s *Server) Stop() {
 	}
 	s.mu.stopped = true
 	s.mu.Unlock()
+	// While the caches still serve the writes it makes.
+	s.releaseEndpointLease()
 	close(s.stop)
 	for _, h := range s.handlers {
 		h.cache.Stop()
@@ -350,33 +380,6 @@ func (s *Server) notReady() error {
 		return fmt.Errorf("not ready: %s", strings.Join(names, ", "))
 	}
 	return nil
-}
-
-// compactLoop compacts store history to the revision seen one interval
-// ago, so a watch resuming within an interval never hits a compacted
-// revision (upstream's five-minute rule).
-func (s *Server) compactLoop() {
-	defer s.wg.Done()
-	t := s.clock.NewTicker(s.cfg.CompactionInterval)
-	defer t.Stop()
-	var previous int64
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C():
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		if previous > 0 {
-			if err := s.cfg.Store.Compact(ctx, previous); err != nil {
-				s.log.Warn("compaction failed", "revision", previous, "err", err)
-			}
-		}
-		if rev, err := s.cfg.Store.CurrentRevision(ctx); err == nil {
-			previous = rev
-		}
-		cancel()
-	}
 }
 
 // ServeHTTP serves discovery, version and resource requests; the filters
@@ -420,13 +423,13 @@ func (s *Server) serveNonResource(w http.ResponseWriter, r *http.Request) {
 	case path == "/version":
 		s.writeJSON(w, r, s.cfg.Version)
 	case path == "/livez" || path == "/healthz":
-		s.writeHealth(w, r, s.cfg.Store.Health(r.Context()))
+		s.writeHealth(w, r, namedCheck("etcd", s.shards.health(r.Context())))
 	case strings.HasPrefix(path, "/openapi/"):
 		s.openapi.Handler().ServeHTTP(w, r)
 	case path == "/readyz":
 		err := s.notReady()
 		if err == nil {
-			err = s.cfg.Store.Health(r.Context())
+			err = namedCheck("etcd-readiness", s.shards.health(r.Context()))
 		}
 		s.writeHealth(w, r, err)
 	default:
@@ -478,7 +481,7 @@ func (s *Server) writeHealth(w http.ResponseWriter, r *http.Request, err error) 
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if err != nil {
 		w.WriteHeader(http.StatusInternalServerError)
-		fmt.Fprintf(w, "[-] %v\nhealthz check failed\n", err)
+		fmt.Fprintf(w, "[-]%v\n%s check failed\n", err, strings.TrimPrefix(strings.TrimSuffix(r.URL.Path, "/"), "/"))
 		return
 	}
 	fmt.Fprint(w, "ok")

@@ -184,6 +184,16 @@ func (c *Cache) Revision() int64 {
 	return c.mu.rev
 }
 
+// Len returns how many objects the cache holds (0 before it is filled).
+func (c *Cache) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.mu.st == nil {
+		return 0
+	}
+	return c.mu.st.all.Len()
+}
+
 // Key returns the storage key of an object (name alone for cluster-scoped).
 func (c *Cache) Key(namespace, name string) string {
 	if namespace == "" {
@@ -245,6 +255,36 @@ func (c *Cache) waitForRev(ctx context.Context, rev int64, askProgress bool) err
 			return errTooLarge(rev, cur)
 		}
 	}
+}
+
+// waitForClientRev is waitForRev for a revision a client sent. A
+// revision beyond the store's current one was never issued by this store:
+// it comes from another store the resource lived in before (moved to
+// another etcd by --etcd-servers-overrides, or a store restored from an
+// older backup), whose revisions are unrelated to this one's. The cache
+// would wait for it in vain, and a watch from the store itself would
+// wait silently forever (the trap large clusters met when they split
+// etcd): the client gets 410 Gone at once and relists, as it does after
+// a compaction. A revision the store has reached but the cache has not
+// yet is waited for as usual.
+func (c *Cache) waitForClientRev(ctx context.Context, rev int64) error {
+	c.mu.RLock()
+	cur := c.mu.rev
+	c.mu.RUnlock()
+	if cur >= rev {
+		return nil
+	}
+	// The store's current revision is linearizable: every revision any
+	// client was ever given by this store is at or below it.
+	storeRev, err := c.cfg.Store.CurrentRevision(ctx)
+	if err != nil {
+		return internalError(err)
+	}
+	if rev > storeRev {
+		c.metrics.futureRevisions.Inc()
+		return errFutureRevision(rev, storeRev)
+	}
+	return c.waitForRev(ctx, rev, true)
 }
 
 // waitConsistent implements the rv@t0 protocol: learn the store's current

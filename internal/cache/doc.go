@@ -37,7 +37,10 @@
 // waits until it has caught up (Alibaba's "data collaboration" protocol), so
 // no read ever goes to the store. Lists at an older revision (Exact, and pages
 // 2+ of a paginated list) are rebuilt from the current state by undoing the
-// window's newer events; there are no per-revision snapshots.
+// window's newer events; there are no per-revision snapshots. A
+// resourceVersion beyond the store's current revision was issued by
+// another store (the resource moved to another etcd shard, or the store
+// was restored): it is 410 at once, never waited for (waitForClientRev).
 //
 // Memory: by default the cache keeps each object's stored bytes (plus its
 // labels and selectable fields, packed into one string rather than two

@@ -23,7 +23,9 @@ var ErrStopped = errors.New("cache: stopped")
 // Every other error returned to callers is an *apierrors.StatusError the API
 // server can write as is:
 //
-//	410 Expired          resourceVersion/continue older than the window
+//	410 Expired          resourceVersion/continue older than the window, or
+//	                     newer than the store has ever reached (another
+//	                     store's: waitForClientRev)
 //	504 Timeout          "Too large resource version" (cause ResourceVersionTooLarge,
 //	                     Retry-After 1 s), when the cache does not reach the
 //	                     revision asked for (or rv@t0) within Config.ReadWaitTimeout
@@ -46,6 +48,13 @@ func errTooLarge(requested, current int64) error {
 		Message: "Too large resource version",
 	}}
 	return err
+}
+
+// errFutureRevision is the 410 for a resourceVersion the store never
+// issued (waitForClientRev): client-go's reflectors relist on it.
+func errFutureRevision(requested, current int64) error {
+	return apierrors.NewResourceExpired(fmt.Sprintf("resource version %d is newer than its store has ever reached (%d): "+
+		"it was issued by another store (the resource was moved to another etcd, or its store restored from a backup); list again", requested, current))
 }
 
 func errNotReady() error {

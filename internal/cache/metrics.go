@@ -9,10 +9,10 @@ import (
 // metrics uses upstream's watch-cache metric names where one exists, so
 // existing dashboards work; each cache labels them with its resource.
 type metrics struct {
-	reg                                                                      prometheus.Registerer
-	all                                                                      []prometheus.Collector
-	received, dispatched, terminated, initializations, restarts, undecodable prometheus.Counter
-	capacity, objects, watchers                                              prometheus.Gauge
+	reg                                                                                       prometheus.Registerer
+	all                                                                                       []prometheus.Collector
+	received, dispatched, terminated, initializations, restarts, undecodable, futureRevisions prometheus.Counter
+	capacity, objects, watchers                                                               prometheus.Gauge
 }
 
 func newMetrics(cfg Config) (*metrics, error) {
@@ -31,11 +31,12 @@ func newMetrics(cfg Config) (*metrics, error) {
 		initializations: counter("apiserver_watch_cache_initializations_total", "Times the watch cache was (re)initialized from a list."),
 		restarts:        counter("myriad_watch_cache_store_watch_restarts_total", "Times the store watch ended and was re-established."),
 		undecodable:     counter("myriad_watch_cache_undecodable_objects_total", "Stored values that did not decode; reads of those keys fail until they are rewritten."),
+		futureRevisions: counter("myriad_watch_cache_future_resource_versions_total", "Reads and watches refused with 410 because their resourceVersion is beyond anything the store issued (another store's)."),
 		capacity:        gauge("apiserver_watch_cache_capacity", "Event window capacity."),
 		objects:         gauge("myriad_watch_cache_objects", "Objects held by the watch cache."),
 		watchers:        gauge("myriad_watch_cache_watchers", "Watchers of the watch cache."),
 	}
-	m.all = []prometheus.Collector{m.restarts, m.undecodable, m.received, m.dispatched, m.terminated, m.initializations, m.capacity, m.objects, m.watchers}
+	m.all = []prometheus.Collector{m.futureRevisions, m.restarts, m.undecodable, m.received, m.dispatched, m.terminated, m.initializations, m.capacity, m.objects, m.watchers}
 	if m.reg != nil {
 		for i, col := range m.all {
 			if err := m.reg.Register(col); err != nil {

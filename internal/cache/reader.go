@@ -201,7 +201,7 @@ func (c *Cache) list(ctx context.Context, opts ListOptions, visit func(*entry) e
 			if compacted, err := c.cfg.Store.CompactedRevision(ctx); err == nil && asOf <= compacted {
 				return ListResult{}, errContinueExpired(encodeContinue(start, c.cfg.Prefix, latestContinueRV))
 			}
-			if err := c.waitForRev(ctx, asOf, true); err != nil {
+			if err := c.waitForClientRev(ctx, asOf); err != nil {
 				return ListResult{}, err
 			}
 		}
@@ -213,7 +213,7 @@ func (c *Cache) list(ctx context.Context, opts ListOptions, visit func(*entry) e
 		if err != nil {
 			return ListResult{}, err
 		}
-		if err := c.waitForRev(ctx, rv, true); err != nil {
+		if err := c.waitForClientRev(ctx, rv); err != nil {
 			return ListResult{}, err
 		}
 		asOf = rv

@@ -242,7 +242,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 		if err != nil {
 			return nil, err
 		}
-		if err := c.waitForRev(ctx, rv, true); err != nil {
+		if err := c.waitForClientRev(ctx, rv); err != nil {
 			return nil, err
 		}
 		from = rv
@@ -377,7 +377,7 @@ func (c *Cache) waitForOpts(ctx context.Context, rv string) error {
 	if err != nil {
 		return err
 	}
-	return c.waitForRev(ctx, n, true)
+	return c.waitForClientRev(ctx, n)
 }
 
 // runInitial delivers the initial events, then whatever dispatch queued

@@ -45,6 +45,7 @@ func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, sec *securit
 		filters.WithPanicRecovery(log),
 		audit.WithAuditID,
 		filters.WithRequestInfo,
+		filters.WithProbabilisticGoaway(filters.GoawayConfig{Chance: cfg.GoawayChance}),
 		withMetrics,
 		filters.WithLogging(log),
 		filters.WithRequestDeadline(maxRequestTimeout),

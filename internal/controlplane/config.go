@@ -72,6 +72,11 @@ type Config struct {
 	EncryptionProviderConfig string
 	// Kubelet is how the API server reaches kubelets (kubelet.go).
 	Kubelet KubeletOptions
+	// Etcd configures the etcd backend beyond EtcdServers (etcdoptions.go).
+	Etcd EtcdOptions
+	// GoawayChance is the share of HTTP/2 requests told to reconnect, so
+	// clients spread over several API servers (--goaway-chance, 0-0.02).
+	GoawayChance float64
 	// ShutdownTimeout bounds graceful shutdown (default 10 s).
 	ShutdownTimeout time.Duration
 	Logger          *slog.Logger
@@ -92,11 +97,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.SecurePort == 0 {
 		c.SecurePort = 6443
 	}
-	if c.Storage == "" {
-		c.Storage = "embedded"
-	}
-	if c.Storage != "embedded" {
-		return c, fmt.Errorf("storage %q is not available yet: only the embedded store is implemented", c.Storage)
+	if err := c.validateStorage(); err != nil {
+		return c, err
 	}
 	if c.MaxRequestsInflight == 0 {
 		c.MaxRequestsInflight = 400

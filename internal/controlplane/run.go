@@ -10,7 +10,6 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"time"
@@ -26,7 +25,6 @@ import (
 	"github.com/myriad-k8s/myriad/internal/apiserver"
 	"github.com/myriad-k8s/myriad/internal/pki"
 	"github.com/myriad-k8s/myriad/internal/registry"
-	"github.com/myriad-k8s/myriad/internal/storage/embedded"
 )
 
 // Run serves the API until ctx is done, then shuts down in order: stop
@@ -72,11 +70,11 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		return err
 	}
 	start := time.Now()
-	store, err := embedded.Open(ctx, embedded.Options{Dir: filepath.Join(cfg.DataDir, "store"), Logger: log.With("component", "store")})
+	stores, err := openStores(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("opening store: %w", err)
+		return err
 	}
-	defer store.Close()
+	defer stores.close()
 
 	metrics := cfg.Metrics
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -97,7 +95,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		return api.GetObject(ctx, gvr, ns, name, rv)
 	})
 	api, err = apiserver.New(apiserver.Config{
-		Store: store, Registry: reg, Scheme: scheme,
+		Store: stores.main, Shards: stores.shards, CompactionInterval: cfg.Etcd.CompactionInterval, StoreRecordsMetrics: cfg.Storage == "etcd", Registry: reg, Scheme: scheme,
 		ServiceClusterIPRange: cfg.ServiceClusterIPRange, ServiceNodePortRange: cfg.ServiceNodePortRange,
 		IndexedLabels: cfg.IndexedLabels, EventTTL: cfg.EventTTL, Logger: log.With("component", "apiserver"), Metrics: metrics,
 		Version:       versionInfo(),

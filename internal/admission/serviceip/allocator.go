@@ -1,6 +1,8 @@
 package serviceip
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"math/rand/v2"
@@ -17,9 +19,9 @@ import (
 
 // Allocator hands out ClusterIPs and NodePorts. Its state is derived
 // from the stored Services at start (Load), so a crash cannot leak an
-// allocation.
-// With several API servers this must move into the store (upstream's
-// IPAddress objects); one server owns it for now.
+// allocation. With several API servers, each allocation is also claimed
+// in the store they share (UseClaims, claims.go) before it is handed
+// out, so two servers never give one address or port to two Services.
 type Allocator struct {
 	prefix   netip.Prefix
 	size     int64 // usable addresses (network and broadcast excluded)
@@ -29,6 +31,9 @@ type Allocator struct {
 		sync.Mutex
 		ips   map[netip.Addr]bool
 		ports map[int]bool
+		// claims, when set, is the store-wide record (claims.go); the
+		// maps above are then this server's view of it.
+		claims Claims
 	}
 }
 
@@ -99,10 +104,13 @@ func (a *Allocator) addrAt(i int64) netip.Addr {
 
 // allocate fills in svc's ClusterIP and NodePorts. It returns a release
 // function that undoes exactly what it took.
-func (a *Allocator) allocate(svc *corev1.Service) (func(), error) {
+//
+// With claims, the store is written while a.mu is held: Service writes
+// are rare, and one lock keeps "pick a free one, claim it" simple.
+func (a *Allocator) allocate(ctx context.Context, svc *corev1.Service) (func(), error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ips, ports, err := a.allocateLocked(svc)
+	ips, ports, err := a.allocateLocked(ctx, svc, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -110,34 +118,61 @@ func (a *Allocator) allocate(svc *corev1.Service) (func(), error) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		a.freeLocked(ips, ports)
+		a.releaseClaimsLocked(ctx, owner(svc.Namespace, svc.Name), ips, ports, nil)
 	}, nil
 }
 
 // allocateLocked fills in and marks svc's ClusterIP and NodePorts; it
-// returns what it marked. On error nothing stays marked.
-func (a *Allocator) allocateLocked(svc *corev1.Service) (takenIPs []netip.Addr, takenPorts []int, err error) {
+// returns what it marked. On error nothing stays marked, and no claim
+// stays but those in keep (what the Service held before an update).
+func (a *Allocator) allocateLocked(ctx context.Context, svc *corev1.Service, keep []string) (takenIPs []netip.Addr, takenPorts []int, err error) {
+	own := owner(svc.Namespace, svc.Name)
 	fail := func(err error) ([]netip.Addr, []int, error) {
 		a.freeLocked(takenIPs, takenPorts)
+		a.releaseClaimsLocked(ctx, own, takenIPs, takenPorts, keep)
 		return nil, nil, err
+	}
+	unavailable := func(what string, err error) ([]netip.Addr, []int, error) {
+		return fail(apierrors.NewInternalError(fmt.Errorf("failed to allocate a %s: %w", what, err)))
 	}
 	gk := schema.GroupKind{Kind: "Service"}
 	specPath := field.NewPath("spec")
 	if svc.Spec.Type != corev1.ServiceTypeExternalName && svc.Spec.ClusterIP != corev1.ClusterIPNone {
 		if svc.Spec.ClusterIP == "" {
-			addr, ok := a.nextFreeIPLocked()
-			if !ok {
-				return fail(apierrors.NewInternalError(fmt.Errorf("failed to allocate a serviceIP: range is full")))
+			for {
+				addr, ok := a.nextFreeIPLocked()
+				if !ok {
+					return fail(apierrors.NewInternalError(fmt.Errorf("failed to allocate a serviceIP: range is full")))
+				}
+				a.mu.ips[addr] = true // taken, by us or (ErrClaimed) another server
+				if err := a.claimLocked(ctx, ipItem(addr), own); errors.Is(err, ErrClaimed) {
+					continue
+				} else if err != nil {
+					delete(a.mu.ips, addr)
+					return unavailable("serviceIP", err)
+				}
+				takenIPs = append(takenIPs, addr)
+				svc.Spec.ClusterIP = addr.String()
+				break
 			}
-			a.mu.ips[addr] = true
-			takenIPs = append(takenIPs, addr)
-			svc.Spec.ClusterIP = addr.String()
 		} else {
 			addr, err := netip.ParseAddr(svc.Spec.ClusterIP)
 			if err != nil || !a.prefix.Contains(addr) {
 				return fail(apierrors.NewInvalid(gk, svc.Name, field.ErrorList{field.Invalid(specPath.Child("clusterIPs").Index(0), svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: the provided IP (%s) is not in the valid range. The range of valid IPs is %s", svc.Spec.ClusterIP, svc.Spec.ClusterIP, a.prefix))}))
 			}
-			if a.mu.ips[addr] {
+			ipTaken := func() ([]netip.Addr, []int, error) {
 				return fail(apierrors.NewInvalid(gk, svc.Name, field.ErrorList{field.Invalid(specPath.Child("clusterIPs").Index(0), svc.Spec.ClusterIP, fmt.Sprintf("failed to allocate IP %s: provided IP is already allocated", svc.Spec.ClusterIP))}))
+			}
+			// With claims, the store is the authority: this server's map
+			// may still hold an address another server has since freed.
+			if a.mu.ips[addr] && a.mu.claims == nil {
+				return ipTaken()
+			}
+			if err := a.claimLocked(ctx, ipItem(addr), own); errors.Is(err, ErrClaimed) {
+				a.mu.ips[addr] = true
+				return ipTaken()
+			} else if err != nil {
+				return unavailable("serviceIP", err)
 			}
 			a.mu.ips[addr] = true
 			takenIPs = append(takenIPs, addr)
@@ -154,18 +189,34 @@ func (a *Allocator) allocateLocked(svc *corev1.Service) (takenIPs []netip.Addr, 
 	if needsNodePorts(svc) {
 		for i := range svc.Spec.Ports {
 			p := &svc.Spec.Ports[i]
-			if p.NodePort == 0 {
-				port, ok := a.nextFreePortLocked()
-				if !ok {
-					return fail(apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: range is full")))
-				}
-				p.NodePort = int32(port)
-			} else if int(p.NodePort) < a.portLow || int(p.NodePort) > a.portHigh || a.mu.ports[int(p.NodePort)] {
-				msg := "provided port is already allocated"
-				if int(p.NodePort) < a.portLow || int(p.NodePort) > a.portHigh {
-					msg = fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", a.portLow, a.portHigh)
-				}
+			portInvalid := func(msg string) ([]netip.Addr, []int, error) {
 				return fail(apierrors.NewInvalid(gk, svc.Name, field.ErrorList{field.Invalid(specPath.Child("ports").Index(i).Child("nodePort"), p.NodePort, msg)}))
+			}
+			if p.NodePort == 0 {
+				for {
+					port, ok := a.nextFreePortLocked()
+					if !ok {
+						return fail(apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: range is full")))
+					}
+					a.mu.ports[port] = true
+					if err := a.claimLocked(ctx, portItem(port), own); errors.Is(err, ErrClaimed) {
+						continue
+					} else if err != nil {
+						delete(a.mu.ports, port)
+						return unavailable("nodePort", err)
+					}
+					p.NodePort = int32(port)
+					break
+				}
+			} else if int(p.NodePort) < a.portLow || int(p.NodePort) > a.portHigh {
+				return portInvalid(fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", a.portLow, a.portHigh))
+			} else if a.mu.ports[int(p.NodePort)] && a.mu.claims == nil {
+				return portInvalid("provided port is already allocated")
+			} else if err := a.claimLocked(ctx, portItem(int(p.NodePort)), own); errors.Is(err, ErrClaimed) {
+				a.mu.ports[int(p.NodePort)] = true
+				return portInvalid("provided port is already allocated")
+			} else if err != nil {
+				return unavailable("nodePort", err)
 			}
 			a.mu.ports[int(p.NodePort)] = true
 			takenPorts = append(takenPorts, int(p.NodePort))
@@ -229,10 +280,12 @@ func held(svc *corev1.Service) (ips []netip.Addr, ports []int) {
 }
 
 // releaseService frees everything a deleted Service held.
-func (a *Allocator) releaseService(svc *corev1.Service) {
+func (a *Allocator) releaseService(ctx context.Context, svc *corev1.Service) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.freeLocked(held(svc))
+	ips, ports := held(svc)
+	a.freeLocked(ips, ports)
+	a.releaseClaimsLocked(ctx, owner(svc.Namespace, svc.Name), ips, ports, nil)
 }
 
 // reallocate allocates what an update of old to svc newly needs (node
@@ -241,7 +294,7 @@ func (a *Allocator) releaseService(svc *corev1.Service) {
 // is freed yet: finish(true), once the update is stored, frees what svc no
 // longer holds; finish(false) (dry run, failed or no-op write) frees what
 // svc newly took. finish must be called exactly once.
-func (a *Allocator) reallocate(svc, old *corev1.Service) (finish func(written bool), err error) {
+func (a *Allocator) reallocate(ctx context.Context, svc, old *corev1.Service) (finish func(written bool), err error) {
 	if !needsNodePorts(svc) {
 		for i := range svc.Spec.Ports {
 			svc.Spec.Ports[i].NodePort = 0
@@ -250,9 +303,10 @@ func (a *Allocator) reallocate(svc, old *corev1.Service) (finish func(written bo
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	oldIPs, oldPorts := held(old)
-	// Allocate as if old's holdings were free, so svc may keep them.
+	// Allocate as if old's holdings were free, so svc may keep them
+	// (their claims are the Service's own, which Claim accepts).
 	a.freeLocked(oldIPs, oldPorts)
-	_, _, err = a.allocateLocked(svc)
+	_, _, err = a.allocateLocked(ctx, svc, Items(oldIPs, oldPorts))
 	for _, ip := range oldIPs {
 		a.mu.ips[ip] = true
 	}
@@ -263,14 +317,16 @@ func (a *Allocator) reallocate(svc, old *corev1.Service) (finish func(written bo
 		return nil, err
 	}
 	newIPs, newPorts := held(svc)
+	own := owner(svc.Namespace, svc.Name)
 	return func(written bool) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
+		ips, ports := minus(newIPs, oldIPs), minus(newPorts, oldPorts)
 		if written {
-			a.freeLocked(minus(oldIPs, newIPs), minus(oldPorts, newPorts))
-		} else {
-			a.freeLocked(minus(newIPs, oldIPs), minus(newPorts, oldPorts))
+			ips, ports = minus(oldIPs, newIPs), minus(oldPorts, newPorts)
 		}
+		a.freeLocked(ips, ports)
+		a.releaseClaimsLocked(ctx, own, ips, ports, nil)
 	}, nil
 }
 

@@ -21,13 +21,13 @@ func (a *Allocator) Handles(op admission.Operation) bool {
 // delete, releases what the deleted Service held once the delete is
 // stored. Status updates keep the spec and take nothing; other resources
 // are not its business.
-func (a *Allocator) Allocate(_ context.Context, attrs *admission.Attributes) (admission.Finish, error) {
+func (a *Allocator) Allocate(ctx context.Context, attrs *admission.Attributes) (admission.Finish, error) {
 	if attrs.Resource != servicesResource || attrs.Subresource != "" {
 		return admission.NoFinish, nil
 	}
 	switch attrs.Operation {
 	case admission.Create:
-		release, err := a.allocate(attrs.Object.(*corev1.Service))
+		release, err := a.allocate(ctx, attrs.Object.(*corev1.Service))
 		if err != nil {
 			return nil, err
 		}
@@ -37,12 +37,12 @@ func (a *Allocator) Allocate(_ context.Context, attrs *admission.Attributes) (ad
 			}
 		}, nil
 	case admission.Update:
-		return a.reallocate(attrs.Object.(*corev1.Service), attrs.OldObject.(*corev1.Service))
+		return a.reallocate(ctx, attrs.Object.(*corev1.Service), attrs.OldObject.(*corev1.Service))
 	case admission.Delete:
 		old := attrs.OldObject.(*corev1.Service)
 		return func(written bool) {
 			if written {
-				a.releaseService(old)
+				a.releaseService(ctx, old)
 			}
 		}, nil
 	}

@@ -233,7 +233,7 @@ func startServer(ctx context.Context, cfg Config) (stop func(), kubeconfig strin
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	cpCfg := controlplane.Config{DataDir: dir, SecurePort: port, Logger: logger}
+	cpCfg := controlplane.Config{DataDir: dir, SecurePort: port, Logger: logger, Storage: cfg.Storage, EtcdServers: cfg.EtcdServers}
 	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ready := make(chan struct{})
 	done := make(chan error, 1)

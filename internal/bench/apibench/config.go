@@ -16,6 +16,10 @@ type Config struct {
 	// DataDir is the in-process server's data directory. Default: a new
 	// temporary directory, removed when Run returns.
 	DataDir string
+	// Storage and EtcdServers choose the in-process server's backend
+	// (`myriad up --storage --etcd-servers`); default the embedded store.
+	Storage     string
+	EtcdServers []string
 	// ServerPID, for a server on this machine given by Kubeconfig, lets Run
 	// sample its RSS from /proc during the unfiltered LIST. Ignored for the
 	// in-process server (which is this process).

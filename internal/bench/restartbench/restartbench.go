@@ -21,7 +21,9 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/controlplane"
 	"github.com/myriad-k8s/myriad/internal/registry"
+	"github.com/myriad-k8s/myriad/internal/storage"
 	"github.com/myriad-k8s/myriad/internal/storage/embedded"
+	"github.com/myriad-k8s/myriad/internal/storage/etcd"
 
 	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 	"github.com/myriad-k8s/myriad/internal/procstat"
@@ -41,6 +43,11 @@ type Config struct {
 	// Writers load the store concurrently (default 64).
 	Writers  int
 	Progress io.Writer
+	// Storage "etcd" loads into and starts on the etcd at EtcdServers
+	// (with `myriad apiserver --storage=etcd`'s key layout) instead of
+	// the embedded store in Dir.
+	Storage     string
+	EtcdServers []string
 }
 
 // Result is what one restart cost.
@@ -80,6 +87,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("restartbench: Config.Dir is required")
 	}
 	res := Result{Pods: cfg.Pods, GoMaxProcs: runtime.GOMAXPROCS(0)}
+	var err error
 	if !cfg.SkipLoad {
 		start := time.Now()
 		if err := load(ctx, cfg); err != nil {
@@ -87,7 +95,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		res.LoadTime = time.Since(start)
 	}
-	res.StoreBytes, _ = benchutil.DirSize(filepath.Join(cfg.Dir, "store"))
+	if cfg.Storage == "etcd" {
+		if res.StoreBytes, err = etcdSize(ctx, cfg); err != nil {
+			return res, err
+		}
+	} else {
+		res.StoreBytes, _ = benchutil.DirSize(filepath.Join(cfg.Dir, "store"))
+	}
 	runtime.GC()
 
 	port, err := freePort()
@@ -101,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	start := time.Now()
 	go func() {
 		done <- controlplane.Run(runCtx, controlplane.Config{
-			DataDir: cfg.Dir, SecurePort: port,
+			DataDir: cfg.Dir, SecurePort: port, Storage: cfg.Storage, EtcdServers: cfg.EtcdServers,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		}, ready)
 	}()
@@ -129,7 +143,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 // load writes the pods with the API server's key layout and encoding.
 func load(ctx context.Context, cfg Config) error {
-	st, err := embedded.Open(ctx, embedded.Options{Dir: filepath.Join(cfg.Dir, "store")})
+	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -211,4 +225,26 @@ func (r Result) Write(w io.Writer) error {
 		pods, r.LoadTime.Round(time.Millisecond), float64(r.StoreBytes)/(1<<20), r.ReadyTime.Round(time.Millisecond),
 		float64(r.RSSWhenReady)/(1<<20), float64(r.HeapAfterGC)/(1<<20), r.GoMaxProcs)
 	return err
+}
+
+// openStore opens the store the server will start on.
+func openStore(ctx context.Context, cfg Config) (storage.Store, error) {
+	if cfg.Storage != "etcd" {
+		return embedded.Open(ctx, embedded.Options{Dir: filepath.Join(cfg.Dir, "store")})
+	}
+	layout, err := controlplane.EtcdKeyLayout()
+	if err != nil {
+		return nil, err
+	}
+	return etcd.New(ctx, etcd.Config{Endpoints: cfg.EtcdServers, KeyLayout: layout})
+}
+
+// etcdSize is the etcd database's size, the StoreBytes of an etcd run.
+func etcdSize(ctx context.Context, cfg Config) (int64, error) {
+	st, err := etcd.New(ctx, etcd.Config{Endpoints: cfg.EtcdServers})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	return st.DBSize(ctx)
 }
