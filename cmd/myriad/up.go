@@ -64,6 +64,7 @@ func controlPlaneFlags(fs *flag.FlagSet) (*controlplane.Config, *string) {
 		return err
 	})
 	securityFlags(fs, cfg)
+	flowControlFlags(fs, cfg)
 	return cfg, level
 }
 
