@@ -48,7 +48,9 @@ func TestFlowSchemaValidation(t *testing.T) {
 			[]string{"Unsupported value: spec.rules[0].resourceRules[0].verbs"}},
 		{"namespaced rule without namespaces", func(fs *flowcontrolv1.FlowSchema) { fs.Spec.Rules[0].ResourceRules[0].Namespaces = nil },
 			[]string{"Required value: spec.rules[0].resourceRules[0].namespaces"}},
-		{"infix wildcard URL", func(fs *flowcontrolv1.FlowSchema) { fs.Spec.Rules[0].NonResourceRules[0].NonResourceURLs = []string{"/a*b"} },
+		{"infix wildcard URL", func(fs *flowcontrolv1.FlowSchema) {
+			fs.Spec.Rules[0].NonResourceRules[0].NonResourceURLs = []string{"/a*b"}
+		},
 			[]string{"Invalid value: spec.rules[0].nonResourceRules[0].nonResourceURLs[0]"}},
 		{"no subjects and no rules", func(fs *flowcontrolv1.FlowSchema) { fs.Spec.Rules[0] = flowcontrolv1.PolicyRulesWithSubjects{} },
 			[]string{"Required value: spec.rules[0]", "Required value: spec.rules[0].subjects"}},
@@ -117,11 +119,17 @@ func TestPriorityLevelConfigurationValidation(t *testing.T) {
 		{"reject with queuing", func(pl *flowcontrolv1.PriorityLevelConfiguration) {
 			pl.Spec.Limited.LimitResponse.Type = flowcontrolv1.LimitResponseTypeReject
 		}, []string{"Forbidden: spec.limited.limitResponse.queuing"}},
-		{"lendable over 100", func(pl *flowcontrolv1.PriorityLevelConfiguration) { pl.Spec.Limited.LendablePercent = ptrTo(int32(101)) },
+		{"lendable over 100", func(pl *flowcontrolv1.PriorityLevelConfiguration) {
+			pl.Spec.Limited.LendablePercent = ptrTo(int32(101))
+		},
 			[]string{"Invalid value: spec.limited.lendablePercent"}},
-		{"negative borrowing", func(pl *flowcontrolv1.PriorityLevelConfiguration) { pl.Spec.Limited.BorrowingLimitPercent = ptrTo(int32(-1)) },
+		{"negative borrowing", func(pl *flowcontrolv1.PriorityLevelConfiguration) {
+			pl.Spec.Limited.BorrowingLimitPercent = ptrTo(int32(-1))
+		},
 			[]string{"Invalid value: spec.limited.borrowingLimitPercent"}},
-		{"catch-all is fixed", func(pl *flowcontrolv1.PriorityLevelConfiguration) { pl.Name = flowcontrolv1.PriorityLevelConfigurationNameCatchAll },
+		{"catch-all is fixed", func(pl *flowcontrolv1.PriorityLevelConfiguration) {
+			pl.Name = flowcontrolv1.PriorityLevelConfigurationNameCatchAll
+		},
 			[]string{"Invalid value: spec"}},
 	}
 	for _, tt := range tests {
