@@ -127,7 +127,7 @@ func New(cfg Config) (*Controller, error) {
 	// Only the one ConfigMap: an informer over all ConfigMaps would keep
 	// a second copy of every one in memory.
 	one := fields.SelectorFromSet(fields.Set{"metadata.namespace": UserAgentRulesNamespace, "metadata.name": UserAgentRulesName}).String()
-	if c.uaInf, err = c.informerFor(corev1.SchemeGroupVersion.WithResource("configmaps"), &corev1.ConfigMap{}, func(o *metav1.ListOptions) { o.FieldSelector = one }); err != nil {
+	if c.uaInf, err = c.informerFor(configMapsGVR, &corev1.ConfigMap{}, func(o *metav1.ListOptions) { o.FieldSelector = one }); err != nil {
 		return nil, err
 	}
 	fcmetrics.Register()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,7 @@ type Objects interface {
 var (
 	flowSchemasGVR    = flowcontrolv1.SchemeGroupVersion.WithResource("flowschemas")
 	priorityLevelsGVR = flowcontrolv1.SchemeGroupVersion.WithResource("prioritylevelconfigurations")
+	configMapsGVR     = corev1.SchemeGroupVersion.WithResource("configmaps")
 )
 
 // configObject is a FlowSchema or a PriorityLevelConfiguration.
