@@ -193,6 +193,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	c.life.cancel = cancel
 	kick := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.wake() },
 		UpdateFunc: func(_, _ any) { c.wake() },
 		DeleteFunc: func(any) { c.wake() },
 	}

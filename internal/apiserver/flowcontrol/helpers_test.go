@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -136,6 +137,8 @@ func (e *env) create(gvrResource string, obj runtime.Object) {
 		gvr = priorityLevelsGVR
 	case "configmaps":
 		gvr = configMapsGVR
+	case "namespaces":
+		gvr = corev1.SchemeGroupVersion.WithResource("namespaces")
 	}
 	if _, err := e.api.Objects().Create(context.Background(), gvr, obj); err != nil {
 		e.t.Fatalf("creating %s: %v", gvrResource, err)
@@ -152,3 +155,6 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// parseInfo is what filters.WithRequestInfo puts in the context.
+func parseInfo(r *http.Request) (*request.RequestInfo, error) { return request.Parse(r) }
