@@ -1,6 +1,7 @@
 package flowcontrol
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 
@@ -85,7 +86,7 @@ func (c *Controller) expensiveNow(w http.ResponseWriter, r *http.Request, info *
 }
 
 func (c *Controller) tooManyRequests(w http.ResponseWriter, msg string) {
-	secs := c.cfg.Reject.RetryAfterSeconds
+	secs := jitter(c.cfg.Reject.RetryAfterSeconds)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	filters.WriteStatus(w, &apierrors.NewTooManyRequests(msg, secs).ErrStatus)
 }
@@ -129,6 +130,8 @@ type rejectWriter struct {
 func (w *rejectWriter) WriteHeader(code int) {
 	if !w.admitted && code == http.StatusTooManyRequests {
 		secs, _ := strconv.Atoi(w.Header().Get("Retry-After"))
+		secs = jitter(max(secs, 1))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		w.swallow = true
 		filters.WriteStatus(w.ResponseWriter, &apierrors.NewTooManyRequests("Too many requests, please try again later.", secs).ErrStatus)
 		return
@@ -231,3 +234,9 @@ func newRejectMetrics(reg prometheus.Registerer) (*rejectMetrics, error) {
 	}
 	return m, nil
 }
+
+// jitter spreads a Retry-After of secs over [secs, 2·secs]. Clients
+// (client-go, the simulator's kubelets) wait exactly what the server
+// says: without it, every client rejected in the same second comes back
+// in the same second, and a relist storm repeats itself in lockstep.
+func jitter(secs int) int { return secs + rand.IntN(secs+1) }
