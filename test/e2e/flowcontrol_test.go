@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -58,6 +62,14 @@ spec:
 		_, _ = s.kubectl(t, "", "delete", "flowschema", "e2e-limit-greedy")
 		_, _ = s.kubectl(t, "", "delete", "prioritylevelconfiguration", "e2e-tiny")
 	})
+	// Lists of 40 ConfigMaps of 20 KB take long enough to overlap.
+	c := s.client(t)
+	for i := range 40 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}, Data: map[string]string{"x": strings.Repeat("x", 20<<10)}}
+		if _, err := c.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	plUID := strings.TrimSpace(s.mustKubectl(t, "", "get", "prioritylevelconfiguration", "e2e-tiny", "-o", "jsonpath={.metadata.uid}"))
 
 	clientFor := func(sa string) *http.Client {
@@ -75,6 +87,7 @@ spec:
 	get := func(c *http.Client) (*http.Response, error) {
 		resp, err := c.Get(url)
 		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
 		return resp, err

@@ -39,6 +39,8 @@ type API interface {
 	ListerWatcher(gvr schema.GroupVersionResource) (toolscache.ListerWatcher, error)
 	// Ready reports whether every cache is synced.
 	Ready() bool
+	// AddReadinessCheck gates the server's readiness.
+	AddReadinessCheck(name string, ready func() bool)
 	Sizer
 }
 
@@ -82,6 +84,11 @@ type Controller struct {
 
 	// kick wakes the ensurer after a change to the configuration objects.
 	kick chan struct{}
+	// ensured is set once the bootstrap configuration was written; the
+	// server is not ready before (upstream's
+	// priority-and-fairness-config-producer post-start hook), so clients
+	// never meet a cluster without its FlowSchemas.
+	ensured atomic.Bool
 
 	life struct {
 		sync.Mutex
@@ -144,6 +151,7 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c.ua.set(nil)
+	cfg.API.AddReadinessCheck("priority-and-fairness-config-producer", c.ensured.Load)
 	return c, nil
 }
 
@@ -265,6 +273,8 @@ func (c *Controller) ensureLoop(ctx context.Context) {
 			c.log.Warn("ensuring the bootstrap flow control configuration", "err", err)
 			// Retry soon: a write may have failed while caches warmed.
 			c.wakeAfter(ctx, time.Second)
+		} else {
+			c.ensured.Store(true)
 		}
 		select {
 		case <-ctx.Done():
