@@ -144,6 +144,7 @@ func New(cfg Config) (*Controller, error) {
 		sizer: cfg.API,
 		upstream: fcrequest.NewWorkEstimator(noObjectCounts, c.fc.GetInterestedWatchCount,
 			fcrequest.DefaultWorkEstimatorConfig(), c.fc.GetMaxSeats),
+		maxSeats: c.fc.GetMaxSeats,
 	}
 	c.debug = mux.NewPathRecorderMux("flowcontrol-debug")
 	c.fc.Install(c.debug)

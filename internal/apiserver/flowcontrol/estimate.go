@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,10 +39,22 @@ type EstimatorConfig struct {
 	// being encoded) to tens of MB.
 	ListBudgetPerCore int64
 	// MaxListSeats caps one LIST's seats. Default: a quarter of the
-	// server's seats, so one huge LIST runs at a time in a priority level
-	// while the level's small requests keep the rest. Upstream caps at 10
-	// seats, which is what lets 40 parallel 12 MB LISTs through at once.
+	// server's seats. A LIST is further capped at its priority level's
+	// largest request (upstream's max seats: 15% of the level's nominal
+	// seats at most): a request wider than the level's current limit
+	// would run only alone and hold every small request of the level
+	// behind it for its whole duration.
 	MaxListSeats uint64
+	// ListAftermathPerCore is the rate, in bytes per second per core, at
+	// which the server is taken to recover from a LIST's transient
+	// memory after answering it: a LIST holds its seats for another
+	// bytes / (rate × cores) (upstream's final seats and additional
+	// latency). The garbage of a 12 MB answer — the buffers it was
+	// encoded in, the copies the client's slow reading kept alive — is
+	// paid for in garbage collection after the request ends; without
+	// this, a client that lists back to back is charged only for the
+	// part of the work its own request saw. Default 32 MiB/s.
+	ListAftermathPerCore int64
 	// Cores defaults to GOMAXPROCS.
 	Cores int
 }
@@ -56,6 +69,9 @@ func (c EstimatorConfig) withDefaults(serverSeats int) EstimatorConfig {
 	if c.ListBytesPerSeat <= 0 {
 		c.ListBytesPerSeat = max(1, c.ListBudgetPerCore*int64(c.Cores)/int64(max(1, serverSeats)))
 	}
+	if c.ListAftermathPerCore <= 0 {
+		c.ListAftermathPerCore = 32 << 20
+	}
 	if c.MaxListSeats == 0 {
 		c.MaxListSeats = uint64(max(1, serverSeats/4))
 	}
@@ -68,6 +84,8 @@ type estimator struct {
 	cfg      EstimatorConfig
 	sizer    Sizer
 	upstream fcrequest.WorkEstimatorFunc
+	// maxSeats is a priority level's largest request (0: unknown).
+	maxSeats func(priorityLevel string) uint64
 }
 
 func (e *estimator) estimate(r *http.Request, flowSchema, priorityLevel string) fcrequest.WorkEstimate {
@@ -75,16 +93,40 @@ func (e *estimator) estimate(r *http.Request, flowSchema, priorityLevel string) 
 	if !ok || info.Verb != request.VerbList || e.sizer == nil {
 		return e.upstream(r, flowSchema, priorityLevel)
 	}
-	seats, ok := e.listSeats(r, info)
+	bytes, ok := e.listBytes(r, info)
 	if !ok {
 		return e.upstream(r, flowSchema, priorityLevel)
 	}
-	return fcrequest.WorkEstimate{InitialSeats: seats}
+	seats := e.seatsFor(bytes)
+	if e.maxSeats != nil {
+		if m := e.maxSeats(priorityLevel); m > 0 {
+			seats = min(seats, m)
+		}
+	}
+	we := fcrequest.WorkEstimate{InitialSeats: seats}
+	if after := time.Duration(float64(bytes) / float64(e.cfg.ListAftermathPerCore*int64(e.cfg.Cores)) * float64(time.Second)); after >= time.Millisecond {
+		we.FinalSeats, we.AdditionalLatency = seats, after
+	}
+	return we
 }
 
-// listSeats is 1 + the list's bytes / ListBytesPerSeat, at most
-// MaxListSeats. ok is false when the cache cannot say.
+// listSeats is what a list costs: 1 + its bytes / ListBytesPerSeat, at
+// most MaxListSeats. ok is false when the cache cannot say.
 func (e *estimator) listSeats(r *http.Request, info *request.RequestInfo) (uint64, bool) {
+	bytes, ok := e.listBytes(r, info)
+	if !ok {
+		return 0, false
+	}
+	return e.seatsFor(bytes), true
+}
+
+func (e *estimator) seatsFor(bytes int64) uint64 {
+	return min(1+uint64(bytes/e.cfg.ListBytesPerSeat), e.cfg.MaxListSeats)
+}
+
+// listBytes is the stored bytes the list returns, as the cache's books
+// say (a page's share of them with limit).
+func (e *estimator) listBytes(r *http.Request, info *request.RequestInfo) (int64, bool) {
 	gvr := schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}
 	var label labels.Selector
 	var field fields.Selector
@@ -113,8 +155,7 @@ func (e *estimator) listSeats(r *http.Request, info *request.RequestInfo) (uint6
 	if limit > 0 && limit < objects {
 		bytes = bytes / objects * limit
 	}
-	seats := 1 + uint64(bytes/e.cfg.ListBytesPerSeat)
-	return min(seats, e.cfg.MaxListSeats), true
+	return bytes, true
 }
 
 // noObjectCounts is the object counter upstream's estimator gets: lists
