@@ -74,6 +74,7 @@ type Controller struct {
 	plInf     toolscache.SharedIndexInformer
 	uaInf     toolscache.SharedIndexInformer
 	estimate  *estimator
+	gate      *listGate
 	ua        uaRules
 	heap      heapSampler
 	// warm latches once the server has been ready: a cache that falls
@@ -146,6 +147,7 @@ func New(cfg Config) (*Controller, error) {
 			fcrequest.DefaultWorkEstimatorConfig(), c.fc.GetMaxSeats),
 		maxSeats: c.fc.GetMaxSeats,
 	}
+	c.gate = newListGate(cfg.Estimator.ListBudgetPerCore * int64(cfg.Estimator.Cores))
 	c.debug = mux.NewPathRecorderMux("flowcontrol-debug")
 	c.fc.Install(c.debug)
 	if c.m, err = newRejectMetrics(cfg.Metrics); err != nil {

@@ -22,7 +22,7 @@ import (
 // authorization. It needs filters.WithRequestInfo and authentication
 // earlier in the chain.
 func (c *Controller) Filter(next http.Handler) http.Handler {
-	apf := apifilters.WithPriorityAndFairness(admitted(next), longRunning, c.fc, c.estimate.estimate, c.cfg.RequestWaitLimit)
+	apf := apifilters.WithPriorityAndFairness(c.admitted(next), longRunning, c.fc, c.estimate.estimate, c.cfg.RequestWaitLimit)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		info, ok := request.RequestInfoFrom(ctx)
@@ -149,8 +149,9 @@ func (w *rejectWriter) Write(p []byte) (int, error) {
 // admitted marks the request as let through and hands next the
 // original writer (with its Flusher and Hijacker). A watch is
 // initialized, for APF, when its handler first writes: until then it
-// holds its seat, after that it is a long-running request.
-func admitted(next http.Handler) http.Handler {
+// holds its seat, after that it is a long-running request. A big LIST
+// passes the list gate first (gate.go).
+func (c *Controller) admitted(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rw, ok := w.(*rejectWriter)
 		if !ok {
@@ -158,9 +159,20 @@ func admitted(next http.Handler) http.Handler {
 			return
 		}
 		rw.admitted = true
-		if info, ok := request.RequestInfoFrom(r.Context()); ok && info.Verb == request.VerbWatch {
+		info, ok := request.RequestInfoFrom(r.Context())
+		if ok && info.Verb == request.VerbWatch {
 			next.ServeHTTP(&watchInitWriter{ResponseWriter: rw.ResponseWriter, r: r}, r)
 			return
+		}
+		if ok && info.Verb == request.VerbList && c.gate != nil {
+			if bytes, known := c.estimate.listBytes(r, info); known {
+				release, ok := c.gate.acquire(r.Context(), bytes)
+				if !ok {
+					filters.WriteStatusError(rw.ResponseWriter, r.Context().Err())
+					return
+				}
+				defer release()
+			}
 		}
 		next.ServeHTTP(rw.ResponseWriter, r)
 	})

@@ -109,6 +109,7 @@ func (c GreedyClients) floodPhase(ctx context.Context, env *loadtest.Env, f *flo
 	floodCtx, stop := context.WithDeadline(ctx, deadline)
 	defer stop()
 	var wg sync.WaitGroup
+	var logOnce sync.Once
 	if flood {
 		for range c.ParallelLists {
 			wg.Go(func() {
@@ -122,6 +123,9 @@ func (c GreedyClients) floodPhase(ctx context.Context, env *loadtest.Env, f *flo
 					}
 					if floodCtx.Err() != nil {
 						return // cut short by the phase's end, not the server
+					}
+					if err != nil {
+						logOnce.Do(func() { env.Log.Warn("flood list failed", "err", err) })
 					}
 					record(key("LIST", "configmaps", "flood"), time.Since(t), err)
 					lists.Add(1)
