@@ -1,6 +1,7 @@
 package flowcontrol
 
 import (
+	"context"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -45,8 +46,15 @@ func (c *Controller) Filter(next http.Handler) http.Handler {
 			}
 			defer rule.release()
 		}
-		if info.Verb == request.VerbList && c.expensiveNow(w, r, info) {
-			return
+		if info.Verb == request.VerbList {
+			if c.expensiveNow(w, r, info) {
+				return
+			}
+			release, ok := c.enterListGate(w, r, info)
+			if !ok {
+				return
+			}
+			defer release()
 		}
 		ctx = apirequest.WithRequestInfo(ctx, upstreamRequestInfo(info))
 		if u != nil {
@@ -89,6 +97,28 @@ func (c *Controller) tooManyRequests(w http.ResponseWriter, msg string) {
 	secs := jitter(c.cfg.Reject.RetryAfterSeconds)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	filters.WriteStatus(w, &apierrors.NewTooManyRequests(msg, secs).ErrStatus)
+}
+
+// enterListGate waits, for a big LIST, for its share of the list
+// budget (gate.go) — before APF, so that lists waiting their turn hold
+// no seats of their level — at most RequestWaitLimit, then answers 429.
+// ok is false when it answered.
+func (c *Controller) enterListGate(w http.ResponseWriter, r *http.Request, info *request.RequestInfo) (release func(), ok bool) {
+	bytes, known := c.estimate.listBytes(r, info)
+	if !known {
+		return func() {}, true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.RequestWaitLimit)
+	defer cancel()
+	release, ok = c.gate.acquire(ctx, bytes)
+	if !ok {
+		if r.Context().Err() == nil {
+			c.m.active.WithLabelValues("list-budget").Inc()
+			c.tooManyRequests(w, "too many large lists are being answered; try again later")
+		}
+		return nil, false
+	}
+	return release, true
 }
 
 // longRunning is upstream's check: such requests (except watches, which
@@ -149,8 +179,7 @@ func (w *rejectWriter) Write(p []byte) (int, error) {
 // admitted marks the request as let through and hands next the
 // original writer (with its Flusher and Hijacker). A watch is
 // initialized, for APF, when its handler first writes: until then it
-// holds its seat, after that it is a long-running request. A big LIST
-// passes the list gate first (gate.go).
+// holds its seat, after that it is a long-running request.
 func (c *Controller) admitted(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rw, ok := w.(*rejectWriter)
@@ -163,16 +192,6 @@ func (c *Controller) admitted(next http.Handler) http.Handler {
 		if ok && info.Verb == request.VerbWatch {
 			next.ServeHTTP(&watchInitWriter{ResponseWriter: rw.ResponseWriter, r: r}, r)
 			return
-		}
-		if ok && info.Verb == request.VerbList && c.gate != nil {
-			if bytes, known := c.estimate.listBytes(r, info); known {
-				release, ok := c.gate.acquire(r.Context(), bytes)
-				if !ok {
-					filters.WriteStatusError(rw.ResponseWriter, r.Context().Err())
-					return
-				}
-				defer release()
-			}
 		}
 		next.ServeHTTP(rw.ResponseWriter, r)
 	})
@@ -233,7 +252,7 @@ func newRejectMetrics(reg prometheus.Registerer) (*rejectMetrics, error) {
 		}, []string{"rule"}),
 		active: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "myriad_flowcontrol_active_rejected_requests_total",
-			Help: "Expensive requests answered 429 before queueing, by reason (warming: caches still filling; memory: heap past the threshold).",
+			Help: "Expensive requests answered 429 before queueing, by reason (warming: caches still filling; memory: heap past the threshold; list-budget: a large list waited its turn too long).",
 		}, []string{"reason"}),
 	}
 	if reg == nil {

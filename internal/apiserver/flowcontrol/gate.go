@@ -11,8 +11,9 @@ import (
 // cores). APF bounds seats per level, and a level's seats cannot tell
 // nine 12 MB lists from nine small ones without making the big ones so
 // wide they run alone and hold the level's small requests behind them;
-// the gate, run after APF admitted a list, lets the level's small
-// requests through while the big lists take turns: their encoding
+// the gate, run before APF classifies a list (so lists waiting their
+// turn hold no seats), lets the levels' small requests through while the
+// big lists take turns, in arrival order: their encoding
 // buffers, and the garbage collection they cause, stay within the
 // budget however many are admitted. A list bigger than the budget runs
 // when nothing else holds any of it.
