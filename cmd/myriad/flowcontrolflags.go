@@ -26,7 +26,7 @@ func flowControlFlags(fs *flag.FlagSet, cfg *controlplane.Config) {
 		cfg.FlowControl.MemoryRejectThresholdBytes = uint64(q.Value())
 		return nil
 	})
-	fs.Func("apf-list-budget-per-core", "with priority and fairness: bytes of LIST results in flight per core that fill the server's seats (a quantity; default 4Mi)", func(v string) error {
+	fs.Func("apf-list-budget-per-core", "with priority and fairness: bytes of large LIST answers in flight per core; more wait their turn (a quantity; default 4Mi)", func(v string) error {
 		q, err := resource.ParseQuantity(v)
 		if err != nil || q.Sign() <= 0 {
 			return fmt.Errorf("want a positive quantity such as 4Mi, got %q", v)

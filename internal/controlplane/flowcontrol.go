@@ -22,7 +22,8 @@ type FlowControlOptions struct {
 	// while the heap holds more than this (--memory-reject-threshold).
 	MemoryRejectThresholdBytes uint64
 	// ListBudgetPerCore is the bytes of LIST results in flight per core
-	// that fill the server's seats (default 4 MiB; flowcontrol.EstimatorConfig).
+	// (default 4 MiB; flowcontrol.EstimatorConfig): big lists beyond it
+	// wait their turn.
 	ListBudgetPerCore int64
 }
 

@@ -14,8 +14,14 @@
 //     apf.kubernetes.io/autoupdate-spec: "true").
 //   - estimate.go charges a LIST by the bytes the watch cache will really
 //     return (cache.Size, known before the work is done) rather than by an
-//     object count capped at 10 seats, so a few huge lists cannot take all
-//     the CPU; mutating requests keep upstream's watcher fan-out estimate.
+//     object count, capped at its level's largest request; mutating
+//     requests keep upstream's watcher fan-out estimate.
+//   - gate.go bounds the bytes of big LIST answers in flight to the
+//     machine's budget (cores × 4 MiB) before APF classifies them: how
+//     many 12 MB lists run at once, not their seats, is what slows every
+//     other request (their buffers and the garbage collection they cause),
+//     and seats wide enough to say so would block a level's small
+//     requests behind them.
 //   - reject.go answers 429 at once, before queueing, to expensive
 //     requests while the caches are still warming or the heap is past a
 //     threshold, and to User-Agents an operator lists in a watched

@@ -32,11 +32,12 @@ type EstimatorConfig struct {
 	// server — the machine's capacity to decode and encode, not a count
 	// of requests, bounds the list work in flight.
 	ListBytesPerSeat int64
-	// ListBudgetPerCore is the bytes of LIST results in flight per core
-	// that fill the server. Default 4 MiB: a core encodes a few hundred
-	// MB/s, so this is tens of milliseconds of work per core, and bounds
-	// the transient memory of lists (several times their size while
-	// being encoded) to tens of MB.
+	// ListBudgetPerCore is the bytes of LIST results in flight per core:
+	// the list gate's budget (gate.go), and what fills the server's
+	// seats. Default 4 MiB: a core encodes a few hundred MB/s, so this is
+	// tens of milliseconds of work per core, and bounds the transient
+	// memory of lists (several times their size while being encoded) to
+	// tens of MB.
 	ListBudgetPerCore int64
 	// MaxListSeats caps one LIST's seats. Default: a quarter of the
 	// server's seats. A LIST is further capped at its priority level's
