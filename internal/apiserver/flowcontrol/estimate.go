@@ -94,9 +94,11 @@ func (e *estimator) estimate(r *http.Request, flowSchema, priorityLevel string) 
 	if !ok || info.Verb != request.VerbList || e.sizer == nil {
 		return e.upstream(r, flowSchema, priorityLevel)
 	}
-	bytes, ok := e.listBytes(r, info)
+	bytes, ok := r.Context().Value(listBytesKey{}).(int64)
 	if !ok {
-		return e.upstream(r, flowSchema, priorityLevel)
+		if bytes, ok = e.listBytes(r, info); !ok {
+			return e.upstream(r, flowSchema, priorityLevel)
+		}
 	}
 	seats := e.seatsFor(bytes)
 	if e.maxSeats != nil {
@@ -158,6 +160,10 @@ func (e *estimator) listBytes(r *http.Request, info *request.RequestInfo) (int64
 	}
 	return bytes, true
 }
+
+// listBytesKey carries a list's size, found before classification, to
+// the estimator.
+type listBytesKey struct{}
 
 // noObjectCounts is the object counter upstream's estimator gets: lists
 // this server caches never reach it, and the rest (computed lists) cost

@@ -50,11 +50,16 @@ func (c *Controller) Filter(next http.Handler) http.Handler {
 			if c.expensiveNow(w, r, info) {
 				return
 			}
-			release, ok := c.enterListGate(w, r, info)
-			if !ok {
-				return
+			bytes, known := c.estimate.listBytes(r, info)
+			if known {
+				// Sized once: the estimator reads it from the context.
+				ctx = context.WithValue(ctx, listBytesKey{}, bytes)
+				release, ok := c.enterListGate(w, r, bytes)
+				if !ok {
+					return
+				}
+				defer release()
 			}
-			defer release()
 		}
 		ctx = apirequest.WithRequestInfo(ctx, upstreamRequestInfo(info))
 		if u != nil {
@@ -103,11 +108,7 @@ func (c *Controller) tooManyRequests(w http.ResponseWriter, msg string) {
 // budget (gate.go) — before APF, so that lists waiting their turn hold
 // no seats of their level — at most RequestWaitLimit, then answers 429.
 // ok is false when it answered.
-func (c *Controller) enterListGate(w http.ResponseWriter, r *http.Request, info *request.RequestInfo) (release func(), ok bool) {
-	bytes, known := c.estimate.listBytes(r, info)
-	if !known {
-		return func() {}, true
-	}
+func (c *Controller) enterListGate(w http.ResponseWriter, r *http.Request, bytes int64) (release func(), ok bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.RequestWaitLimit)
 	defer cancel()
 	release, ok = c.gate.acquire(ctx, bytes)

@@ -11,7 +11,8 @@ import (
 
 // BenchmarkFilter is flow control's cost per request on the hot paths —
 // a pod create by a ServiceAccount (classified, estimated, queued and
-// dispatched in workload-low) and a node's lease renewal (node-high) —
+// dispatched in workload-low), a node's lease renewal (node-high) and a
+// ServiceAccount's list with a label selector (sized from the cache) —
 // against the max-in-flight filter it replaces, with a handler that does
 // nothing, so the figure is the filter alone.
 func BenchmarkFilter(b *testing.B) {
@@ -25,6 +26,8 @@ func BenchmarkFilter(b *testing.B) {
 		&request.User{Name: "system:serviceaccount:default:app", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:default", request.GroupAuthenticated}})
 	leaseRenew := requestAs(b, "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
 		&request.User{Name: "system:node:n1", Groups: []string{"system:nodes", request.GroupAuthenticated}})
+	saList := requestAs(b, "GET", "/api/v1/namespaces/default/configmaps?labelSelector=app%3Dx",
+		&request.User{Name: "system:serviceaccount:default:app", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:default", request.GroupAuthenticated}})
 	adminGet := requestAs(b, "GET", "/api/v1/namespaces/default/pods/p",
 		&request.User{Name: "admin", Groups: []string{request.GroupMasters, request.GroupAuthenticated}})
 	for _, bc := range []struct {
@@ -34,6 +37,7 @@ func BenchmarkFilter(b *testing.B) {
 	}{
 		{"apf/pod-create", e.c.Filter(noop), podCreate},
 		{"apf/lease-renewal", e.c.Filter(noop), leaseRenew},
+		{"apf/list-with-selector", e.c.Filter(noop), saList},
 		{"apf/exempt", e.c.Filter(noop), adminGet},
 		{"max-inflight/pod-create", inflight(noop), podCreate},
 	} {
