@@ -194,6 +194,12 @@ func (c *Controller) admitted(next http.Handler) http.Handler {
 			next.ServeHTTP(&watchInitWriter{ResponseWriter: rw.ResponseWriter, r: r}, r)
 			return
 		}
+		g := c.m.mutating
+		if ok && info.IsReadOnly() {
+			g = c.m.readOnly
+		}
+		g.Inc()
+		defer g.Dec()
 		next.ServeHTTP(rw.ResponseWriter, r)
 	})
 }
@@ -243,6 +249,11 @@ func (w *rejectWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 type rejectMetrics struct {
 	userAgent *prometheus.CounterVec
 	active    *prometheus.CounterVec
+	// inflight is apiserver_current_inflight_requests, which dashboards
+	// (and the bench) read whichever limiter is on: here the requests
+	// APF admitted and that are executing, watches excluded.
+	inflight           *prometheus.GaugeVec
+	readOnly, mutating prometheus.Gauge
 }
 
 func newRejectMetrics(reg prometheus.Registerer) (*rejectMetrics, error) {
@@ -255,11 +266,16 @@ func newRejectMetrics(reg prometheus.Registerer) (*rejectMetrics, error) {
 			Name: "myriad_flowcontrol_active_rejected_requests_total",
 			Help: "Expensive requests answered 429 before queueing, by reason (warming: caches still filling; memory: heap past the threshold; list-budget: a large list waited its turn too long).",
 		}, []string{"reason"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "apiserver_current_inflight_requests",
+			Help: "Number of requests admitted by priority and fairness and executing, per request kind (watches excluded).",
+		}, []string{"request_kind"}),
 	}
+	m.readOnly, m.mutating = m.inflight.WithLabelValues("readOnly"), m.inflight.WithLabelValues("mutating")
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.userAgent, m.active, upstream.PrefixCollector("apiserver_flowcontrol_")} {
+	for _, c := range []prometheus.Collector{m.userAgent, m.active, m.inflight, upstream.PrefixCollector("apiserver_flowcontrol_")} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
