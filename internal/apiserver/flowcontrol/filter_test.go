@@ -209,8 +209,12 @@ func TestRejectWithRetryAfter(t *testing.T) {
 }
 
 func TestWatchReleasesItsSeat(t *testing.T) {
-	e := newEnv(t, nil, nil)
-	e.create("prioritylevelconfigurations", limitedLevel("one", 1, nil))
+	// A level of one seat that queues (a request finishing releases its
+	// seat just after its answer is sent, so back-to-back requests may
+	// briefly meet it taken) for at most 2 s: a watch that kept its seat
+	// would make every request beside it time out in the queue.
+	e := newEnv(t, func(c *Config) { c.RequestWaitLimit = 2 * time.Second }, nil)
+	e.create("prioritylevelconfigurations", limitedLevel("one", 1, &flowcontrolv1.QueuingConfiguration{Queues: 1, HandSize: 1, QueueLengthLimit: 10}))
 	e.create("flowschemas", usersSchema("one", "one", "watcher"))
 	e.waitClassified("watcher", "one")
 	req, _ := http.NewRequest("GET", e.srv.URL+"/api/v1/namespaces/default/configmaps?watch=1", nil)
