@@ -39,12 +39,16 @@ func (c *Controller) Filter(next http.Handler) http.Handler {
 			return
 		}
 		if rule := c.ua.match(r.UserAgent()); rule != nil {
-			if !rule.acquire() {
-				c.m.userAgent.WithLabelValues(rule.name).Inc()
-				c.tooManyRequests(w, "requests from this client are limited by the operator")
-				return
+			// A limit counts short requests; a watch would hold its slot
+			// for hours. A reject rule refuses everything.
+			if rule.rejects() || !info.IsLongRunning() {
+				if !rule.acquire() {
+					c.m.userAgent.WithLabelValues(rule.name).Inc()
+					c.tooManyRequests(w, "requests from this client are limited by the operator")
+					return
+				}
+				defer rule.release()
 			}
-			defer rule.release()
 		}
 		if info.Verb == request.VerbList {
 			if c.expensiveNow(w, r, info) {
@@ -62,9 +66,13 @@ func (c *Controller) Filter(next http.Handler) http.Handler {
 			}
 		}
 		ctx = apirequest.WithRequestInfo(ctx, upstreamRequestInfo(info))
+		// Authentication always names a user (system:anonymous on public
+		// paths); without one upstream's filter would answer 500.
+		ui := &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
 		if u != nil {
-			ctx = apirequest.WithUser(ctx, &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra})
+			ui = &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
 		}
+		ctx = apirequest.WithUser(ctx, ui)
 		rw := &rejectWriter{ResponseWriter: w}
 		apf.ServeHTTP(rw, r.WithContext(ctx))
 	})

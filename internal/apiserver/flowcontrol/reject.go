@@ -62,7 +62,8 @@ func (h *heapSampler) sample() {
 //
 // Each data entry is one rule, named by its key: "<action> <prefix>",
 // where action is "reject" (answer 429 at once) or a number N (at most N
-// requests with that User-Agent prefix in flight; more get 429). The
+// requests with that User-Agent prefix in flight, watches and other
+// long-running requests not counted; more get 429). The
 // longest matching prefix wins. Members of system:masters are not
 // braked, so an administrator can always undo a rule.
 const (
@@ -158,6 +159,9 @@ func (u *uaRules) match(userAgent string) *uaRule {
 	}
 	return nil
 }
+
+// rejects reports whether r refuses every request.
+func (r *uaRule) rejects() bool { return r.limit.Load() < 0 }
 
 // acquire admits a request under r; release must follow when it did.
 func (r *uaRule) acquire() bool {

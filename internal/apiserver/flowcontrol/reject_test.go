@@ -71,8 +71,24 @@ func TestUserAgentRulesFromConfigMap(t *testing.T) {
 	if n := testutil.ToFloat64(e.c.m.userAgent.WithLabelValues("buggy")); n < 2 {
 		t.Errorf("myriad_flowcontrol_user_agent_rejected_requests_total{rule=buggy} = %v", n)
 	}
+	// A limit of 0 refuses short requests but not watches.
 	obj, err := e.api.Objects().Get(context.Background(), configMapsGVR, UserAgentRulesNamespace, UserAgentRulesName)
 	if err != nil {
+		t.Fatal(err)
+	}
+	limited := obj.(*corev1.ConfigMap).DeepCopy()
+	limited.Data = map[string]string{"buggy": "0 buggy-agent/"}
+	if _, err := e.api.Objects().Update(context.Background(), configMapsGVR, limited); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "limit in force: the agent's watch passes", func() bool {
+		resp, _ := e.do("GET", "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1", sa, "buggy-agent/1.0", nil)
+		return resp.StatusCode == http.StatusOK
+	})
+	if resp, _ := e.do("GET", "/api/v1/namespaces/default/configmaps", sa, "buggy-agent/1.0", nil); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("a get under a limit of 0: %d", resp.StatusCode)
+	}
+	if obj, err = e.api.Objects().Get(context.Background(), configMapsGVR, UserAgentRulesNamespace, UserAgentRulesName); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.api.Objects().Delete(context.Background(), configMapsGVR, UserAgentRulesNamespace, UserAgentRulesName, obj); err != nil {
