@@ -31,6 +31,7 @@ PACKAGES=(
   k8s.io/api/coordination/v1
   k8s.io/api/discovery/v1
   k8s.io/api/events/v1
+  k8s.io/api/flowcontrol/v1
   k8s.io/api/networking/v1
   k8s.io/api/node/v1
   k8s.io/api/policy/v1

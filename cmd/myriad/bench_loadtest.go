@@ -138,6 +138,10 @@ func runGreedyClientsBench(ctx context.Context, args []string, stdout io.Writer)
 	fs.IntVar(&c.Pods, "pods", 1000, "pods created before measuring")
 	fs.IntVar(&c.Services, "services", 200, "services created before measuring")
 	fs.IntVar(&c.Namespaces, "namespaces", 5, "namespaces the objects are spread over")
+	fs.IntVar(&c.ParallelLists, "parallel-lists", 0, "add the list flood: one ServiceAccount runs this many full LISTs of ConfigMaps back to back while another creates and gets ConfigMaps (the flow control issue's measurement: 40)")
+	fs.IntVar(&c.ListConfigMaps, "list-configmaps", 3000, "ConfigMaps the flood lists")
+	fs.IntVar(&c.ConfigMapBytes, "configmap-bytes", 4096, "bytes of each flood ConfigMap")
+	fs.BoolVar(&c.DrainLists, "drain-lists", false, "the flood's client reads answers without decoding them (keeps the bench's own CPU out of the measurement)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

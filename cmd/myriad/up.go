@@ -65,6 +65,7 @@ func controlPlaneFlags(fs *flag.FlagSet) (*controlplane.Config, *string) {
 		return err
 	})
 	securityFlags(fs, cfg)
+	flowControlFlags(fs, cfg)
 	return cfg, level
 }
 

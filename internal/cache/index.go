@@ -28,6 +28,9 @@ type entry struct {
 	// nsOff == nameOff for a cluster-scoped key (setKey). Offsets rather
 	// than strings keep the entry in a smaller size class.
 	nsOff, nameOff int32
+	// size is the stored value's length in bytes, for Size: what a list
+	// of the object costs to read and encode, roughly.
+	size int32
 }
 
 // setKey sets e's key, below prefix.
@@ -76,6 +79,10 @@ type state struct {
 	fields  []string
 	labels  []string
 	byValue map[indexKey]*btree.BTreeG[*entry]
+	// total and byNS are the objects and bytes held, in all and per
+	// namespace, kept by put and remove so Size answers without a walk.
+	total Size
+	byNS  map[string]Size
 }
 
 func newState(prefix string, indexedFields, indexedLabels []string) *state {
@@ -85,7 +92,24 @@ func newState(prefix string, indexedFields, indexedLabels []string) *state {
 		fields:  indexedFields,
 		labels:  indexedLabels,
 		byValue: make(map[indexKey]*btree.BTreeG[*entry]),
+		byNS:    make(map[string]Size),
 	}
+}
+
+// account adds e (sign 1) or takes it away (sign -1) from the sizes.
+func (s *state) account(e *entry, sign int64) {
+	d := Size{Objects: sign, Bytes: sign * int64(e.size)}
+	s.total = s.total.add(d)
+	ns := e.ns()
+	if ns == "" {
+		return
+	}
+	n := s.byNS[ns].add(d)
+	if n.Objects == 0 {
+		delete(s.byNS, ns)
+		return
+	}
+	s.byNS[ns] = n
 }
 
 // indexKeys appends the secondary-index buckets e belongs to. A field is
@@ -111,8 +135,10 @@ func appendIndexKeys(dst []indexKey, indexedFields, indexedLabels []string, e *e
 // put stores e and returns the version it replaced, if any.
 func (s *state) put(e *entry) *entry {
 	prev, _ := s.all.ReplaceOrInsert(e)
+	s.account(e, 1)
 	var buf [8]indexKey
 	if prev != nil {
+		s.account(prev, -1)
 		for _, k := range s.indexKeysFor(buf[:0], prev) {
 			s.removeFromIndex(k, prev)
 		}
@@ -134,6 +160,7 @@ func (s *state) remove(key string) *entry {
 	if !ok {
 		return nil
 	}
+	s.account(prev, -1)
 	var buf [8]indexKey
 	for _, k := range s.indexKeysFor(buf[:0], prev) {
 		s.removeFromIndex(k, prev)

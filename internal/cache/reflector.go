@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
@@ -244,7 +245,7 @@ func (c *Cache) newEntry(kv storage.KeyValue) (*entry, error) {
 		return nil, err
 	}
 	l, f := c.cfg.Attrs(obj)
-	e := &entry{rev: kv.ModRevision, createRev: kv.CreateRevision}
+	e := &entry{rev: kv.ModRevision, createRev: kv.CreateRevision, size: int32(min(len(kv.Value), math.MaxInt32))}
 	e.setKey(c.cfg.Prefix, kv.Key)
 	e.setAttrs(l, f)
 	switch {

@@ -24,18 +24,23 @@ const maxRequestTimeout = 60 * time.Second
 //
 // sec holds the token authenticators, audit and authentication options; az
 // is the authorizer: the same ones the review APIs answer with.
-func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, sec *security, az authz.Authorizer, metrics prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
+//
+// apf, when not nil, is API Priority and Fairness, which takes the
+// max-in-flight filter's place.
+func buildChain(h http.Handler, cfg Config, creds *pki.Credentials, sec *security, az authz.Authorizer, apf filters.Filter, metrics prometheus.Registerer, log *slog.Logger) (http.Handler, error) {
 	withMetrics, err := filters.WithMetrics(filters.MetricsConfig{Registerer: metrics})
 	if err != nil {
 		return nil, err
 	}
-	withInflight, err := filters.WithMaxInFlight(filters.MaxInFlightConfig{
-		MaxRequestsInFlight:         cfg.MaxRequestsInflight,
-		MaxMutatingRequestsInFlight: cfg.MaxMutatingRequestsInflight,
-		Registerer:                  metrics,
-	})
-	if err != nil {
-		return nil, err
+	withInflight := apf
+	if withInflight == nil {
+		if withInflight, err = filters.WithMaxInFlight(filters.MaxInFlightConfig{
+			MaxRequestsInFlight:         cfg.MaxRequestsInflight,
+			MaxMutatingRequestsInFlight: cfg.MaxMutatingRequestsInflight,
+			Registerer:                  metrics,
+		}); err != nil {
+			return nil, err
+		}
 	}
 	// Client certificates first, then bearer tokens, as upstream orders them:
 	// a request carrying both is its certificate's.

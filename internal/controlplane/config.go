@@ -25,6 +25,9 @@ type Config struct {
 	// (default 200) bound concurrent non-long-running requests.
 	MaxRequestsInflight         int
 	MaxMutatingRequestsInflight int
+	// FlowControl configures API Priority and Fairness (flowcontrol.go),
+	// which replaces the max-in-flight limits unless disabled.
+	FlowControl FlowControlOptions
 	// MaxRequestBodyBytes bounds request bodies (default 3 MiB).
 	MaxRequestBodyBytes int64
 	// ServiceClusterIPRange (default 10.96.0.0/12) and ServiceNodePortRange

@@ -146,6 +146,11 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		stopAuthorizer()
 		return err
 	}
+	apf, err := newFlowControl(cfg, api, metrics, log)
+	if err != nil {
+		stopAuthorizer()
+		return err
+	}
 	if err := api.Start(ctx); err != nil {
 		stopAuthorizer()
 		return err
@@ -159,6 +164,11 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		return err
 	}
 	defer agg.Stop()
+	// Stopped before the caches its informers read (deferred after api.Stop).
+	if err := apf.start(ctx); err != nil {
+		return err
+	}
+	defer apf.stop()
 
 	mux := http.NewServeMux()
 	mux.Handle("/", agg.Handler(api))
@@ -169,7 +179,8 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	sa.installDiscovery(mux, pki.ServerURL(cfg.BindAddress, cfg.SecurePort), log)
-	handler, err := buildChain(mux, cfg, creds, sec, authorizer, metrics, log)
+	apf.install(mux)
+	handler, err := buildChain(mux, cfg, creds, sec, authorizer, apf.filter(), metrics, log)
 	if err != nil {
 		return err
 	}

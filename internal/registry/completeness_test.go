@@ -167,7 +167,6 @@ var upstreamSubresources = map[schema.GroupVersionResource][]string{
 const (
 	issueSecurity       = "issue 21 (security)"
 	issueExtensibility  = "issue 22 (extensibility)"
-	issueFlowControl    = "issue 25 (flow control)"
 	issueSeveralServers = "issue 23 (etcd and several API servers)"
 	issueWholeAPI       = "issue 28 (the whole built-in API), still owed"
 	noIssue             = "no issue yet"
@@ -186,10 +185,6 @@ var excluded = map[string]exclusion{
 	// Admission, extensions, aggregation.
 
 	// Flow control.
-	"flowcontrol.apiserver.k8s.io/v1/flowschemas":                        {issueFlowControl, "API priority and fairness"},
-	"flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations":        {issueFlowControl, "API priority and fairness"},
-	"flowcontrol.apiserver.k8s.io/v1/flowschemas/status":                 {issueFlowControl, "API priority and fairness"},
-	"flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/status": {issueFlowControl, "API priority and fairness"},
 
 	// Owed by issue 28.
 	"networking.k8s.io/v1/ipaddresses":         {issueSeveralServers, "the service-IP allocator's state moves into the store as IPAddress objects when several API servers share it"},

@@ -112,6 +112,9 @@ func NewWithOptions(opts Options) (*Registry, error) {
 
 		endpointSliceResource(c),
 
+		flowSchemaResource(c),
+		priorityLevelConfigurationResource(c),
+
 		crdResource(c),
 	}
 	reg := &Registry{

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -52,6 +53,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		coordinationv1.AddToScheme,
 		discoveryv1.AddToScheme,
 		eventsv1.AddToScheme,
+		flowcontrolv1.AddToScheme,
 		networkingv1.AddToScheme,
 		nodev1.AddToScheme,
 		policyv1.AddToScheme,

@@ -24,19 +24,24 @@ var metricPrefixes = []string{
 // them, to a Myriad registry (so they appear on /metrics under upstream's
 // names). It is an unchecked collector: it describes nothing in advance,
 // since the families appear as the plugins first record them.
-func MetricsCollector() prometheus.Collector { return legacyCollector{} }
+func MetricsCollector() prometheus.Collector { return PrefixCollector(metricPrefixes...) }
 
-type legacyCollector struct{}
+// PrefixCollector re-exposes the legacyregistry families whose names
+// start with one of prefixes, as MetricsCollector does for admission's
+// (flow control's apiserver_flowcontrol_ families use it too).
+func PrefixCollector(prefixes ...string) prometheus.Collector { return legacyCollector{prefixes} }
+
+type legacyCollector struct{ prefixes []string }
 
 func (legacyCollector) Describe(chan<- *prometheus.Desc) {}
 
-func (legacyCollector) Collect(ch chan<- prometheus.Metric) {
+func (c legacyCollector) Collect(ch chan<- prometheus.Metric) {
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil && len(families) == 0 {
 		return
 	}
 	for _, f := range families {
-		if !hasPrefix(f.GetName()) {
+		if !hasPrefix(f.GetName(), c.prefixes) {
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -49,8 +54,8 @@ func (legacyCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func hasPrefix(name string) bool {
-	for _, p := range metricPrefixes {
+func hasPrefix(name string, prefixes []string) bool {
+	for _, p := range prefixes {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,20 @@ type GreedyClients struct {
 	Pods, Services int
 	// Namespaces the objects are spread over. Default 5.
 	Namespaces int
+
+	// ParallelLists, when > 0, adds the list flood (greedylists.go): a
+	// baseline and a flood phase in which one ServiceAccount runs this
+	// many full LISTs of ListConfigMaps ConfigMaps of ConfigMapBytes
+	// (defaults 3,000 and 4 KiB) back to back while another creates and
+	// gets ConfigMaps. The measurement is 40.
+	ParallelLists  int
+	ListConfigMaps int
+	ConfigMapBytes int
+	// DrainLists makes the flood's client read each answer without
+	// decoding it (drainList), to take the bench process's own decoding
+	// out of the measurement; default false: it decodes, as client-go's
+	// typed clients (and the measurement) do.
+	DrainLists bool
 }
 
 func (c *GreedyClients) defaults() {
@@ -59,6 +74,12 @@ func (c *GreedyClients) defaults() {
 	if c.Namespaces <= 0 {
 		c.Namespaces = 5
 	}
+	if c.ListConfigMaps <= 0 {
+		c.ListConfigMaps = 3000
+	}
+	if c.ConfigMapBytes <= 0 {
+		c.ConfigMapBytes = 4096
+	}
 }
 
 // probeMix is what "everyone else" does: object reads and writes and
@@ -81,12 +102,31 @@ func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
 	r.Params["pods"] = itoa(c.Pods)
 	r.Params["services"] = itoa(c.Services)
 	r.Params["namespaces"] = itoa(c.Namespaces)
+	if c.ParallelLists > 0 {
+		r.Params["parallel-lists"] = itoa(c.ParallelLists)
+		r.Params["list-configmaps"] = itoa(c.ListConfigMaps)
+		r.Params["configmap-bytes"] = itoa(c.ConfigMapBytes)
+		r.Params["drain-lists"] = strconv.FormatBool(c.DrainLists)
+	}
 	env.OwnLatencyTable = true
 
 	prefix := "bench-greedy-" + runID()
-	namespaces, err := createNamespaces(ctx, env.Client, prefix, c.Namespaces)
+	nns := c.Namespaces
+	if c.ParallelLists > 0 {
+		nns += 2 // the flood's and the polite client's
+	}
+	namespaces, err := createNamespaces(ctx, env.Client, prefix, nns)
 	if err != nil {
 		return err
+	}
+	var flood *floodSetup
+	if c.ParallelLists > 0 {
+		floodNS, politeNS := namespaces[c.Namespaces], namespaces[c.Namespaces+1]
+		defer cleanupNamespaces(ctx, env, namespaces[c.Namespaces:])
+		namespaces = namespaces[:c.Namespaces]
+		if flood, err = c.setupFlood(ctx, env, floodNS, politeNS); err != nil {
+			return err
+		}
 	}
 	defer cleanupNamespaces(ctx, env, namespaces)
 	env.Progress.Phase("prefill", int64(c.Pods+c.Services), time.Time{}, nil)
@@ -114,12 +154,14 @@ func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
 	}
 
 	var phaseRec atomic.Pointer[loadtest.Recorder]
+	record := func(k loadtest.Key, d time.Duration, err error) {
+		env.Latency.Observe(k, d, err)
+		phaseRec.Load().Observe(k, d, err)
+	}
 	observe := func(k loadtest.Key, call func() error) {
 		t := time.Now()
 		err := call()
-		d := time.Since(t)
-		env.Latency.Observe(k, d, err)
-		phaseRec.Load().Observe(k, d, err)
+		record(k, time.Since(t), err)
 	}
 	var seq atomic.Int64
 	probe := func(ctx context.Context, w int, i int64) {
@@ -201,6 +243,11 @@ func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
 	greedy, err := phase("greedy", c.Agents)
 	if err != nil {
 		return err
+	}
+	if flood != nil {
+		if err := c.runFlood(ctx, env, flood, &phaseRec, &stats, observe, record); err != nil {
+			return err
+		}
 	}
 	r.Latencies = stats
 
