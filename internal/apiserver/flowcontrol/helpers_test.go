@@ -82,6 +82,13 @@ func newEnv(t testing.TB, mutate func(*Config), next http.Handler) *env {
 		_, err := api.GetObject(context.Background(), flowSchemasGVR, "", flowcontrolv1.FlowSchemaNameCatchAll, "0")
 		return err == nil && c.fsInf.HasSynced()
 	})
+	// The dispatcher digests the objects asynchronously: until it has the
+	// suggested ones too, an ordinary user's request falls to catch-all.
+	// A GET of one object is never rejected as expensive.
+	waitFor(t, "bootstrap configuration digested", func() bool {
+		resp, _ := e.do("GET", "/api/v1/namespaces/default/configmaps/probe", "bootstrap-probe", "", nil)
+		return e.nameOf(resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID)) == "global-default"
+	})
 	return e
 }
 
