@@ -49,24 +49,11 @@ func (s *Server) startEndpointLeases(ctx context.Context, meta metav1.ObjectMeta
 		return err
 	}
 	s.endpointLease = l
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		t := s.clock.NewTicker(endpointLeaseInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-t.C():
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), endpointLeaseInterval)
-			if err := l.renew(ctx); err != nil {
-				s.log.Warn("renewing the kubernetes Service endpoint lease", "err", err)
-			}
-			cancel()
+	s.every(endpointLeaseInterval, endpointLeaseInterval, func(ctx context.Context) {
+		if err := l.renew(ctx); err != nil {
+			s.log.Warn("renewing the kubernetes Service endpoint lease", "err", err)
 		}
-	}()
+	})
 	return nil
 }
 

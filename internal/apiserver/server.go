@@ -337,8 +337,7 @@ func (s *Server) Start(ctx context.Context) error {
 		if s.cfg.CompactionInterval < 0 {
 			break
 		}
-		s.wg.Add(1)
-		go s.compactLoop(sh)
+		s.startCompaction(sh)
 	}
 	s.startCRDController()
 	return nil

@@ -100,24 +100,11 @@ func (s *Server) startServiceClaims(ctx context.Context) error {
 	if err := s.repairServiceClaims(ctx, h, claims, true); err != nil {
 		return fmt.Errorf("service allocation claims: %w", err)
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		t := s.clock.NewTicker(serviceClaimRepairInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-t.C():
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			if err := s.repairServiceClaims(ctx, h, claims, false); err != nil {
-				s.log.Warn("repairing service allocation claims", "err", err)
-			}
-			cancel()
+	s.every(serviceClaimRepairInterval, time.Minute, func(ctx context.Context) {
+		if err := s.repairServiceClaims(ctx, h, claims, false); err != nil {
+			s.log.Warn("repairing service allocation claims", "err", err)
 		}
-	}()
+	})
 	return nil
 }
 

@@ -145,23 +145,14 @@ func boundedHealth(ctx context.Context, st storage.Store) error {
 	}
 }
 
-// compactLoop compacts one shard's history to the revision seen one
+// startCompaction keeps compacting one shard's history to the revision seen one
 // interval ago, so a watch resuming within an interval never hits a
 // compacted revision (upstream's five-minute rule). A shared store
 // (CoordinatedCompactor) is compacted by whichever server wins the
 // interval.
-func (s *Server) compactLoop(sh shard) {
-	defer s.wg.Done()
-	t := s.clock.NewTicker(s.cfg.CompactionInterval)
-	defer t.Stop()
+func (s *Server) startCompaction(sh shard) {
 	var previous int64
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C():
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	s.every(s.cfg.CompactionInterval, time.Minute, func(ctx context.Context) {
 		if previous > 0 {
 			if err := compactShard(ctx, sh.store, previous); err != nil {
 				s.log.Warn("compaction failed", "shard", sh.name, "revision", previous, "err", err)
@@ -170,8 +161,7 @@ func (s *Server) compactLoop(sh shard) {
 		if rev, err := sh.store.CurrentRevision(ctx); err == nil {
 			previous = rev
 		}
-		cancel()
-	}
+	})
 }
 
 func compactShard(ctx context.Context, st storage.Store, rev int64) error {
