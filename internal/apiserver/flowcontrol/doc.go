@@ -21,7 +21,8 @@
 //     many 12 MB lists run at once, not their seats, is what slows every
 //     other request (their buffers and the garbage collection they cause),
 //     and seats wide enough to say so would block a level's small
-//     requests behind them.
+//     requests behind them. Users take turns at the gate, so one client's
+//     forty lists do not queue another's one list forty deep.
 //   - reject.go answers 429 at once, before queueing, to expensive
 //     requests while the caches are still warming or the heap is past a
 //     threshold, and to User-Agents an operator lists in a watched

@@ -58,7 +58,7 @@ func (c *Controller) Filter(next http.Handler) http.Handler {
 			if known {
 				// Sized once: the estimator reads it from the context.
 				ctx = context.WithValue(ctx, listBytesKey{}, bytes)
-				release, ok := c.enterListGate(w, r, bytes)
+				release, ok := c.enterListGate(w, r, u, bytes)
 				if !ok {
 					return
 				}
@@ -115,11 +115,15 @@ func (c *Controller) tooManyRequests(w http.ResponseWriter, msg string) {
 // enterListGate waits, for a big LIST, for its share of the list
 // budget (gate.go) — before APF, so that lists waiting their turn hold
 // no seats of their level — at most RequestWaitLimit, then answers 429.
-// ok is false when it answered.
-func (c *Controller) enterListGate(w http.ResponseWriter, r *http.Request, bytes int64) (release func(), ok bool) {
+// Each user waits in its own queue. ok is false when it answered.
+func (c *Controller) enterListGate(w http.ResponseWriter, r *http.Request, u *request.User, bytes int64) (release func(), ok bool) {
 	ctx, cancel := context.WithTimeout(r.Context(), c.cfg.RequestWaitLimit)
 	defer cancel()
-	release, ok = c.gate.acquire(ctx, bytes)
+	flow := user.Anonymous
+	if u != nil {
+		flow = u.Name
+	}
+	release, ok = c.gate.acquire(ctx, flow, bytes)
 	if !ok {
 		if r.Context().Err() == nil {
 			c.m.active.WithLabelValues("list-budget").Inc()
