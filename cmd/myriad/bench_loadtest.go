@@ -131,17 +131,20 @@ func runGreedyClientsBench(ctx context.Context, args []string, stdout io.Writer)
 	fs := flag.NewFlagSet("myriad bench "+name, flag.ContinueOnError)
 	o := loadtestFlags(fs)
 	var c scenarios.GreedyClients
-	fs.IntVar(&c.Agents, "agents", 50, "greedy per-node agents listing all Services and Pods")
+	fs.IntVar(&c.Agents, "agents", 50, "greedy per-node agents listing all Services (and Pods) every --agent-interval")
 	fs.DurationVar(&c.AgentInterval, "agent-interval", 5*time.Second, "each agent's list interval")
 	fs.DurationVar(&c.PhaseDuration, "phase-duration", 15*time.Second, "length of the baseline and of the greedy phase")
 	fs.Float64Var(&c.ProbeRate, "probe-rate", 20, "probe calls per second")
 	fs.IntVar(&c.Pods, "pods", 1000, "pods created before measuring")
 	fs.IntVar(&c.Services, "services", 200, "services created before measuring")
 	fs.IntVar(&c.Namespaces, "namespaces", 5, "namespaces the objects are spread over")
+	fs.IntVar(&c.Nodes, "nodes", 0, "hollow nodes heartbeating through both phases")
+	fs.BoolVar(&c.ServicesOnly, "services-only", false, "agents list only Services (default Services and Pods)")
+	fs.BoolVar(&c.AdminIdentities, "admin-identities", false, "agents and probe use the bench's admin credentials (system:masters, exempt from flow control) instead of ServiceAccounts")
 	fs.IntVar(&c.ParallelLists, "parallel-lists", 0, "add the list flood: one ServiceAccount runs this many full LISTs of ConfigMaps back to back while another creates and gets ConfigMaps (the flow control issue's measurement: 40)")
 	fs.IntVar(&c.ListConfigMaps, "list-configmaps", 3000, "ConfigMaps the flood lists")
 	fs.IntVar(&c.ConfigMapBytes, "configmap-bytes", 4096, "bytes of each flood ConfigMap")
-	fs.BoolVar(&c.DrainLists, "drain-lists", false, "the flood's client reads answers without decoding them (keeps the bench's own CPU out of the measurement)")
+	fs.BoolVar(&c.DrainLists, "drain-lists", false, "the flood's client and the agents read answers without decoding them (keeps the bench's own CPU out of the measurement)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -247,9 +247,22 @@ func TestLoadtestScenarios(t *testing.T) {
 	t.Run("greedy-clients", func(t *testing.T) {
 		before := scrapeServer(t, s)
 		res, _ := runLoadBench(t, append([]string{"greedy-clients", "--phase-duration", "4s", "--agents", "20", "--agent-interval", "2s",
-			"--pods", "300", "--services", "50"}, common("greedy")...)...)
+			"--pods", "300", "--services", "50", "--nodes", "10"}, common("greedy")...)...)
 		after := scrapeServer(t, s)
 		checkVerdicts(t, res)
+		// The hollow nodes heartbeat through both phases, and the agents
+		// and probe act as ServiceAccounts (no errors: RBAC lets them).
+		if n := figure(t, res, "baseline_heartbeats") + figure(t, res, "greedy_heartbeats"); n == 0 {
+			t.Error("no heartbeats counted")
+		}
+		if n := figure(t, res, "greedy_heartbeat_errors"); n != 0 {
+			t.Errorf("%v heartbeats failed", n)
+		}
+		for _, l := range res.Latencies {
+			if l.Errors > 0 {
+				t.Errorf("%s %s %s: %d errors", l.Phase, l.Verb, l.Resource, l.Errors)
+			}
+		}
 		server := loadtest.RequestsDelta(before, after, requests("LIST", "services", "cluster"))
 		if bench := calls(res, "LIST", "services", "cluster"); bench < 20 || float64(bench) != server {
 			t.Errorf("agents' service lists: bench %d, server %v", bench, server)

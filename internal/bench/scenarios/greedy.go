@@ -12,8 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
+	"github.com/myriad-k8s/myriad/internal/sim"
 )
 
 // GreedyClients is the `greedy-clients` scenario (the Civis seed's greedy
@@ -36,6 +38,19 @@ type GreedyClients struct {
 	Pods, Services int
 	// Namespaces the objects are spread over. Default 5.
 	Namespaces int
+	// Nodes hollow nodes heartbeat through both phases, so their Lease
+	// renewals are among the clients the agents must not starve. Default 0.
+	Nodes int
+	// ServicesOnly: each agent round lists all Services only (the flow
+	// control issue's agents); default Services and Pods.
+	ServicesOnly bool
+	// AdminIdentities makes the agents and the probe use the bench's own
+	// credentials, as runs before flow control did. By default they are
+	// ServiceAccounts (the agents a DaemonSet's, cluster-wide view; the
+	// probe an application's, edit): the bench's admin is in
+	// system:masters, which flow control exempts, so only ordinary
+	// identities show what flow control does.
+	AdminIdentities bool
 
 	// ParallelLists, when > 0, adds the list flood (greedylists.go): a
 	// baseline and a flood phase in which one ServiceAccount runs this
@@ -45,10 +60,10 @@ type GreedyClients struct {
 	ParallelLists  int
 	ListConfigMaps int
 	ConfigMapBytes int
-	// DrainLists makes the flood's client read each answer without
-	// decoding it (drainList), to take the bench process's own decoding
-	// out of the measurement; default false: it decodes, as client-go's
-	// typed clients (and the issue's measurement) do.
+	// DrainLists makes the flood's client and the agents read each answer
+	// without decoding it (drain), to take the bench process's own
+	// decoding out of the measurement; default false: they decode, as
+	// client-go's typed clients (and the issue's measurement) do.
 	DrainLists bool
 }
 
@@ -102,6 +117,9 @@ func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
 	r.Params["pods"] = itoa(c.Pods)
 	r.Params["services"] = itoa(c.Services)
 	r.Params["namespaces"] = itoa(c.Namespaces)
+	r.Params["nodes"] = itoa(c.Nodes)
+	r.Params["services-only"] = strconv.FormatBool(c.ServicesOnly)
+	r.Params["admin-identities"] = strconv.FormatBool(c.AdminIdentities)
 	if c.ParallelLists > 0 {
 		r.Params["parallel-lists"] = itoa(c.ParallelLists)
 		r.Params["list-configmaps"] = itoa(c.ListConfigMaps)
@@ -129,6 +147,24 @@ func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
 		}
 	}
 	defer cleanupNamespaces(ctx, env, namespaces)
+	agentClient, probeClient := env.Client, env.Client
+	if !c.AdminIdentities {
+		if agentClient, err = clusterServiceAccountClient(ctx, env, namespaces[0], prefix+"-agent", "view"); err != nil {
+			return err
+		}
+		if probeClient, err = clusterServiceAccountClient(ctx, env, namespaces[0], prefix+"-probe", "edit"); err != nil {
+			return err
+		}
+		defer deleteClusterRoleBindings(ctx, env, prefix+"-agent", prefix+"-probe")
+	}
+	var nodes *sim.Sim
+	if c.Nodes > 0 {
+		if nodes, err = hollowNodes(ctx, env, prefix+"-node-", c.Nodes, false); err != nil {
+			return err
+		}
+		defer deleteNodes(ctx, env, nodes.NodeNames())
+		defer nodes.Stop()
+	}
 	env.Progress.Phase("prefill", int64(c.Pods+c.Services), time.Time{}, nil)
 	podNames := make([][]string, len(namespaces))
 	for i := range c.Pods {
@@ -167,18 +203,18 @@ func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
 	probe := func(ctx context.Context, w int, i int64) {
 		k := probeMix[int(i)%len(probeMix)]
 		ns := int(i) % len(namespaces)
-		cms := env.Client.CoreV1().ConfigMaps(namespaces[ns])
+		cms := probeClient.CoreV1().ConfigMaps(namespaces[ns])
 		switch k {
 		case probeMix[0]:
 			names := podNames[ns]
 			n := names[rand.IntN(len(names))]
 			observe(k, func() error {
-				_, err := env.Client.CoreV1().Pods(namespaces[ns]).Get(ctx, n, metav1.GetOptions{})
+				_, err := probeClient.CoreV1().Pods(namespaces[ns]).Get(ctx, n, metav1.GetOptions{})
 				return err
 			})
 		case probeMix[1]:
 			observe(k, func() error {
-				_, err := env.Client.CoreV1().Pods(namespaces[ns]).List(ctx, metav1.ListOptions{})
+				_, err := probeClient.CoreV1().Pods(namespaces[ns]).List(ctx, metav1.ListOptions{})
 				return err
 			})
 		case probeMix[2], probeMix[3]:
@@ -205,6 +241,10 @@ func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
 		if err != nil {
 			return loadtest.Totals{}, fmt.Errorf("reading /metrics: %w", err)
 		}
+		var sim0 sim.Stats
+		if nodes != nil {
+			sim0 = nodes.Stats()
+		}
 		deadline := time.Now().Add(c.PhaseDuration)
 		var agentLists atomic.Int64
 		env.Progress.Phase(name, int64(c.ProbeRate*c.PhaseDuration.Seconds()), deadline, func() string {
@@ -219,7 +259,7 @@ func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				runAgent(agentCtx, ctx, env, observe, c.AgentInterval, &agentLists)
+				runAgent(agentCtx, ctx, agentClient, c.ServicesOnly, c.DrainLists, observe, c.AgentInterval, &agentLists)
 			}()
 		}
 		pace(ctx, c.ProbeRate, 4, deadline, 0, probe)
@@ -229,6 +269,9 @@ func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
 		after, err := env.Monitor.Mark(ctx)
 		if err != nil {
 			return loadtest.Totals{}, fmt.Errorf("reading /metrics: %w", err)
+		}
+		if nodes != nil {
+			reportHeartbeats(r, name, sim0, nodes.Stats())
 		}
 		for _, st := range rec.Stats(true) {
 			st.Phase = name
@@ -280,10 +323,21 @@ func (c GreedyClients) Run(ctx context.Context, env *loadtest.Env) error {
 	return nil
 }
 
+// reportHeartbeats adds a phase's hollow-node heartbeat figures: the
+// nodes' Lease renewals are the traffic flow control must keep whole.
+func reportHeartbeats(r *loadtest.Result, phase string, before, after sim.Stats) {
+	late := after.Lateness.Sub(before.Lateness)
+	r.AddFigure(phase+"_heartbeats", phase+": hollow node heartbeats acknowledged", float64(after.Renewals-before.Renewals), "")
+	r.AddFigure(phase+"_heartbeat_errors", phase+": hollow node heartbeats that failed", float64(after.RenewalErrors-before.RenewalErrors), "")
+	r.AddFigure(phase+"_heartbeat_lateness_p99", phase+": heartbeat acknowledged after its time, p99", late.Quantile(0.99).Seconds(), "s")
+	r.AddFigure(phase+"_max_renew_gap", phase+": longest gap between a node's heartbeats so far", after.MaxRenewGap.Seconds(), "s")
+}
+
 // runAgent is one greedy agent: from a random offset within the interval,
-// list every Service and every Pod each interval until agentCtx ends. A
+// list every Service (and every Pod unless servicesOnly) each interval
+// until agentCtx ends, reading the answers undecoded with drainLists. A
 // round in flight finishes under callCtx.
-func runAgent(agentCtx, callCtx context.Context, env *loadtest.Env, observe func(loadtest.Key, func() error),
+func runAgent(agentCtx, callCtx context.Context, client kubernetes.Interface, servicesOnly, drainLists bool, observe func(loadtest.Key, func() error),
 	interval time.Duration, lists *atomic.Int64) {
 	offset := time.Duration(rand.Int64N(int64(interval)))
 	t := time.NewTimer(offset)
@@ -295,14 +349,23 @@ func runAgent(agentCtx, callCtx context.Context, env *loadtest.Env, observe func
 		case <-t.C:
 		}
 		observe(key("LIST", "services", "cluster"), func() error {
-			_, err := env.Client.CoreV1().Services("").List(callCtx, metav1.ListOptions{})
+			if drainLists {
+				return drain(callCtx, client, "", "services")
+			}
+			_, err := client.CoreV1().Services("").List(callCtx, metav1.ListOptions{})
 			return err
 		})
-		observe(key("LIST", "pods", "cluster"), func() error {
-			_, err := env.Client.CoreV1().Pods("").List(callCtx, metav1.ListOptions{})
-			return err
-		})
-		lists.Add(2)
+		lists.Add(1)
+		if !servicesOnly {
+			observe(key("LIST", "pods", "cluster"), func() error {
+				if drainLists {
+					return drain(callCtx, client, "", "pods")
+				}
+				_, err := client.CoreV1().Pods("").List(callCtx, metav1.ListOptions{})
+				return err
+			})
+			lists.Add(1)
+		}
 		t.Reset(interval)
 	}
 }

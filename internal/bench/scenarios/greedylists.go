@@ -64,16 +64,48 @@ func (c GreedyClients) setupFlood(ctx context.Context, env *loadtest.Env, floodN
 // clusterRole in ns, and returns a JSON client with its token and no
 // client-side rate limit (a flood is what is being measured).
 func serviceAccountClient(ctx context.Context, env *loadtest.Env, ns, name, clusterRole string) (kubernetes.Interface, error) {
+	return newServiceAccountClient(ctx, env, ns, name, func(subject rbacv1.Subject) error {
+		rb := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+			Subjects:   []rbacv1.Subject{subject},
+		}
+		_, err := env.Client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// clusterServiceAccountClient is serviceAccountClient with clusterRole
+// bound cluster-wide, by a ClusterRoleBinding called name (delete it with
+// deleteClusterRoleBindings).
+func clusterServiceAccountClient(ctx context.Context, env *loadtest.Env, ns, name, clusterRole string) (kubernetes.Interface, error) {
+	return newServiceAccountClient(ctx, env, ns, name, func(subject rbacv1.Subject) error {
+		crb := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
+			Subjects:   []rbacv1.Subject{subject},
+		}
+		_, err := env.Client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
+		return err
+	})
+}
+
+func deleteClusterRoleBindings(ctx context.Context, env *loadtest.Env, names ...string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	for _, n := range names {
+		if err := env.Client.RbacV1().ClusterRoleBindings().Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
+			env.Log.Warn("deleting cluster role binding", "name", n, "err", err)
+		}
+	}
+}
+
+func newServiceAccountClient(ctx context.Context, env *loadtest.Env, ns, name string, bind func(rbacv1.Subject) error) (kubernetes.Interface, error) {
 	c := env.Client
 	if _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating service account %s/%s: %w", ns, name, err)
 	}
-	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
-	}
-	if _, err := c.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+	if err := bind(rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}); err != nil {
 		return nil, fmt.Errorf("binding service account %s/%s: %w", ns, name, err)
 	}
 	exp := int64(3600)
@@ -213,7 +245,13 @@ func (c GreedyClients) runFlood(ctx context.Context, env *loadtest.Env, f *flood
 // decoding 12 MB answers and stall the polite client's goroutines in its
 // own garbage collection, which would be measured as server latency.
 func drainList(ctx context.Context, c kubernetes.Interface, ns string) error {
-	body, err := c.CoreV1().RESTClient().Get().Namespace(ns).Resource("configmaps").Stream(ctx)
+	return drain(ctx, c, ns, "configmaps")
+}
+
+// drain lists resource in ns (all namespaces when empty) and reads the
+// answer without decoding it.
+func drain(ctx context.Context, c kubernetes.Interface, ns, resource string) error {
+	body, err := c.CoreV1().RESTClient().Get().Namespace(ns).Resource(resource).Stream(ctx)
 	if err != nil {
 		return err
 	}
