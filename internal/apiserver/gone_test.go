@@ -134,8 +134,8 @@ func TestNotReadyUntilCachesSync(t *testing.T) {
 	if code := get("/livez"); code != http.StatusOK {
 		t.Fatalf("/livez before the caches synced: %d, want 200", code)
 	}
-	if code := get("/api/v1/namespaces/default"); code != http.StatusServiceUnavailable {
-		t.Fatalf("GET before the caches synced: %d, want 503", code)
+	if code := get("/api/v1/namespaces/default"); code != http.StatusTooManyRequests {
+		t.Fatalf("GET before the caches synced: %d, want 429 (upstream's storage is (re)initializing)", code)
 	}
 	close(blocked.release)
 	if err := <-started; err != nil {

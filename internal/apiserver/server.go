@@ -408,7 +408,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.cache.Ready() && info.IsReadOnly() {
-		s.writeError(w, r, apierrors.NewServiceUnavailable("the cache for "+info.Resource+" is not ready yet"))
+		// Upstream's cacher answers 429 with Retry-After, which client-go
+		// retries by itself: a restart storm's clients wait a second
+		// instead of failing (and logging) every read.
+		s.writeError(w, r, apierrors.NewTooManyRequests("storage is (re)initializing: the cache for "+info.Resource+" is not ready yet", 1))
 		return
 	}
 	if h.custom != nil && h.custom.deprecation != "" {
