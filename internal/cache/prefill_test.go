@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -258,4 +259,66 @@ func TestRestartPrefillFallbacks(t *testing.T) {
 	}
 	expectEvents(t, e, WatchOptions{ResourceVersion: formatRV(r[4])},
 		fmt.Sprintf("DELETED ns/a@%d", r[5]), fmt.Sprintf("ADDED ns/c@%d", r[6]), fmt.Sprintf("MODIFIED ns/c@%d", r[7]), fmt.Sprintf("ADDED ns/d@%d", r9))
+}
+
+// TestBookmarkAllBeforeRestart: a quiet watcher given the shutdown
+// bookmark resumes on the restarted cache although its last event is older
+// than the restarted cache's window (without the bookmark: 410 and a
+// relist); a watcher that did not ask for bookmarks gets none.
+func TestBookmarkAllBeforeRestart(t *testing.T) {
+	e := newEnv(t, nil)
+	last := e.create(newPod("ns", "a", "n1", nil))
+	e.waitRev(last)
+	onN1 := fields.OneTermEqualSelector("spec.nodeName", "n1")
+	quiet, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: formatRV(last), Field: onN1, AllowBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: formatRV(last), Field: onN1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rev int64
+	for i := range 20 {
+		rev = e.writeOther(fmt.Sprint("other-", i))
+	}
+	if _, _, err := e.list(ListOptions{}); err != nil { // consistent: the cache reaches rev
+		t.Fatal(err)
+	}
+	// The client reads while the server waits for it to have read.
+	got := make(chan *Event, 1)
+	go func() { got <- <-quiet.ResultChan() }()
+	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Second)
+	defer cancel()
+	e.c.BookmarkAll(ctx)
+	if ctx.Err() != nil {
+		t.Fatal("BookmarkAll waited for a watcher that had read its events")
+	}
+	select {
+	case ev := <-got:
+		if ev == nil || describe(ev) != fmt.Sprintf("BOOKMARK@%d", rev) {
+			t.Fatalf("quiet watcher got %v, want a bookmark at %d", ev, rev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no bookmark")
+	}
+	select {
+	case ev, ok := <-plain.ResultChan():
+		if !ok {
+			t.Fatalf("watcher without bookmarks ended")
+		}
+		t.Fatalf("watcher without bookmarks got %s", describe(ev))
+	default:
+	}
+	e.c.Stop()
+
+	e.startCache(func(c *Config) { c.PrefillRevisions = 10 }) // window from rev-10, after last
+	if _, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: formatRV(last), Field: onN1}); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("watch from the last event (%d): %v, want 410", last, err)
+	}
+	w, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: formatRV(rev), Field: onN1, AllowBookmarks: true})
+	if err != nil {
+		t.Fatalf("resuming from the shutdown bookmark (%d): %v", rev, err)
+	}
+	w.Stop()
 }

@@ -256,6 +256,11 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	// Components go first, while the server still answers, so they can
 	// release their leases and a standby elsewhere takes over at once.
 	components.stop(shutdownCtx)
+	// Watches end with a bookmark at the revision they reached, so that
+	// clients resume after a restart instead of relisting.
+	bookmarkCtx, cancelBookmarks := context.WithTimeout(shutdownCtx, time.Second)
+	api.BookmarkWatchers(bookmarkCtx)
+	cancelBookmarks()
 	cancelRequests()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		_ = srv.Close()
