@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -38,6 +39,27 @@ var bootstrapUser = &request.User{Name: "system:apiserver", Groups: []string{req
 
 // bootstrap creates what must exist before clients arrive. It is
 // idempotent: what exists is left alone.
+// bootstrapWhenReady runs bootstrap until it is not refused for a cache
+// still filling. Bootstrap reads through the caches, whose reads wait a
+// bounded time (then answer 429) so that clients are not held; on a
+// loaded machine with a big store a cache can take longer than that
+// (seen at 50,000 pods under another process's load: the server exited),
+// and bootstrap is idempotent, so it tries again.
+func (s *Server) bootstrapWhenReady(ctx context.Context) error {
+	for {
+		err := s.bootstrap(ctx)
+		if err == nil || !apierrors.IsTooManyRequests(err) {
+			return err
+		}
+		s.log.Info("bootstrap waits for the caches to fill", "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bootstrap: %w (last: %w)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 func (s *Server) bootstrap(ctx context.Context) error {
 	ctx = request.WithUser(ctx, bootstrapUser)
 	for _, name := range systemNamespaces {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
+	"github.com/myriad-k8s/myriad/internal/storage/embedded"
 )
 
 // TestCompactedRevisionsAreGone: once the store's history before a revision
@@ -88,13 +89,18 @@ func TestCompactedRevisionsAreGone(t *testing.T) {
 	w.Stop()
 }
 
-// blockingListStore holds the caches' initial list until release is closed.
+// blockingListStore holds the caches' initial list until release is
+// closed: every list, or with only set, lists of that prefix.
 type blockingListStore struct {
 	storage.Store
 	release chan struct{}
+	only    string
 }
 
 func (s *blockingListStore) List(ctx context.Context, prefix string) ([]storage.KeyValue, int64, error) {
+	if s.only != "" && prefix != s.only {
+		return s.Store.List(ctx, prefix)
+	}
 	select {
 	case <-s.release:
 	case <-ctx.Done():
@@ -148,4 +154,35 @@ func TestNotReadyUntilCachesSync(t *testing.T) {
 	if code := get("/api/v1/namespaces/default"); code != http.StatusOK {
 		t.Fatalf("GET after the caches synced: %d, want 200", code)
 	}
+}
+
+// TestStartWaitsOutSlowCaches: on a fresh store whose namespaces cache
+// takes longer to fill than a read waits for it (3 s, then 429), Start
+// still bootstraps (its writes pass NamespaceLifecycle admission, which
+// reads namespaces from their cache) instead of failing the server's
+// start, as it did at 50,000 pods on a loaded machine.
+func TestStartWaitsOutSlowCaches(t *testing.T) {
+	st, err := embedded.Open(context.Background(), embedded.Options{Dir: t.TempDir(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	blocked := &blockingListStore{Store: st, release: make(chan struct{}), only: "/core/namespaces/"}
+	api, err := New(Config{Store: blocked, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- api.Start(context.Background()) }()
+	t.Cleanup(api.Stop)
+	select {
+	case err := <-started:
+		t.Fatalf("Start returned before the namespaces cache could fill: %v", err)
+	case <-time.After(3500 * time.Millisecond):
+	}
+	close(blocked.release)
+	if err := <-started; err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	waitFor(t, 30*time.Second, "caches ready", api.Ready)
 }

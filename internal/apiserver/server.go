@@ -327,7 +327,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.startExtensionAdmission(); err != nil {
 		return err
 	}
-	if err := s.bootstrap(ctx); err != nil {
+	if err := s.bootstrapWhenReady(ctx); err != nil {
 		return err
 	}
 	if err := s.startEventExpiry(); err != nil {
