@@ -32,8 +32,8 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func lbLocal(name string, hcPort int) *v1.Service {
-	s := svc(name, 5, v1.ServicePort{Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP})
+func lbLocal(name string, n int64, hcPort int) *v1.Service {
+	s := svc(name, n, v1.ServicePort{Name: "http", Port: 80, NodePort: 30000 + int32(n), Protocol: v1.ProtocolTCP})
 	s.Spec.Type = v1.ServiceTypeLoadBalancer
 	s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 	s.Spec.HealthCheckNodePort = int32(hcPort)
@@ -87,7 +87,7 @@ func TestHealthCheckNodePorts(t *testing.T) {
 	port := freePort(t)
 
 	// Two local ready pods (one serving two ports counts once) and a remote one.
-	p.OnService(key("web"), lbLocal("web", port))
+	p.OnService(key("web"), lbLocal("web", 5, port))
 	eps := endpointsOn("web", "n1", "n1", "n2")
 	eps.Ports = append(eps.Ports, discovery.EndpointPort{Name: ptr.To("https"), Port: ptr.To[int32](8443), Protocol: ptr.To(v1.ProtocolTCP)})
 	p.OnEndpointSlice(eps, false)
@@ -106,7 +106,7 @@ func TestHealthCheckNodePorts(t *testing.T) {
 	}
 
 	// externalTrafficPolicy Cluster needs no health check: the port closes.
-	cluster := lbLocal("web", port)
+	cluster := lbLocal("web", 5, port)
 	cluster.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyCluster
 	p.OnService(key("web"), cluster)
 	p.Sync(ctx)
@@ -120,7 +120,7 @@ func TestHealthCheckNodePorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	busyPort := busy.Addr().(*net.TCPAddr).Port
-	p.OnService(key("taken"), lbLocal("taken", busyPort))
+	p.OnService(key("taken"), lbLocal("taken", 6, busyPort))
 	p.OnEndpointSlice(endpointsOn("taken", "n1"), false)
 	p.Sync(ctx)
 	if len(ev.got) != 1 || !strings.HasPrefix(ev.got[0], "Warning FailedToStartServiceHealthcheck node n1 failed to start healthcheck \"ns/taken\" on port") {
