@@ -68,7 +68,7 @@ func TestDecodeCacheSharesIdenticalEvents(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range watches {
 		wg.Go(func() {
-			obj, _, err := k8sruntime.Decode(dec, bytes.Clone(data))
+			obj, err := k8sruntime.Decode(dec, bytes.Clone(data))
 			if err != nil {
 				t.Error(err)
 			}
@@ -90,7 +90,7 @@ func TestDecodeCacheSharesIdenticalEvents(t *testing.T) {
 	}
 
 	// Other bytes are another object.
-	o2, _, err := k8sruntime.Decode(dec, other)
+	o2, err := k8sruntime.Decode(dec, other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestDecodeCacheSharesIdenticalEvents(t *testing.T) {
 	}
 
 	// Garbage is an error for every caller, and not kept.
-	if _, _, err := k8sruntime.Decode(dec, []byte("k8s\x00garbage")); err == nil {
+	if _, err := k8sruntime.Decode(dec, []byte("k8s\x00garbage")); err == nil {
 		t.Fatal("garbage decoded")
 	}
 
@@ -128,7 +128,7 @@ func TestDecodeCacheSharesIdenticalEvents(t *testing.T) {
 	}
 	// And the same bytes decode again.
 	before := cache.decodes.Load()
-	if _, _, err := k8sruntime.Decode(dec, data); err != nil || cache.decodes.Load() != before+1 {
+	if _, err := k8sruntime.Decode(dec, data); err != nil || cache.decodes.Load() != before+1 {
 		t.Fatalf("decode after collection: %v, decodes %d → %d", err, before, cache.decodes.Load())
 	}
 }
@@ -185,7 +185,7 @@ func BenchmarkProxyWatchDecode(b *testing.B) {
 		_, data := protoDecoder(b, newDecodeCache(), obj)
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := k8sruntime.Decode(dec, data); err != nil {
+			if _, err := k8sruntime.Decode(dec, data); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -193,13 +193,13 @@ func BenchmarkProxyWatchDecode(b *testing.B) {
 	b.Run("shared", func(b *testing.B) {
 		cache := newDecodeCache()
 		dec, data := protoDecoder(b, cache, obj)
-		keep, _, err := k8sruntime.Decode(dec, data) // the first proxy's informer holds it
+		keep, err := k8sruntime.Decode(dec, data) // the first proxy's informer holds it
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := k8sruntime.Decode(dec, data); err != nil {
+			if _, err := k8sruntime.Decode(dec, data); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -221,9 +221,9 @@ func FuzzSharedDecode(f *testing.F) {
 	cache := newDecodeCache()
 	shared, _ := protoDecoder(f, cache, testSlice("x", 0))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		want, _, wantErr := k8sruntime.Decode(own, in)
+		want, wantErr := k8sruntime.Decode(own, in)
 		for range 2 {
-			got, _, err := k8sruntime.Decode(shared, in)
+			got, err := k8sruntime.Decode(shared, in)
 			if (err == nil) != (wantErr == nil) {
 				t.Fatalf("shared decode error %v, own %v", err, wantErr)
 			}
