@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -78,25 +79,27 @@ func (p *Proxier) HealthHandler() http.Handler {
 		h := p.Health()
 		eligible := p.nodeEligible()
 		h.NodeEligible = &eligible
-		writeHealth(w, h, h.Healthy && eligible, p.cfg.Clock.Now())
+		p.cfg.Metrics.HealthzTotal.WithLabelValues(writeHealth(w, h, h.Healthy && eligible, p.cfg.Clock.Now())).Inc()
 	})
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
 		h := p.Health()
-		writeHealth(w, h, h.Healthy, p.cfg.Clock.Now())
+		p.cfg.Metrics.LivezTotal.WithLabelValues(writeHealth(w, h, h.Healthy, p.cfg.Clock.Now())).Inc()
 	})
 	return mux
 }
 
-func writeHealth(w http.ResponseWriter, h ProxyHealth, healthy bool, now time.Time) {
+// writeHealth answers with h and returns the status code written.
+func writeHealth(w http.ResponseWriter, h ProxyHealth, healthy bool, now time.Time) string {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	code := http.StatusServiceUnavailable
 	if healthy {
 		// Upstream reports a healthy proxy as up to date now.
 		h.LastUpdated = now
-		w.WriteHeader(http.StatusOK)
-	} else {
-		w.WriteHeader(http.StatusServiceUnavailable)
+		code = http.StatusOK
 	}
+	w.WriteHeader(code)
 	out, _ := json.Marshal(h)
 	_, _ = w.Write(out)
+	return strconv.Itoa(code)
 }

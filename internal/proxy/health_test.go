@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -146,7 +148,8 @@ func TestHealthCheckNodePorts(t *testing.T) {
 func TestProxyHealthz(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
 	be := &memBackend{programs: map[types.NamespacedName]*ServiceView{}}
-	p, err := New(Config{NodeName: "n1", Families: []Family{IPv4, IPv6}, Backend: be, FullSyncPeriod: -1, SyncPeriod: 30 * time.Second, Clock: clk})
+	metrics := NewMetrics(nil)
+	p, err := New(Config{NodeName: "n1", Families: []Family{IPv4, IPv6}, Backend: be, FullSyncPeriod: -1, SyncPeriod: 30 * time.Second, Clock: clk, Metrics: metrics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,4 +211,14 @@ func TestProxyHealthz(t *testing.T) {
 	expect("node tainted", "/livez", 200, true, nil)
 	p.OnNode(nil)
 	expect("node deleted", "/healthz", 503, true, no)
+	// Upstream's counters of the answers, by code.
+	for _, c := range []struct {
+		vec  *prometheus.CounterVec
+		code string
+		want float64
+	}{{metrics.HealthzTotal, "200", 1}, {metrics.HealthzTotal, "503", 4}, {metrics.LivezTotal, "200", 4}, {metrics.LivezTotal, "503", 2}} {
+		if got := testutil.ToFloat64(c.vec.WithLabelValues(c.code)); got != c.want {
+			t.Errorf("answers with %s: %v, want %v", c.code, got, c.want)
+		}
+	}
 }

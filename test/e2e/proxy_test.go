@@ -205,7 +205,7 @@ func TestProxy(t *testing.T) {
 	})
 	_, metrics := get(metricsPort, "/metrics")
 	for _, m := range []string{"kubeproxy_sync_proxy_rules_duration_seconds_count", "kubeproxy_network_programming_duration_seconds_count",
-		"kubeproxy_sync_proxy_rules_last_timestamp_seconds"} {
+		"kubeproxy_sync_proxy_rules_last_timestamp_seconds", `kubeproxy_proxy_healthz_total{code="200"}`} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("/metrics lacks %s", m)
 		}
