@@ -98,6 +98,8 @@ type Proxier struct {
 		triggers map[types.NamespacedName][]time.Time
 		synced   bool // informers have listed once: syncing may begin
 		node     *v1.Node
+		// nodeIPs are the node's InternalIP and ExternalIP addresses.
+		nodeIPs []netip.Addr
 		// queuedAt is when the oldest change not yet programmed arrived
 		// (zero: none pending); syncedAt when a sync last succeeded.
 		queuedAt, syncedAt time.Time
@@ -201,13 +203,22 @@ func (p *Proxier) OnEndpointSlice(slice *discovery.EndpointSlice, deleted bool) 
 // zone; a zone change recomputes every Service. A nil node: it is gone.
 func (p *Proxier) OnNode(node *v1.Node) {
 	var zone string
+	var ips []netip.Addr
 	if node != nil {
 		zone = node.Labels[v1.LabelTopologyZone]
+		for _, a := range node.Status.Addresses {
+			if a.Type != v1.NodeInternalIP && a.Type != v1.NodeExternalIP {
+				continue
+			}
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				ips = append(ips, ip.Unmap())
+			}
+		}
 	}
 	p.mu.Lock()
 	p.mu.node = node
-	changed := zone != p.mu.zone
-	p.mu.zone = zone
+	changed := zone != p.mu.zone || !slices.Equal(ips, p.mu.nodeIPs)
+	p.mu.zone, p.mu.nodeIPs = zone, ips
 	if changed {
 		for k := range p.mu.services {
 			p.mu.dirty[k] = struct{}{}
@@ -330,6 +341,7 @@ func (p *Proxier) viewLocked(key types.NamespacedName) *ServiceView {
 	if ports == nil && skipped == nil {
 		return nil
 	}
+	allowFromNode(ports, p.mu.nodeIPs)
 	var sl []*discovery.EndpointSlice
 	for _, s := range p.mu.slices[key] {
 		sl = append(sl, s)
@@ -371,6 +383,32 @@ func (p *Proxier) viewLocked(key types.NamespacedName) *ServiceView {
 	}
 	v.LocalReady = len(localReady)
 	return v
+}
+
+// allowFromNode lets the load balancer IPs themselves through the source
+// ranges of ports whose ranges hold one of the node's addresses, as
+// upstream does: a load balancer IP is often also a local address of the
+// node, and then the node's own request to it loops back with the load
+// balancer IP as its source.
+func allowFromNode(ports []ServicePort, nodeIPs []netip.Addr) {
+	for i := range ports {
+		sp := &ports[i]
+		if len(sp.SourceRanges) == 0 {
+			continue
+		}
+		holds := slices.ContainsFunc(nodeIPs, func(ip netip.Addr) bool {
+			return slices.ContainsFunc(sp.SourceRanges, func(r netip.Prefix) bool { return r.Contains(ip) })
+		})
+		if !holds {
+			continue
+		}
+		// The ranges are shared by the Service's ports: extend a copy.
+		ranges := slices.Clone(sp.SourceRanges)
+		for _, a := range sp.FirewallIPs {
+			ranges = append(ranges, netip.PrefixFrom(a, a.BitLen()))
+		}
+		sp.SourceRanges = ranges
+	}
 }
 
 // reportSkipped emits an event the first time a port becomes unprogrammable

@@ -1,10 +1,15 @@
 package proxy
 
 import (
+	"context"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestSourceRanges(t *testing.T) {
@@ -45,4 +50,43 @@ func FuzzSourceRanges(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSourceRangesAllowTheNode(t *testing.T) {
+	p, be, _ := newTestProxier(t)
+	lb := svc("lb", 5, v1.ServicePort{Name: "http", Port: 80, NodePort: 30005, Protocol: v1.ProtocolTCP}, v1.ServicePort{Name: "https", Port: 443, NodePort: 30006, Protocol: v1.ProtocolTCP})
+	lb.Spec.Type = v1.ServiceTypeLoadBalancer
+	lb.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"}
+	lb.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "198.51.100.1"}}
+	p.OnService(key("lb"), lb)
+	ranges := func() []string {
+		t.Helper()
+		p.Sync(context.Background())
+		v := be.programs[key("lb")]
+		if v == nil || len(v.Ports) != 2 {
+			t.Fatalf("view %+v", v)
+		}
+		var out []string
+		for _, r := range v.Ports[0].SourceRanges {
+			out = append(out, r.String())
+		}
+		if !slices.Equal(v.Ports[0].SourceRanges, v.Ports[1].SourceRanges) {
+			t.Fatalf("ports' ranges differ: %v, %v", v.Ports[0].SourceRanges, v.Ports[1].SourceRanges)
+		}
+		return out
+	}
+	node := func(ip string) *v1.Node {
+		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeHostName, Address: "n1"}, {Type: v1.NodeInternalIP, Address: ip}}}}
+	}
+	if got := ranges(); !slices.Equal(got, []string{"10.0.0.0/8"}) {
+		t.Fatalf("node unknown: %v", got)
+	}
+	p.OnNode(node("192.168.0.5"))
+	if got := ranges(); !slices.Equal(got, []string{"10.0.0.0/8"}) {
+		t.Fatalf("node outside the ranges: %v", got)
+	}
+	p.OnNode(node("10.0.0.5"))
+	if got := ranges(); !slices.Equal(got, []string{"10.0.0.0/8", "198.51.100.1/32"}) {
+		t.Fatalf("node inside the ranges: %v", got)
+	}
 }
