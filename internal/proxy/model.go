@@ -231,6 +231,9 @@ func buildPorts(svc *v1.Service, families []Family) (ports []ServicePort, skippe
 // unparsable ranges are ignored, and a family with a range covering every
 // address has none (no filtering).
 func sourceRanges(specs []string) map[Family][]netip.Prefix {
+	if len(specs) == 0 {
+		return nil // most Services: no allocation on the sync path
+	}
 	out := map[Family][]netip.Prefix{}
 	all := map[Family]bool{}
 	for _, s := range specs {

@@ -19,7 +19,8 @@ func TestSourceRanges(t *testing.T) {
 		specs []string
 		want  map[Family][]netip.Prefix
 	}{
-		{"none", nil, map[Family][]netip.Prefix{}},
+		{"none", nil, nil},
+		{"empty", []string{}, nil},
 		{"by family, trimmed and masked", []string{" 10.0.0.0/8", "192.168.1.7/24 ", "2001:db8::1/32"},
 			map[Family][]netip.Prefix{IPv4: {p("10.0.0.0/8"), p("192.168.1.0/24")}, IPv6: {p("2001:db8::/32")}}},
 		{"unparsable ignored", []string{"10.0.0.0", "bogus", "10.0.0.0/33", "::ffff:10.0.0.0/104", "fe80::%eth0/64", "10.1.0.0/16"},
