@@ -37,6 +37,9 @@ func runProxy(ctx context.Context, args []string, _ io.Writer) error {
 	backend := fs.String("backend", "nftables", "nftables: program the kernel; dry-run: compute the same changes, write nothing")
 	families := fs.String("families", "ipv4,ipv6", "IP families to program")
 	clusterCIDRs := fs.String("cluster-cidr", "", "comma-separated pod CIDRs: traffic to a cluster IP from outside them is masqueraded")
+	masqueradeAll := fs.Bool("masquerade-all", false, "masquerade all traffic to cluster IPs, whatever its source (then --cluster-cidr does not matter)")
+	hcNodePorts := fs.Bool("health-check-node-ports", true, "serve the healthCheckNodePort of LoadBalancer Services with externalTrafficPolicy Local")
+	hcAddress := fs.String("health-check-address", "", "address the health check node ports listen on (default: all)")
 	protocols := fs.String("protocols", "TCP,UDP,SCTP", "protocols the kernel can forward; ports of others are reported and skipped")
 	minSync := fs.Duration("min-sync-period", 100*time.Millisecond, "shortest time between two rule syncs (changes within it are batched)")
 	syncPeriod := fs.Duration("sync-period", 30*time.Second, "longest time between two rule syncs")
@@ -57,7 +60,7 @@ func runProxy(ctx context.Context, args []string, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bcfg := nftables.Config{Logger: log}
+	bcfg := nftables.Config{Logger: log, MasqueradeAll: *masqueradeAll}
 	for _, f := range splitList(*families) {
 		switch strings.ToLower(f) {
 		case "ipv4":
@@ -118,6 +121,7 @@ func runProxy(ctx context.Context, args []string, _ io.Writer) error {
 	p, err := proxy.New(proxy.Config{
 		NodeName: *node, Families: bcfg.Families, MinSyncPeriod: *minSync, SyncPeriod: *syncPeriod,
 		FullSyncPeriod: *fullSync, Backend: be, Recorder: recorder, Metrics: proxy.NewMetrics(reg), Logger: log,
+		ServeHealthCheckNodePorts: *hcNodePorts, HealthCheckHost: *hcAddress,
 	})
 	if err != nil {
 		return err
@@ -127,7 +131,7 @@ func runProxy(ctx context.Context, args []string, _ io.Writer) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	serve := func(addr string, mux *http.ServeMux) error {
+	serve := func(addr string, mux http.Handler) error {
 		if addr == "" {
 			return nil
 		}
@@ -141,17 +145,7 @@ func runProxy(ctx context.Context, args []string, _ io.Writer) error {
 		go func() { defer wg.Done(); <-ctx.Done(); _ = srv.Close() }()
 		return nil
 	}
-	health := http.NewServeMux()
-	healthz := func(w http.ResponseWriter, _ *http.Request) {
-		if err := p.Healthy(); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = io.WriteString(w, "ok")
-	}
-	health.HandleFunc("/healthz", healthz)
-	health.HandleFunc("/livez", healthz)
-	if err := serve(*healthAddr, health); err != nil {
+	if err := serve(*healthAddr, p.HealthHandler()); err != nil {
 		return err
 	}
 	metrics := http.NewServeMux()

@@ -209,8 +209,9 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	if *statusEvery <= 0 {
 		<-ctx.Done()
 		if cfg.Proxies > 0 {
-			pp := s.Stats().ProxyProgramming
-			fmt.Fprintf(stdout, "proxies %d: network programming latency p50 %s p99 %s over %d observations\n", cfg.Proxies, pp.Quantile(0.5), pp.Quantile(0.99), pp.Count())
+			st := s.Stats()
+			pp := st.ProxyProgramming
+			fmt.Fprintf(stdout, "proxies %d: network programming latency p50 %s p99 %s over %d observations; %d watch objects decoded, %d shared\n", cfg.Proxies, pp.Quantile(0.5), pp.Quantile(0.99), pp.Count(), st.ProxyDecodes, st.ProxyDecodesShared)
 		}
 		return nil
 	}
@@ -226,7 +227,7 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 				st.HeartbeatDispatchP99, st.HeartbeatMaxBusy, st.HeartbeatWorkers, st.HeartbeatSaturated, st.CPUSeconds, st.RSSBytes>>20)
 			if cfg.Proxies > 0 {
 				pp := st.ProxyProgramming
-				fmt.Fprintf(stdout, "proxies %d: network programming latency p50 %s p99 %s over %d observations\n", cfg.Proxies, pp.Quantile(0.5), pp.Quantile(0.99), pp.Count())
+				fmt.Fprintf(stdout, "proxies %d: network programming latency p50 %s p99 %s over %d observations; %d watch objects decoded, %d shared\n", cfg.Proxies, pp.Quantile(0.5), pp.Quantile(0.99), pp.Count(), st.ProxyDecodes, st.ProxyDecodesShared)
 			}
 			return nil
 		case now := <-t.C:

@@ -7,4 +7,9 @@
 // The endpoint-selection rules (ready, then serving-terminating fallback,
 // topology hints, traffic policies) follow upstream's pkg/proxy/topology.go;
 // the packet-level programming lives in the backends (internal/proxy/nftables).
+//
+// It also serves what load balancers ask a node: /healthz and /livez with
+// upstream's semantics and JSON (health.go), and the health check node
+// port of each LoadBalancer Service with externalTrafficPolicy Local,
+// answering 200 while the node has ready endpoints of it (servicehealth.go).
 package proxy

@@ -73,7 +73,9 @@ func Watch(ctx context.Context, client kubernetes.Interface, p *Proxier, resync 
 			p.OnNode(n)
 		}
 	}
-	if _, err := node.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onNode, UpdateFunc: func(_, n any) { onNode(n) }}); err != nil {
+	if _, err := node.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onNode, UpdateFunc: func(_, n any) { onNode(n) }, DeleteFunc: func(any) { p.OnNode(nil) },
+	}); err != nil {
 		return nil, err
 	}
 	f.Start(ctx.Done())

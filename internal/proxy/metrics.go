@@ -17,6 +17,9 @@ type Metrics struct {
 	ObjectsChanged         *prometheus.CounterVec
 	SkippedPorts           *prometheus.GaugeVec
 	ProgrammedServicePorts prometheus.Gauge
+	// HealthzTotal and LivezTotal count /healthz and /livez answers by
+	// status code.
+	HealthzTotal, LivezTotal *prometheus.CounterVec
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not
@@ -46,10 +49,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "myriad_proxy_skipped_service_ports", Help: "Service ports the proxy cannot program, by reason",
 		}, []string{"reason"}),
 		ProgrammedServicePorts: prometheus.NewGauge(prometheus.GaugeOpts{Name: "myriad_proxy_service_ports", Help: "Service ports (per family) currently programmed"}),
+		HealthzTotal:           prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_proxy_healthz_total", Help: "Cumulative proxy healthz HTTP status"}, []string{"code"}),
+		LivezTotal:             prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_proxy_livez_total", Help: "Cumulative proxy livez HTTP status"}, []string{"code"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.SyncDuration, m.NetworkProgramming, m.LastSync, m.LastQueued, m.SyncFailures,
-			m.EndpointChanges, m.ServiceChanges, m.ObjectsChanged, m.SkippedPorts, m.ProgrammedServicePorts)
+			m.EndpointChanges, m.ServiceChanges, m.ObjectsChanged, m.SkippedPorts, m.ProgrammedServicePorts, m.HealthzTotal, m.LivezTotal)
 	}
 	return m
 }

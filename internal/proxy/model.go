@@ -57,7 +57,13 @@ type ServicePort struct {
 	// ExternalIPs holds spec.externalIPs and the load balancer's ingress IPs
 	// (those not in ipMode Proxy): both are reached from outside the node
 	// and follow externalTrafficPolicy.
-	ExternalIPs         []netip.Addr
+	ExternalIPs []netip.Addr
+	// FirewallIPs are the load balancer ingress IPs (of ExternalIPs) that
+	// only SourceRanges may reach (spec.loadBalancerSourceRanges of this
+	// family); both are empty when the Service sets no ranges, or one
+	// that is all addresses.
+	FirewallIPs         []netip.Addr
+	SourceRanges        []netip.Prefix
 	ExternalPolicyLocal bool
 	InternalPolicyLocal bool
 	// AffinityTimeout is the ClientIP affinity's timeout; 0 means no affinity.
@@ -107,6 +113,12 @@ type PortView struct {
 type ServiceView struct {
 	Name  types.NamespacedName
 	Ports []PortView
+	// HealthCheckNodePort is where the proxy answers a load balancer's
+	// health checks for a LoadBalancer Service with externalTrafficPolicy
+	// Local (0: none); LocalReady counts the node's ready endpoint
+	// addresses, the health check's answer.
+	HealthCheckNodePort uint16
+	LocalReady          int
 	// Skipped lists ports the proxy will not program and why.
 	Skipped []string
 }
@@ -123,7 +135,7 @@ func buildPorts(svc *v1.Service, families []Family) (ports []ServicePort, skippe
 	if len(clusterIPs) == 0 {
 		clusterIPs = []string{svc.Spec.ClusterIP}
 	}
-	var ext []netip.Addr
+	var ext, lbIPs []netip.Addr
 	for _, s := range svc.Spec.ExternalIPs {
 		if a, err := netip.ParseAddr(s); err == nil {
 			ext = append(ext, a.Unmap())
@@ -136,9 +148,11 @@ func buildPorts(svc *v1.Service, families []Family) (ports []ServicePort, skippe
 			}
 			if a, err := netip.ParseAddr(ing.IP); err == nil {
 				ext = append(ext, a.Unmap())
+				lbIPs = append(lbIPs, a.Unmap())
 			}
 		}
 	}
+	ranges := sourceRanges(svc.Spec.LoadBalancerSourceRanges)
 	var timeout time.Duration
 	if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
 		timeout = time.Duration(v1.DefaultClientIPServiceAffinitySeconds) * time.Second
@@ -166,10 +180,21 @@ func buildPorts(svc *v1.Service, families []Family) (ports []ServicePort, skippe
 		if !cip.IsValid() {
 			continue // single-stack Service of the other family
 		}
-		var famExt []netip.Addr
+		var famExt, famLB []netip.Addr
 		for _, a := range ext {
 			if FamilyOf(a) == fam {
 				famExt = append(famExt, a)
+			}
+		}
+		famRanges := ranges[fam]
+		if len(famRanges) > 0 {
+			for _, a := range lbIPs {
+				if FamilyOf(a) == fam {
+					famLB = append(famLB, a)
+				}
+			}
+			if len(famLB) == 0 {
+				famRanges = nil
 			}
 		}
 		for _, p := range svc.Spec.Ports {
@@ -182,6 +207,8 @@ func buildPorts(svc *v1.Service, families []Family) (ports []ServicePort, skippe
 				ClusterIP:           cip,
 				Port:                uint16(p.Port),
 				ExternalIPs:         famExt,
+				FirewallIPs:         famLB,
+				SourceRanges:        famRanges,
 				ExternalPolicyLocal: externalLocal,
 				InternalPolicyLocal: internalLocal,
 				AffinityTimeout:     timeout,
@@ -197,6 +224,34 @@ func buildPorts(svc *v1.Service, families []Family) (ports []ServicePort, skippe
 		}
 	}
 	return out, skipped
+}
+
+// sourceRanges parses spec.loadBalancerSourceRanges by family, as upstream
+// does: surrounding spaces are trimmed (validation lets them through),
+// unparsable ranges are ignored, and a family with a range covering every
+// address has none (no filtering).
+func sourceRanges(specs []string) map[Family][]netip.Prefix {
+	if len(specs) == 0 {
+		return nil // most Services: no allocation on the sync path
+	}
+	out := map[Family][]netip.Prefix{}
+	all := map[Family]bool{}
+	for _, s := range specs {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil || p.Addr().Is4In6() || p.Addr().Zone() != "" {
+			continue
+		}
+		p = p.Masked()
+		fam := FamilyOf(p.Addr())
+		if p.Bits() == 0 {
+			all[fam] = true
+		}
+		out[fam] = append(out[fam], p)
+	}
+	for fam := range all {
+		delete(out, fam)
+	}
+	return out
 }
 
 // endpointsFor collects the endpoints of one ServicePort from the Service's

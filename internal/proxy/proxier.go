@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -42,6 +43,13 @@ type Config struct {
 	// OnProgrammed, if set, is called with each network programming latency
 	// (EndpointSlice trigger time → rules in place) as it is observed.
 	OnProgrammed func(time.Duration)
+	// ServeHealthCheckNodePorts opens an HTTP server on the
+	// healthCheckNodePort of every LoadBalancer Service with
+	// externalTrafficPolicy Local (servicehealth.go), listening on
+	// HealthCheckHost (default all addresses). Off by default: the
+	// simulator's many proxies share one host.
+	ServeHealthCheckNodePorts bool
+	HealthCheckHost           string
 }
 
 func (c *Config) setDefaults() error {
@@ -89,6 +97,9 @@ type Proxier struct {
 		dirty    map[types.NamespacedName]struct{}
 		triggers map[types.NamespacedName][]time.Time
 		synced   bool // informers have listed once: syncing may begin
+		node     *v1.Node
+		// nodeIPs are the node's InternalIP and ExternalIP addresses.
+		nodeIPs []netip.Addr
 		// queuedAt is when the oldest change not yet programmed arrived
 		// (zero: none pending); syncedAt when a sync last succeeded.
 		queuedAt, syncedAt time.Time
@@ -100,6 +111,11 @@ type Proxier struct {
 	claims   *claims
 	skipped  map[types.NamespacedName][]string
 	lastFull time.Time
+	// health serves health check node ports (nil: off); hcPorts and
+	// hcLocal are what it serves, owned by the sync loop.
+	health  *serviceHealth
+	hcPorts map[types.NamespacedName]uint16
+	hcLocal map[types.NamespacedName]int
 }
 
 // New validates cfg and returns a Proxier; call Run to start syncing.
@@ -113,11 +129,16 @@ func New(cfg Config) (*Proxier, error) {
 	p.mu.dirty = map[types.NamespacedName]struct{}{}
 	p.mu.triggers = map[types.NamespacedName][]time.Time{}
 	p.runner = newRunner(p.sync, cfg.MinSyncPeriod, cfg.SyncPeriod, cfg.Clock)
+	if cfg.ServeHealthCheckNodePorts {
+		p.health = newServiceHealth(cfg.NodeName, cfg.HealthCheckHost, cfg.Recorder, cfg.Logger, func() bool { return p.Health().Healthy })
+		p.hcPorts, p.hcLocal = map[types.NamespacedName]uint16{}, map[types.NamespacedName]int{}
+	}
 	return p, nil
 }
 
-// Run syncs until ctx ends.
+// Run syncs until ctx ends, then closes the health check servers.
 func (p *Proxier) Run(ctx context.Context) {
+	defer p.Close()
 	p.lastFull = p.cfg.Clock.Now()
 	p.runner.loop(ctx)
 }
@@ -178,12 +199,26 @@ func (p *Proxier) OnEndpointSlice(slice *discovery.EndpointSlice, deleted bool) 
 	p.queued()
 }
 
-// OnNode records the node's topology zone; a change recomputes every Service.
+// OnNode records the node (its health decides /healthz) and its topology
+// zone; a zone change recomputes every Service. A nil node: it is gone.
 func (p *Proxier) OnNode(node *v1.Node) {
-	zone := node.Labels[v1.LabelTopologyZone]
+	var zone string
+	var ips []netip.Addr
+	if node != nil {
+		zone = node.Labels[v1.LabelTopologyZone]
+		for _, a := range node.Status.Addresses {
+			if a.Type != v1.NodeInternalIP && a.Type != v1.NodeExternalIP {
+				continue
+			}
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				ips = append(ips, ip.Unmap())
+			}
+		}
+	}
 	p.mu.Lock()
-	changed := zone != p.mu.zone
-	p.mu.zone = zone
+	p.mu.node = node
+	changed := zone != p.mu.zone || !slices.Equal(ips, p.mu.nodeIPs)
+	p.mu.zone, p.mu.nodeIPs = zone, ips
 	if changed {
 		for k := range p.mu.services {
 			p.mu.dirty[k] = struct{}{}
@@ -275,6 +310,25 @@ func (p *Proxier) sync(ctx context.Context) {
 		}
 	}
 	p.reportSkipped(changes)
+	p.syncHealthChecks(changes)
+}
+
+// syncHealthChecks brings the health check node port servers up to date
+// with the programmed views. Every sync calls it, so a port that failed to
+// open is retried at least every SyncPeriod.
+func (p *Proxier) syncHealthChecks(changes map[types.NamespacedName]*ServiceView) {
+	if p.health == nil {
+		return
+	}
+	for key, v := range changes {
+		if v == nil || v.HealthCheckNodePort == 0 {
+			delete(p.hcPorts, key)
+			delete(p.hcLocal, key)
+			continue
+		}
+		p.hcPorts[key], p.hcLocal[key] = v.HealthCheckNodePort, v.LocalReady
+	}
+	p.health.sync(p.hcPorts, p.hcLocal)
 }
 
 // viewLocked computes one Service's view from the stored objects.
@@ -287,6 +341,7 @@ func (p *Proxier) viewLocked(key types.NamespacedName) *ServiceView {
 	if ports == nil && skipped == nil {
 		return nil
 	}
+	allowFromNode(ports, p.mu.nodeIPs)
 	var sl []*discovery.EndpointSlice
 	for _, s := range p.mu.slices[key] {
 		sl = append(sl, s)
@@ -302,6 +357,12 @@ func (p *Proxier) viewLocked(key types.NamespacedName) *ServiceView {
 		return 0
 	})
 	v := &ServiceView{Name: key, Skipped: skipped}
+	if hc := svc.Spec.HealthCheckNodePort; svc.Spec.Type == v1.ServiceTypeLoadBalancer &&
+		svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && hc > 0 && hc <= 65535 {
+		v.HealthCheckNodePort = uint16(hc)
+	}
+	// Upstream counts a local pod serving two ports once.
+	var localReady map[netip.Addr]struct{}
 	for i := range ports {
 		sp := &ports[i]
 		if !p.cfg.Backend.Supports(sp.Name.Protocol) {
@@ -309,10 +370,45 @@ func (p *Proxier) viewLocked(key types.NamespacedName) *ServiceView {
 			continue
 		}
 		eps := endpointsFor(sp, sl, p.cfg.NodeName)
+		for _, e := range eps {
+			if e.Local && e.Ready {
+				if localReady == nil {
+					localReady = map[netip.Addr]struct{}{}
+				}
+				localReady[e.Addr] = struct{}{}
+			}
+		}
 		cluster, local, any := categorize(eps, sp, p.cfg.NodeName, p.mu.zone)
 		v.Ports = append(v.Ports, PortView{ServicePort: *sp, Cluster: cluster, Local: local, HasAny: any})
 	}
+	v.LocalReady = len(localReady)
 	return v
+}
+
+// allowFromNode lets the load balancer IPs themselves through the source
+// ranges of ports whose ranges hold one of the node's addresses, as
+// upstream does: a load balancer IP is often also a local address of the
+// node, and then the node's own request to it loops back with the load
+// balancer IP as its source.
+func allowFromNode(ports []ServicePort, nodeIPs []netip.Addr) {
+	for i := range ports {
+		sp := &ports[i]
+		if len(sp.SourceRanges) == 0 {
+			continue
+		}
+		holds := slices.ContainsFunc(nodeIPs, func(ip netip.Addr) bool {
+			return slices.ContainsFunc(sp.SourceRanges, func(r netip.Prefix) bool { return r.Contains(ip) })
+		})
+		if !holds {
+			continue
+		}
+		// The ranges are shared by the Service's ports: extend a copy.
+		ranges := slices.Clone(sp.SourceRanges)
+		for _, a := range sp.FirewallIPs {
+			ranges = append(ranges, netip.PrefixFrom(a, a.BitLen()))
+		}
+		sp.SourceRanges = ranges
+	}
 }
 
 // reportSkipped emits an event the first time a port becomes unprogrammable
@@ -353,19 +449,16 @@ func (p *Proxier) reportSkipped(changes map[types.NamespacedName]*ServiceView) {
 // use it; it must not run concurrently with Run.
 func (p *Proxier) Sync(ctx context.Context) { p.sync(ctx) }
 
-// Healthy reports whether the proxy keeps up, as upstream's proxier health
-// server judges it: no change has waited for programming longer than twice
-// the sync period. The error says why not.
+// Healthy is Health as an error saying why the proxy is not healthy.
 func (p *Proxier) Healthy() error {
+	if p.Health().Healthy {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.mu.synced {
 		return errors.New("informers have not synced yet")
 	}
-	if q := p.mu.queuedAt; !q.IsZero() {
-		if wait := p.cfg.Clock.Since(q); wait > 2*p.cfg.SyncPeriod {
-			return fmt.Errorf("changes queued %s ago are not programmed yet (last successful sync %s)", wait.Round(time.Second), p.mu.syncedAt.Format(time.RFC3339))
-		}
-	}
-	return nil
+	return fmt.Errorf("changes queued %s ago are not programmed yet (last successful sync %s)",
+		p.cfg.Clock.Since(p.mu.queuedAt).Round(time.Second), p.mu.syncedAt.Format(time.RFC3339))
 }

@@ -46,6 +46,10 @@ type Sim struct {
 	metrics  *metrics
 	// proxyLatency is the dry-run proxies' network programming latency.
 	proxyLatency *durHist
+	// proxyClient is the proxies' clientset, sharing decoded watch events
+	// through proxyDecodes (proxydecode.go); nil on a fake client.
+	proxyClient  kubernetes.Interface
+	proxyDecodes *decodeCache
 	// noPodWatch leaves pod events to the caller (unit tests).
 	noPodWatch bool
 	counters   counters
@@ -135,6 +139,12 @@ func New(cfg Config) (*Sim, error) {
 	}
 	s.beats = beats
 	s.nodeDenied = denied
+	if cfg.Proxies > 0 {
+		s.proxyDecodes = newDecodeCache()
+		if s.proxyClient, err = newProxyClient(rc, httpClient, client, s.proxyDecodes); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -385,6 +395,9 @@ type Stats struct {
 	// ProxyProgramming is the dry-run proxies' network programming latency
 	// (Config.Proxies): EndpointSlice trigger time to rules computed.
 	ProxyProgramming Histogram
+	// ProxyDecodes counts the watch event objects the proxies decoded;
+	// ProxyDecodesShared those they received already decoded by another.
+	ProxyDecodes, ProxyDecodesShared uint64
 
 	// CPUSeconds is the process's user+system CPU time; RSSBytes its
 	// resident memory (0 where /proc is unavailable).
@@ -420,6 +433,9 @@ func (s *Sim) Stats() Stats {
 	}
 	if s.nodeDenied != nil {
 		st.NodeRequestsDenied = s.nodeDenied.Load()
+	}
+	if d := s.proxyDecodes; d != nil {
+		st.ProxyDecodes, st.ProxyDecodesShared = d.decodes.Load(), d.shared.Load()
 	}
 	st.LatenessP50 = st.Lateness.Quantile(0.5)
 	st.LatenessP99 = st.Lateness.Quantile(0.99)

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -66,6 +68,38 @@ func TestProxy(t *testing.T) {
 	}
 	setEndpoints("10.1.1.2", "10.1.2.2")
 
+	// The proxy's node: /healthz reports it eligible for load-balanced
+	// traffic only once the proxy has seen its Node, as upstream's does.
+	if _, err := c.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.CoreV1().Nodes().Delete(ctx, "node-a", metav1.DeleteOptions{}) }()
+	// A LoadBalancer Service with externalTrafficPolicy Local and one
+	// endpoint on node-a: the proxy serves its health check node port.
+	hcPort := 0
+	for p := 32767; p > 30000 && hcPort == 0; p-- {
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+			l.Close()
+			hcPort = p
+		}
+	}
+	if _, err := c.CoreV1().Services(ns).Create(ctx, &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "lb"},
+		Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal,
+			HealthCheckNodePort: int32(hcPort), Ports: []v1.ServicePort{{Name: "http", Port: 80, Protocol: v1.ProtocolTCP}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discovery.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "lb-manual", Namespace: ns,
+			Labels: map[string]string{discovery.LabelServiceName: "lb", discovery.LabelManagedBy: "e2e.myriad"}},
+		AddressType: discovery.AddressTypeIPv4,
+		Ports:       []discovery.EndpointPort{{Name: ptr.To("http"), Port: ptr.To[int32](8080), Protocol: ptr.To(v1.ProtocolTCP)}},
+		Endpoints:   []discovery.Endpoint{{Addresses: []string{"10.1.1.2"}, NodeName: ptr.To("node-a")}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	kubeconfig := shared.identityKubeconfig(t, "--user", "system:kube-proxy")
 	healthPort, err := freePort()
 	if err != nil {
@@ -78,7 +112,8 @@ func TestProxy(t *testing.T) {
 	var log safeBuffer
 	cmd := exec.Command(binary, "proxy", "--kubeconfig", kubeconfig, "--node", "node-a", "--families", "ipv4",
 		"--netns", "/var/run/netns/"+lab.NS("node"),
-		"--healthz-bind-address", fmt.Sprintf("127.0.0.1:%d", healthPort), "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort))
+		"--healthz-bind-address", fmt.Sprintf("127.0.0.1:%d", healthPort), "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort),
+		"--health-check-address", "127.0.0.1")
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -131,20 +166,46 @@ func TestProxy(t *testing.T) {
 	get := func(port int, path string) (int, string) {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", port, path))
 		if err != nil {
-			t.Fatal(err)
+			return 0, err.Error()
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
 	for _, path := range []string{"/healthz", "/livez"} {
-		if code, body := get(healthPort, path); code != http.StatusOK {
-			t.Errorf("%s: %d %s", path, code, body)
+		var body string
+		waitFor(path+" answers 200", 5*time.Second, func() bool {
+			var code int
+			code, body = get(healthPort, path)
+			return code == http.StatusOK
+		})
+		var h struct {
+			Healthy      bool  `json:"healthy"`
+			NodeEligible *bool `json:"nodeEligible"`
+		}
+		if err := json.Unmarshal([]byte(body), &h); err != nil || !h.Healthy || (path == "/healthz") != (h.NodeEligible != nil && *h.NodeEligible) {
+			t.Errorf("%s: %s (%v)", path, body, err)
 		}
 	}
+	var hcBody string
+	waitFor("the health check node port answers 200", 5*time.Second, func() bool {
+		var code int
+		code, hcBody = get(hcPort, "/")
+		return code == http.StatusOK
+	})
+	if !strings.Contains(hcBody, `"localEndpoints": 1`) {
+		t.Errorf("health check node port: %s", hcBody)
+	}
+	if err := c.CoreV1().Services(ns).Delete(ctx, "lb", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the health check node port closes with its Service", 5*time.Second, func() bool {
+		code, _ := get(hcPort, "/")
+		return code == 0
+	})
 	_, metrics := get(metricsPort, "/metrics")
 	for _, m := range []string{"kubeproxy_sync_proxy_rules_duration_seconds_count", "kubeproxy_network_programming_duration_seconds_count",
-		"kubeproxy_sync_proxy_rules_last_timestamp_seconds"} {
+		"kubeproxy_sync_proxy_rules_last_timestamp_seconds", `kubeproxy_proxy_healthz_total{code="200"}`} {
 		if !strings.Contains(metrics, m) {
 			t.Errorf("/metrics lacks %s", m)
 		}

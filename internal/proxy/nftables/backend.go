@@ -21,6 +21,9 @@ type Config struct {
 	// ClusterCIDRs, one per family at most: traffic to a cluster IP from
 	// outside them is masqueraded (upstream's --cluster-cidr). Unset: none.
 	ClusterCIDRs []netip.Prefix
+	// MasqueradeAll masquerades all traffic to cluster IPs, whatever its
+	// source (upstream's --masquerade-all); ClusterCIDRs then do not matter.
+	MasqueradeAll bool
 	// Protocols the kernel can forward (default TCP, UDP and SCTP); ports of
 	// other protocols are reported and skipped.
 	Protocols []v1.Protocol
@@ -79,7 +82,7 @@ func newBackend(cfg Config, w writer) *Backend {
 				cidr = p
 			}
 		}
-		b.tables[f] = newTable(f, cidr)
+		b.tables[f] = newTable(f, masqueradePolicy{all: cfg.MasqueradeAll, clusterCIDR: cidr})
 	}
 	return b
 }
@@ -126,7 +129,7 @@ func (b *Backend) Sync(ctx context.Context, changes map[types.NamespacedName]*pr
 					}
 				}
 				if len(ports) > 0 {
-					next = computeFragment(old, ports, t.clusterCIDR)
+					next = computeFragment(old, ports, t.masq)
 				}
 			}
 			if old == nil && next == nil {

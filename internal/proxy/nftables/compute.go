@@ -43,17 +43,40 @@ func lbChain(nodePort, localOrigin bool, n int, affinity string) string {
 	return fmt.Sprintf("lb-%s-%d-affinity-%s", kind, n, affinity)
 }
 
+// masqueradePolicy is which traffic to a cluster IP is masqueraded.
+type masqueradePolicy struct {
+	// all: every packet (upstream's --masquerade-all); else, with
+	// clusterCIDR set, those from outside it (upstream's local-traffic
+	// detection by cluster CIDR); else none.
+	all         bool
+	clusterCIDR netip.Prefix
+}
+
 // computeFragment builds what one Service's ports (of one family) program.
 // prev, the fragment currently programmed (nil if none), keeps endpoints in
 // the slots they already have, so an endpoint replaced in place rewrites
 // one element per entry point (cluster IP, external IP, node port).
-func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.Prefix) *fragment {
+func computeFragment(prev *fragment, ports []proxy.PortView, masq masqueradePolicy) *fragment {
 	f := newFragment()
 	for i := range ports {
 		pv := &ports[i]
 		f.ports++
 		id := portID(pv.Name)
 		proto := protoNum(pv.Name.Protocol)
+		if len(pv.FirewallIPs) > 0 && len(pv.SourceRanges) > 0 {
+			// loadBalancerSourceRanges: new connections to the load
+			// balancer IPs from elsewhere are dropped before DNAT, whether
+			// or not the port has endpoints. (Node ports are not subject
+			// to the ranges, as upstream's are not.)
+			fw := "firewall-" + id
+			for _, c := range pv.SourceRanges {
+				f.chains[fw] = append(f.chains[fw], rule{kind: rReturnFromSource, cidr: c})
+			}
+			f.chains[fw] = append(f.chains[fw], rule{kind: rDrop})
+			for _, a := range pv.FirewallIPs {
+				f.elems[elemRef{mapFirewallIPs, elemKey{addr: a, proto: proto, port: pv.Port}}] = elemVal{verdict: "goto " + fw}
+			}
+		}
 		if !pv.HasAny {
 			// No endpoint anywhere: the filter chains reject new connections.
 			reject := elemVal{verdict: "goto " + chainReject}
@@ -131,8 +154,11 @@ func computeFragment(prev *fragment, ports []proxy.PortView, clusterCIDR netip.P
 		// Internal traffic (to the cluster IP).
 		svcChain := "svc-" + id
 		f.chains[svcChain] = nil
-		if clusterCIDR.IsValid() {
-			f.chains[svcChain] = append(f.chains[svcChain], rule{kind: rMasqOutsideCIDR, cidr: clusterCIDR})
+		switch {
+		case masq.all:
+			f.chains[svcChain] = append(f.chains[svcChain], rule{kind: rJump, target: chainMarkForMasq})
+		case masq.clusterCIDR.IsValid():
+			f.chains[svcChain] = append(f.chains[svcChain], rule{kind: rMasqOutsideCIDR, cidr: masq.clusterCIDR})
 		}
 		pick(svcChain, internalUse, false, internal, elemKey{addr: pv.ClusterIP, proto: proto, port: pv.Port})
 		f.elems[elemRef{mapServiceIPs, elemKey{addr: pv.ClusterIP, proto: proto, port: pv.Port}}] = elemVal{verdict: "goto " + svcChain}

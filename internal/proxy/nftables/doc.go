@@ -8,7 +8,8 @@
 //	nat-prerouting, nat-output ─ jump services
 //	services: daddr . l4proto . dport vmap @service-ips ─ goto svc-<port> | ext-<port>
 //	          fib daddr local, l4proto . dport vmap @service-nodeports ─ goto nodeport-<port>
-//	svc-<port>:      [mark for masquerade if saddr is outside the cluster CIDR] goto lb-addr-<N>
+//	svc-<port>:      [mark for masquerade: always (--masquerade-all), or if saddr is
+//	                 outside the cluster CIDR] goto lb-addr-<N>
 //	ext-<port>:      [mark for masquerade (Cluster policy)] goto lb-addr-<N>
 //	nodeport-<port>: [mark for masquerade (Cluster policy)] goto lb-nodeport-<N>
 //	                 (Local policy: the node's own traffic first goes, marked,
@@ -16,6 +17,8 @@
 //	lb-addr-<N>:     dnat to daddr . l4proto . dport . (numgen random mod N) map @endpoints
 //	lb-nodeport-<N>: dnat to l4proto . dport . (numgen random mod N) map @nodeport-endpoints
 //	filter-{input,forward,output}: ct state new → @no-endpoint-* vmaps → reject
+//	filter-{prerouting,output}: ct state new, daddr . l4proto . dport vmap @firewall-ips
+//	                 ─ goto firewall-<port>: saddr in a loadBalancerSourceRanges CIDR return; drop
 //	nat-postrouting: masquerade marked packets and hairpin (@hairpin: ep . ep)
 //
 // Two kernel facts shape this, both measured (docs/bench/proxy.md): the

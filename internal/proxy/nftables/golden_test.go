@@ -152,6 +152,34 @@ func TestGoldenRules(t *testing.T) {
 				ep{ip: "10.244.3.1", node: "node-b", ready: true, serving: true, zones: []string{"z1"}},
 				ep{ip: "10.244.3.2", node: "node-c", ready: true, serving: true, zones: []string{"z2"}}))
 		}},
+		{"loadbalancer-source-ranges", Config{Families: []proxy.Family{proxy.IPv4}}, func(h *harness) {
+			h.svc(service("default", "fw", "10.96.0.40", []v1.ServicePort{tcp("http", 80, 30040)}, func(s *v1.Service) {
+				s.Spec.Type = v1.ServiceTypeLoadBalancer
+				s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+				s.Spec.HealthCheckNodePort = 32040
+				s.Spec.ExternalIPs = []string{"192.0.2.40"} // not a load balancer IP: not filtered
+				s.Spec.LoadBalancerSourceRanges = []string{" 10.0.0.0/8", "192.168.1.7/24", "2001:db8::/32", "not-a-cidr"}
+				s.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "198.51.100.40"}, {IP: "198.51.100.41", IPMode: ptr.To(v1.LoadBalancerIPModeProxy)}}
+			}))
+			// Without endpoints the firewall still drops other sources first.
+			h.svc(service("default", "fw-empty", "10.96.0.41", []v1.ServicePort{tcp("http", 80, 0)}, func(s *v1.Service) {
+				s.Spec.Type = v1.ServiceTypeLoadBalancer
+				s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"}
+				s.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "198.51.100.42"}}
+			}))
+			// A range of every address filters nothing.
+			h.svc(service("default", "fw-open", "10.96.0.42", []v1.ServicePort{tcp("http", 80, 0)}, func(s *v1.Service) {
+				s.Spec.Type = v1.ServiceTypeLoadBalancer
+				s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8", "0.0.0.0/0"}
+				s.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "198.51.100.43"}}
+			}))
+			h.eps(slice("default", "fw", "fw-1", v4, "http", 8080, v1.ProtocolTCP, readyEP("10.244.0.40", testNode), readyEP("10.244.1.40", "node-b")))
+			h.eps(slice("default", "fw-open", "fw-open-1", v4, "http", 8080, v1.ProtocolTCP, readyEP("10.244.1.42", "node-b")))
+		}},
+		{"masquerade-all", Config{Families: []proxy.Family{proxy.IPv4}, MasqueradeAll: true, ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}, func(h *harness) {
+			h.svc(service("default", "web", "10.96.0.50", []v1.ServicePort{tcp("http", 80, 0)}))
+			h.eps(slice("default", "web", "web-1", v4, "http", 8080, v1.ProtocolTCP, readyEP("10.244.1.50", "node-b")))
+		}},
 		{"dual-stack", Config{}, func(h *harness) {
 			h.svc(service("default", "ds", "10.96.0.30", []v1.ServicePort{tcp("http", 80, 0)}, func(s *v1.Service) {
 				s.Spec.ClusterIPs = []string{"10.96.0.30", "fd00::30"}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/google/nftables/expr"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/myriad-k8s/myriad/internal/proxy"
 )
@@ -56,7 +59,52 @@ func New(cfg Config) (*Backend, error) {
 	}
 	b := newBackend(cfg, nil)
 	b.w = &kernel{conn: conn, ct: ct, log: b.cfg.Logger}
+	b.probeProtocols(func() error { return probeSCTP(conn) })
 	return b, nil
+}
+
+// probeProtocols drops SCTP from the protocols the backend programs when
+// probe says the kernel cannot forward it: its ports are then reported
+// (event ServicePortNotProgrammed, metric myriad_proxy_skipped_service_ports)
+// and skipped like any unprogrammable port, rather than failing every
+// transaction that holds one.
+func (b *Backend) probeProtocols(probe func() error) {
+	if !b.Supports(v1.ProtocolSCTP) {
+		return
+	}
+	if err := probe(); err != nil {
+		b.log.Warn("the kernel cannot forward SCTP; SCTP service ports will be skipped", "err", err)
+		b.cfg.Protocols = slices.DeleteFunc(slices.Clone(b.cfg.Protocols), func(p v1.Protocol) bool { return p == v1.ProtocolSCTP })
+	}
+}
+
+// probeTable is the throwaway table probeSCTP writes, named per process so
+// two proxies probing one namespace do not meet.
+func probeTable() *nftables.Table {
+	return &nftables.Table{Name: fmt.Sprintf("myriad-proxy-probe-%d", os.Getpid()), Family: nftables.TableFamilyIPv4}
+}
+
+// probeSCTP asks the kernel to accept what an SCTP service port needs — a
+// nat chain rule matching SCTP and DNATing it to an address and port — in
+// a throwaway table, then deletes the table.
+func probeSCTP(conn *nftables.Conn) error {
+	t := probeTable()
+	conn.AddTable(t)
+	ch := conn.AddChain(baseChain(t, "probe", &hook{nat: true, hooknum: "prerouting", priority: -100}))
+	conn.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{protoSCTP}},
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: binary.BigEndian.AppendUint16(nil, 9)},
+		&expr.Immediate{Register: reg1, Data: []byte{127, 0, 0, 1}},
+		&expr.Immediate{Register: reg3201, Data: binary.BigEndian.AppendUint16(nil, 9)},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1, RegProtoMin: reg3201, Specified: true},
+	}})
+	conn.DelTable(t)
+	if err := conn.Flush(); err != nil {
+		return fmt.Errorf("probing SCTP in nf_tables: %w", err)
+	}
+	return nil
 }
 
 // Close releases the netlink socket.
@@ -490,6 +538,19 @@ func natFamily(fam proxy.Family) uint32 {
 	return unix.NFPROTO_IPV4
 }
 
+// sourceIn compares the packet's source address, masked to cidr's length,
+// with cidr (op Eq: inside it; Neq: outside).
+func sourceIn(fam proxy.Family, cidr netip.Prefix, op expr.CmpOp) []expr.Any {
+	n := len(cidr.Addr().AsSlice())
+	mask := make([]byte, n)
+	for i := 0; i < cidr.Bits(); i++ {
+		mask[i/8] |= 0x80 >> (i % 8)
+	}
+	return []expr.Any{nh(fam, true, reg1),
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: uint32(n), Mask: mask, Xor: make([]byte, n)},
+		&expr.Cmp{Op: op, Register: reg1, Data: cidr.Masked().Addr().AsSlice()}}
+}
+
 // exprs compiles a rule for the kernel.
 func exprs(fam proxy.Family, r rule) []expr.Any {
 	switch r.kind {
@@ -545,16 +606,12 @@ func exprs(fam proxy.Family, r rule) []expr.Any {
 		return []expr.Any{nh(fam, true, reg1), nh(fam, false, second),
 			&expr.Lookup{SourceRegister: reg1, SetName: setHairpin}, &expr.Masq{FullyRandom: true}}
 	case rMasqOutsideCIDR:
-		bits := r.cidr.Bits()
-		n := len(r.cidr.Addr().AsSlice())
-		mask := make([]byte, n)
-		for i := 0; i < bits; i++ {
-			mask[i/8] |= 0x80 >> (i % 8)
-		}
-		return []expr.Any{nh(fam, true, reg1),
-			&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: uint32(n), Mask: mask, Xor: make([]byte, n)},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: r.cidr.Masked().Addr().AsSlice()},
-			&expr.Verdict{Kind: expr.VerdictJump, Chain: chainMarkForMasq}}
+		return append(sourceIn(fam, r.cidr, expr.CmpOpNeq), &expr.Verdict{Kind: expr.VerdictJump, Chain: chainMarkForMasq})
+	case rReturnFromSource:
+		return append(sourceIn(fam, r.cidr, expr.CmpOpEq), &expr.Verdict{Kind: expr.VerdictReturn})
+	case rFirewallIPs:
+		pr, po := afterAddr(fam)
+		return append(append([]expr.Any{nh(fam, false, reg1)}, l4protoDport(pr, po)...), vmap(mapFirewallIPs))
 	case rLocalSourceJump:
 		return append(fibLocal(true), &expr.Verdict{Kind: expr.VerdictJump, Chain: r.target})
 	case rLocalSourceGoto:

@@ -34,6 +34,8 @@ const (
 	rLocalSourceGoto                     // fib saddr local goto Target
 	rLB                                  // pick one of n endpoints of the packet's entry point and DNAT to it
 	rLBAffinity                          // the client's remembered endpoint, if still one of n
+	rFirewallIPs                         // daddr . l4proto . dport vmap @firewall-ips
+	rReturnFromSource                    // saddr CIDR return
 )
 
 // rule is one nf_tables rule. It is comparable, so a chain's rules diff by
@@ -82,6 +84,10 @@ func (r rule) String() string {
 		return "@nh saddr . @nh daddr @hairpin masquerade fully-random"
 	case rMasqOutsideCIDR:
 		return fmt.Sprintf("@nh saddr != %s jump mark-for-masquerade", r.cidr)
+	case rFirewallIPs:
+		return "@nh daddr . meta l4proto . th dport vmap @" + mapFirewallIPs
+	case rReturnFromSource:
+		return fmt.Sprintf("@nh saddr %s return", r.cidr)
 	case rLocalSourceJump:
 		return "fib saddr type local jump " + r.target
 	case rLocalSourceGoto:
@@ -269,6 +275,10 @@ const (
 	mapNodePortAffinity             = "nodeport-affinity"
 	chainMarkForMasq                = "mark-for-masquerade"
 	chainReject                     = "reject-chain"
+	// Load balancer IPs with loadBalancerSourceRanges go to a per-port
+	// chain that drops new connections from other sources, before DNAT.
+	mapFirewallIPs     = "firewall-ips"
+	chainFirewallCheck = "firewall-check"
 )
 
 // base returns the chains and maps every table has, independent of Services.
@@ -279,18 +289,24 @@ func base() (map[string]chainDef, map[string]mapDef) {
 		"nat-postrouting": {hook: &hook{nat: true, hooknum: "postrouting", priority: 100}, rules: []rule{{kind: rJump, target: "masquerading"}}},
 		"filter-input":    {hook: &hook{hooknum: "input", priority: -110}, rules: []rule{{kind: rNewConnCheck, target: "endpoints-check"}}},
 		"filter-forward":  {hook: &hook{hooknum: "forward", priority: -110}, rules: []rule{{kind: rNewConnCheck, target: "endpoints-check"}}},
-		"filter-output":   {hook: &hook{hooknum: "output", priority: -110}, rules: []rule{{kind: rNewConnCheck, target: "endpoints-check"}}},
-		"services":        {rules: []rule{{kind: rServiceIPs}, {kind: rServiceNodePorts}}},
-		"endpoints-check": {rules: []rule{{kind: rNoEndpointIPs}, {kind: rNoEndpointNodePorts}}},
-		chainReject:       {rules: []rule{{kind: rReject}}},
-		chainMarkForMasq:  {rules: []rule{{kind: rMarkMasq}}},
-		"masquerading":    {rules: []rule{{kind: rHairpin}, {kind: rReturnUnmarked}, {kind: rClearMark}, {kind: rMasquerade}}},
+		"filter-output": {hook: &hook{hooknum: "output", priority: -110}, rules: []rule{
+			{kind: rNewConnCheck, target: "endpoints-check"}, {kind: rNewConnCheck, target: chainFirewallCheck}}},
+		// Upstream's filter-prerouting-pre-dnat: the firewall sees the load
+		// balancer IP before nat-prerouting rewrites it.
+		"filter-prerouting": {hook: &hook{hooknum: "prerouting", priority: -110}, rules: []rule{{kind: rNewConnCheck, target: chainFirewallCheck}}},
+		chainFirewallCheck:  {rules: []rule{{kind: rFirewallIPs}}},
+		"services":          {rules: []rule{{kind: rServiceIPs}, {kind: rServiceNodePorts}}},
+		"endpoints-check":   {rules: []rule{{kind: rNoEndpointIPs}, {kind: rNoEndpointNodePorts}}},
+		chainReject:         {rules: []rule{{kind: rReject}}},
+		chainMarkForMasq:    {rules: []rule{{kind: rMarkMasq}}},
+		"masquerading":      {rules: []rule{{kind: rHairpin}, {kind: rReturnUnmarked}, {kind: rClearMark}, {kind: rMasquerade}}},
 	}
 	maps := map[string]mapDef{
 		mapServiceIPs:          {kind: mServiceIPs},
 		mapServiceNodePorts:    {kind: mServiceNodePorts},
 		mapNoEndpointServices:  {kind: mServiceIPs},
 		mapNoEndpointNodePorts: {kind: mServiceNodePorts},
+		mapFirewallIPs:         {kind: mServiceIPs},
 		setHairpin:             {kind: mHairpin},
 		// Every Service's endpoints live in these maps, keyed by the entry
 		// point and slot, and every affinity in the dynamic ones: the kernel

@@ -1,7 +1,6 @@
 package nftables
 
 import (
-	"net/netip"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -12,11 +11,11 @@ import (
 // table is one family's programmed state: the base objects plus every
 // Service's fragment. Only the backend's sync goroutine touches it.
 type table struct {
-	fam         proxy.Family
-	clusterCIDR netip.Prefix
-	baseChains  map[string]chainDef
-	baseMaps    map[string]mapDef
-	frags       map[types.NamespacedName]*fragment
+	fam        proxy.Family
+	masq       masqueradePolicy
+	baseChains map[string]chainDef
+	baseMaps   map[string]mapDef
+	frags      map[types.NamespacedName]*fragment
 	// hairpin counts the fragments using each hairpin element: one endpoint
 	// address can serve many Services.
 	hairpin     map[elemKey]int
@@ -25,9 +24,9 @@ type table struct {
 	lbs map[string]int
 }
 
-func newTable(fam proxy.Family, clusterCIDR netip.Prefix) *table {
+func newTable(fam proxy.Family, masq masqueradePolicy) *table {
 	c, m := base()
-	return &table{fam: fam, clusterCIDR: clusterCIDR, baseChains: c, baseMaps: m,
+	return &table{fam: fam, masq: masq, baseChains: c, baseMaps: m,
 		frags: map[types.NamespacedName]*fragment{}, hairpin: map[elemKey]int{}, lbs: map[string]int{}}
 }
 
