@@ -192,3 +192,36 @@ func TestServiceDryRunCreateTakesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceHealthCheckNodePort: a LoadBalancer Service with
+// externalTrafficPolicy Local gets a health check node port of its own
+// through the API; a merge patch to Cluster releases it.
+func TestServiceHealthCheckNodePort(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	svcs := e.cs.CoreV1().Services("default")
+	s := testService("lb", corev1.ServiceTypeLoadBalancer, 0)
+	s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	lb, err := svcs.Create(ctx, s, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := lb.Spec.HealthCheckNodePort
+	if hc < 30000 || hc > 32767 || hc == lb.Spec.Ports[0].NodePort {
+		t.Fatalf("healthCheckNodePort %d (node port %d), want another port of 30000-32767", hc, lb.Spec.Ports[0].NodePort)
+	}
+	taker := testService("taker", corev1.ServiceTypeNodePort, hc)
+	if _, err := svcs.Create(ctx, taker, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("a node port equal to a health check port: %v, want 422", err)
+	}
+	cluster, err := svcs.Patch(ctx, "lb", types.MergePatchType, []byte(`{"spec":{"externalTrafficPolicy":"Cluster"}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cluster.Spec.HealthCheckNodePort != 0 {
+		t.Fatalf("healthCheckNodePort %d after the switch to Cluster", cluster.Spec.HealthCheckNodePort)
+	}
+	if _, err := svcs.Create(ctx, taker, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the released health check port: %v", err)
+	}
+}

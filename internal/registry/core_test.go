@@ -130,6 +130,15 @@ func TestServiceValidation(t *testing.T) {
 		{"type", func(s *corev1.Service) { s.Spec.Type = "Magic" }, []string{"Unsupported value: spec.type"}},
 		{"external name", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeExternalName; s.Spec.Ports = nil }, []string{"Required value: spec.externalName"}},
 		{"node port on cluster ip", func(s *corev1.Service) { s.Spec.Ports[0].NodePort = 30000 }, []string{"Forbidden: spec.ports[0].nodePort"}},
+		{"health check port without Local", func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.HealthCheckNodePort = corev1.ServiceTypeLoadBalancer, 30001
+		}, []string{"Invalid value: spec.healthCheckNodePort"}},
+		{"health check port for Local", func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.ExternalTrafficPolicy, s.Spec.HealthCheckNodePort = corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, 30001
+		}, nil},
+		{"health check port range", func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.ExternalTrafficPolicy, s.Spec.HealthCheckNodePort = corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal, 70000
+		}, []string{"Invalid value: spec.healthCheckNodePort"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { wantErrs(t, create(r, testService(tc.mutate)), tc.want...) })
@@ -159,6 +168,29 @@ func TestServiceUpdate(t *testing.T) {
 	changed := old.DeepCopy()
 	changed.Spec.ClusterIP, changed.Spec.ClusterIPs = "10.96.0.11", []string{"10.96.0.11"}
 	wantErrs(t, update(r, changed, old), "Invalid value: spec.clusterIPs[0]")
+
+	// The health check node port: kept by a re-apply, immutable while
+	// needed, dropped when traffic policy goes back to Cluster.
+	local := func(s *corev1.Service) {
+		s.Spec.Type, s.Spec.ExternalTrafficPolicy = corev1.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal
+	}
+	lb := old.DeepCopy()
+	local(lb)
+	lb.Spec.HealthCheckNodePort = 30090
+	relb := testService(local)
+	wantErrs(t, update(r, relb, lb))
+	if relb.Spec.HealthCheckNodePort != 30090 {
+		t.Errorf("re-applied LoadBalancer lost its health check port: %+v", relb.Spec)
+	}
+	moved := lb.DeepCopy()
+	moved.Spec.HealthCheckNodePort = 30091
+	wantErrs(t, update(r, moved, lb), "Forbidden: spec.healthCheckNodePort")
+	toCluster := lb.DeepCopy()
+	toCluster.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	wantErrs(t, update(r, toCluster, lb))
+	if toCluster.Spec.HealthCheckNodePort != 0 {
+		t.Errorf("health check port kept after the switch to Cluster: %d", toCluster.Spec.HealthCheckNodePort)
+	}
 
 	st := old.DeepCopy()
 	st.Spec.Type = corev1.ServiceTypeClusterIP

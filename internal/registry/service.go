@@ -136,10 +136,22 @@ func keepAllocatedServiceValues(obj, old *corev1.Service) {
 				p.NodePort = oldPorts[fmt.Sprintf("%s/%d", p.Protocol, p.Port)]
 			}
 		}
-		if obj.Spec.HealthCheckNodePort == 0 {
-			obj.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
-		}
 	}
+	// Upstream's rules for the health check node port: kept when both
+	// need one and the update leaves it out, wiped (and so released) when
+	// the update stops needing it and did not change it.
+	switch {
+	case needsHealthCheck(old) && needsHealthCheck(obj) && obj.Spec.HealthCheckNodePort == 0:
+		obj.Spec.HealthCheckNodePort = old.Spec.HealthCheckNodePort
+	case needsHealthCheck(old) && !needsHealthCheck(obj) && obj.Spec.HealthCheckNodePort == old.Spec.HealthCheckNodePort:
+		obj.Spec.HealthCheckNodePort = 0
+	}
+}
+
+// needsHealthCheck: a LoadBalancer with externalTrafficPolicy Local has
+// a health check node port (allocated with the node ports).
+func needsHealthCheck(s *corev1.Service) bool {
+	return s.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 }
 
 func validateService(s *corev1.Service) field.ErrorList {
@@ -211,6 +223,15 @@ func validateService(s *corev1.Service) field.ErrorList {
 			errs = append(errs, validateOneOf(spec.ExternalTrafficPolicy, sp.Child("externalTrafficPolicy"), corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal)...)
 		}
 	}
+	if !needsHealthCheck(s) {
+		if spec.HealthCheckNodePort != 0 {
+			errs = append(errs, field.Invalid(sp.Child("healthCheckNodePort"), spec.HealthCheckNodePort, "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"))
+		}
+	} else if spec.HealthCheckNodePort != 0 {
+		for _, msg := range validation.IsValidPortNum(int(spec.HealthCheckNodePort)) {
+			errs = append(errs, field.Invalid(sp.Child("healthCheckNodePort"), spec.HealthCheckNodePort, msg))
+		}
+	}
 	for i, ip := range spec.ExternalIPs {
 		if net.ParseIP(ip) == nil {
 			errs = append(errs, field.Invalid(sp.Child("externalIPs").Index(i), ip, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
@@ -236,8 +257,12 @@ func validatePortNumOrName(v intstr.IntOrString, p *field.Path) field.ErrorList 
 }
 
 // validateServiceUpdate: the primary cluster IP cannot change once
-// allocated, except when the type moves to or from ExternalName.
+// allocated, except when the type moves to or from ExternalName; the
+// health check node port cannot change while it is needed.
 func validateServiceUpdate(obj, old *corev1.Service) field.ErrorList {
+	if needsHealthCheck(old) && needsHealthCheck(obj) && obj.Spec.HealthCheckNodePort != old.Spec.HealthCheckNodePort {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec", "healthCheckNodePort"), "field is immutable")}
+	}
 	if obj.Spec.Type == corev1.ServiceTypeExternalName || old.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil
 	}

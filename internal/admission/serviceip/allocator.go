@@ -87,6 +87,9 @@ func (a *Allocator) markLocked(svc *corev1.Service) {
 			a.mu.ports[int(p.NodePort)] = true
 		}
 	}
+	if svc.Spec.HealthCheckNodePort != 0 {
+		a.mu.ports[int(svc.Spec.HealthCheckNodePort)] = true
+	}
 }
 
 // FirstAddress is the first usable address of the range, the one
@@ -189,40 +192,69 @@ func (a *Allocator) allocateLocked(ctx context.Context, svc *corev1.Service, kee
 	if needsNodePorts(svc) {
 		for i := range svc.Spec.Ports {
 			p := &svc.Spec.Ports[i]
-			portInvalid := func(msg string) ([]netip.Addr, []int, error) {
-				return fail(apierrors.NewInvalid(gk, svc.Name, field.ErrorList{field.Invalid(specPath.Child("ports").Index(i).Child("nodePort"), p.NodePort, msg)}))
+			if err := a.portLocked(ctx, &p.NodePort, own, gk, svc.Name, specPath.Child("ports").Index(i).Child("nodePort"), "nodePort"); err != nil {
+				return fail(err)
 			}
-			if p.NodePort == 0 {
-				for {
-					port, ok := a.nextFreePortLocked()
-					if !ok {
-						return fail(apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: range is full")))
-					}
-					a.mu.ports[port] = true
-					if err := a.claimLocked(ctx, portItem(port), own); errors.Is(err, ErrClaimed) {
-						continue
-					} else if err != nil {
-						delete(a.mu.ports, port)
-						return unavailable("nodePort", err)
-					}
-					p.NodePort = int32(port)
-					break
-				}
-			} else if int(p.NodePort) < a.portLow || int(p.NodePort) > a.portHigh {
-				return portInvalid(fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", a.portLow, a.portHigh))
-			} else if a.mu.ports[int(p.NodePort)] && a.mu.claims == nil {
-				return portInvalid("provided port is already allocated")
-			} else if err := a.claimLocked(ctx, portItem(int(p.NodePort)), own); errors.Is(err, ErrClaimed) {
-				a.mu.ports[int(p.NodePort)] = true
-				return portInvalid("provided port is already allocated")
-			} else if err != nil {
-				return unavailable("nodePort", err)
-			}
-			a.mu.ports[int(p.NodePort)] = true
 			takenPorts = append(takenPorts, int(p.NodePort))
 		}
 	}
+	if NeedsHealthCheck(svc) {
+		if err := a.portLocked(ctx, &svc.Spec.HealthCheckNodePort, own, gk, svc.Name, specPath.Child("healthCheckNodePort"), "HealthCheck NodePort"); err != nil {
+			return fail(err)
+		}
+		takenPorts = append(takenPorts, int(svc.Spec.HealthCheckNodePort))
+	}
 	return takenIPs, takenPorts, nil
+}
+
+// portLocked takes *port for own, a free one when it is 0, and marks it.
+// On error nothing is marked or claimed.
+func (a *Allocator) portLocked(ctx context.Context, port *int32, own string, gk schema.GroupKind, name string, path *field.Path, what string) error {
+	invalid := func(msg string) error {
+		return apierrors.NewInvalid(gk, name, field.ErrorList{field.Invalid(path, *port, msg)})
+	}
+	unavailable := func(err error) error {
+		return apierrors.NewInternalError(fmt.Errorf("failed to allocate a %s: %w", what, err))
+	}
+	if *port == 0 {
+		for {
+			p, ok := a.nextFreePortLocked()
+			if !ok {
+				return apierrors.NewInternalError(fmt.Errorf("failed to allocate a %s: range is full", what))
+			}
+			a.mu.ports[p] = true // taken, by us or (ErrClaimed) another server
+			if err := a.claimLocked(ctx, portItem(p), own); errors.Is(err, ErrClaimed) {
+				continue
+			} else if err != nil {
+				delete(a.mu.ports, p)
+				return unavailable(err)
+			}
+			*port = int32(p)
+			return nil
+		}
+	}
+	p := int(*port)
+	switch {
+	case p < a.portLow || p > a.portHigh:
+		return invalid(fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %d-%d", a.portLow, a.portHigh))
+	case a.mu.ports[p] && a.mu.claims == nil:
+		return invalid("provided port is already allocated")
+	}
+	if err := a.claimLocked(ctx, portItem(p), own); errors.Is(err, ErrClaimed) {
+		a.mu.ports[p] = true
+		return invalid("provided port is already allocated")
+	} else if err != nil {
+		return unavailable(err)
+	}
+	a.mu.ports[p] = true
+	return nil
+}
+
+// NeedsHealthCheck is upstream's rule: a LoadBalancer Service with
+// externalTrafficPolicy Local gets a health check node port, which
+// load balancers probe to find the nodes with local endpoints.
+func NeedsHealthCheck(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 }
 
 func needsNodePorts(svc *corev1.Service) bool {
@@ -276,6 +308,9 @@ func held(svc *corev1.Service) (ips []netip.Addr, ports []int) {
 			ports = append(ports, int(p.NodePort))
 		}
 	}
+	if svc.Spec.HealthCheckNodePort != 0 {
+		ports = append(ports, int(svc.Spec.HealthCheckNodePort))
+	}
 	return ips, ports
 }
 
@@ -299,6 +334,9 @@ func (a *Allocator) reallocate(ctx context.Context, svc, old *corev1.Service) (f
 		for i := range svc.Spec.Ports {
 			svc.Spec.Ports[i].NodePort = 0
 		}
+	}
+	if !NeedsHealthCheck(svc) {
+		svc.Spec.HealthCheckNodePort = 0
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()

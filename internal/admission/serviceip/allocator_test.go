@@ -292,3 +292,56 @@ func TestOtherResourcesAndSubresources(t *testing.T) {
 		t.Fatalf("allocated %d addresses and %d ports for writes that are not its business", ips, ports)
 	}
 }
+
+// TestHealthCheckNodePort: a LoadBalancer with externalTrafficPolicy
+// Local gets a health check node port from the node port range beside
+// its node ports; one asked for is taken if free; it is released when
+// the Service stops needing it and when it is deleted.
+func TestHealthCheckNodePort(t *testing.T) {
+	a := small(t)
+	lb := svc("lb", corev1.ServiceTypeLoadBalancer, "")
+	lb.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	finish, err := create(t, a, lb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finish(true)
+	hc := lb.Spec.HealthCheckNodePort
+	if hc < 30000 || hc > 30002 || hc == lb.Spec.Ports[0].NodePort {
+		t.Fatalf("health check node port %d, node port %d: want a second port of 30000-30002", hc, lb.Spec.Ports[0].NodePort)
+	}
+	if _, ports := a.heldCounts(); ports != 2 {
+		t.Fatalf("%d ports held, want 2", ports)
+	}
+
+	// Another Service asking for the same health check port.
+	other := svc("other", corev1.ServiceTypeLoadBalancer, "")
+	other.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	other.Spec.HealthCheckNodePort = hc
+	if _, err := create(t, a, other); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.healthCheckNodePort") {
+		t.Fatalf("a health check port already allocated: %v, want 422 on spec.healthCheckNodePort", err)
+	}
+	if _, ports := a.heldCounts(); ports != 2 {
+		t.Fatalf("%d ports held after a refused create, want 2", ports)
+	}
+
+	// Cluster traffic policy: no health check port any more; it is freed
+	// once the update is written.
+	cluster := lb.DeepCopy()
+	cluster.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	finish, err = update(t, a, cluster, lb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finish(true)
+	if cluster.Spec.HealthCheckNodePort != 0 {
+		t.Fatalf("health check port %d kept without Local traffic policy", cluster.Spec.HealthCheckNodePort)
+	}
+	if _, ports := a.heldCounts(); ports != 1 {
+		t.Fatalf("%d ports held after the update, want 1", ports)
+	}
+	remove(t, a, cluster)(true)
+	if _, ports := a.heldCounts(); ports != 0 {
+		t.Fatalf("%d ports held after the delete, want 0", ports)
+	}
+}
