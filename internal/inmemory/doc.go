@@ -21,5 +21,6 @@
 //
 // Not supported: connection upgrades (exec, attach, port-forward need
 // Hijack; such requests fail at once with ErrUpgrade), 1xx informational
-// responses (dropped), trailers and the Date header.
+// responses (dropped), trailers, and the Date and computed Content-Length
+// headers (Response.ContentLength carries the length when it is known).
 package inmemory

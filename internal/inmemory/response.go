@@ -259,10 +259,9 @@ func (w *responseWriter) finish() {
 		resp.ContentLength = w.declared
 		resp.Body = newBytesBody(w.pending, io.ErrUnexpectedEOF)
 	default:
+		// ContentLength says it; a Content-Length header is added only if
+		// the handler set one (two allocations per request saved).
 		resp.ContentLength = int64(len(w.pending))
-		if w.declared < 0 {
-			w.header.Set("Content-Length", strconv.Itoa(len(w.pending)))
-		}
 		if len(w.pending) > 0 {
 			resp.Body = newBytesBody(w.pending, io.EOF)
 		}
