@@ -16,8 +16,9 @@
 // together when the handler returns, flushes, or has written more than
 // Config.FlushThreshold; a small response thus costs no pipe and no
 // goroutine hand-off, while a watch (which flushes after every event) or a
-// large LIST streams through an io.Pipe with the handler blocked until the
-// client reads, as TCP's flow control would block it.
+// large LIST streams through a pipe with a 256 KiB window: the handler
+// waits for the client only when that much is unread, as HTTP/2's flow
+// control would make it wait.
 //
 // Not supported: connection upgrades (exec, attach, port-forward need
 // Hijack; such requests fail at once with ErrUpgrade), 1xx informational

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -45,8 +46,10 @@ type responseWriter struct {
 	delivered   bool
 	pending     []byte // written, not yet delivered or piped
 
-	// Set when the response streams (deliverStream).
-	pw       *io.PipeWriter
+	// Set when the response streams (deliverStream). stream is pw for
+	// the client context's cancellation, which runs on another goroutine.
+	pw       *pipe
+	stream   atomic.Pointer[pipe]
 	stopPipe func() bool
 }
 
@@ -60,7 +63,15 @@ func newResponseWriter(t *Transport, req, sreq *http.Request) *responseWriter {
 		head:     sreq.Method == http.MethodHead,
 	}
 	cctx := req.Context()
-	w.stopClientCancel = context.AfterFunc(cctx, func() { cancel(context.Cause(cctx)) })
+	w.stopClientCancel = context.AfterFunc(cctx, func() {
+		// As net/http's client, reads fail at once, whatever the
+		// handler does next.
+		cause := context.Cause(cctx)
+		if p := w.stream.Load(); p != nil {
+			p.cancel(cause)
+		}
+		cancel(cause)
+	})
 	w.sreq = sreq.WithContext(ctx)
 	return w
 }
@@ -172,7 +183,7 @@ func (w *responseWriter) push() error {
 		return nil
 	}
 	_, err := w.pw.Write(w.pending)
-	// The reader has copied them out (or never will): reuse the buffer.
+	// The pipe has copied them: reuse the buffer.
 	w.pending = w.pending[:0]
 	return err
 }
@@ -209,15 +220,21 @@ func (w *responseWriter) deliverStream(first []byte) {
 		w.ready <- result{resp: resp}
 		return
 	}
-	pr, pw := io.Pipe()
+	pw := newPipe()
 	w.pw = pw
+	w.stream.Store(pw)
+	if cctx := w.req.Context(); cctx.Err() != nil {
+		// Cancelled before the Store: the hook above saw no pipe.
+		pw.cancel(context.Cause(cctx))
+	}
 	ctx := w.sreq.Context()
 	// However the handler's context ends early (the client cancels or
 	// closes the body, the transport shuts down), a handler blocked on
-	// a write that nobody will read is let go.
-	w.stopPipe = context.AfterFunc(ctx, func() { pw.CloseWithError(context.Cause(ctx)) })
+	// a write that nobody will read is let go, and the client's read
+	// ends with the cause.
+	w.stopPipe = context.AfterFunc(ctx, func() { pw.cancel(context.Cause(ctx)) })
 	resp.ContentLength = w.declared
-	resp.Body = &pipeBody{pr: pr, cancel: w.cancel}
+	resp.Body = &pipeBody{p: pw, cancel: w.cancel}
 	w.ready <- result{resp: resp}
 }
 
@@ -235,10 +252,10 @@ func (w *responseWriter) finish() {
 		}
 		if w.declared >= 0 && w.written < w.declared {
 			// net/http would close the connection short of the body.
-			w.pw.CloseWithError(io.ErrUnexpectedEOF)
+			w.pw.closeWrite(io.ErrUnexpectedEOF)
 			return
 		}
-		_ = w.pw.Close()
+		w.pw.closeWrite(nil)
 		return
 	}
 	// The whole response is known: one hand-off, no pipe. The handler is
@@ -295,7 +312,7 @@ func (w *responseWriter) abort(p any) {
 	}
 	if w.delivered {
 		if w.pw != nil {
-			w.pw.CloseWithError(ErrAborted)
+			w.pw.closeWrite(ErrAborted)
 		}
 		return
 	}
@@ -334,14 +351,14 @@ func bodyAllowedForStatus(code int) bool {
 // context and fails the handler's pending and later writes, as a client
 // hanging up on a stream does.
 type pipeBody struct {
-	pr     *io.PipeReader
+	p      *pipe
 	cancel context.CancelCauseFunc
 }
 
-func (b *pipeBody) Read(p []byte) (int, error) { return b.pr.Read(p) }
+func (b *pipeBody) Read(p []byte) (int, error) { return b.p.Read(p) }
 
 func (b *pipeBody) Close() error {
-	_ = b.pr.CloseWithError(errBodyClosed)
+	b.p.closeRead(errBodyClosed)
 	b.cancel(errBodyClosed)
 	return nil
 }

@@ -502,6 +502,9 @@ func TestPanics(t *testing.T) {
 				if resp.StatusCode != tc.wantCode || !errors.Is(err, tc.wantRead) {
 					t.Fatalf("code %d, read error %v; want %d, %v", resp.StatusCode, err, tc.wantCode, tc.wantRead)
 				}
+				if tc.wantCode == 200 && tc.wantLog && string(b) != "partial" {
+					t.Errorf("read %q before the abort, want what was flushed", b)
+				}
 				if tc.wantCode == 500 {
 					var st metav1.Status
 					if err := json.Unmarshal(b, &st); err != nil || st.Kind != "Status" || st.Reason != metav1.StatusReasonInternalError || st.Code != 500 {

@@ -1,0 +1,133 @@
+package inmemory
+
+import (
+	"io"
+	"sync"
+)
+
+// pipeWindow is how many unread bytes a streaming response may hold
+// before the handler's writes wait for the client: HTTP/2's per-stream
+// flow-control window plays this part over the network.
+const pipeWindow = 256 << 10
+
+// pipe is a streaming response's body: an io.Pipe with a window. Unlike
+// io.Pipe, whose every Write waits until the reader has taken it all, a
+// write returns as soon as it fits in the window, so a watch handler
+// hands over an event without waiting for the client's goroutine to run,
+// and the client reads whatever has piled up in one Read. Safe for one
+// writer and one reader at a time.
+type pipe struct {
+	mu   sync.Mutex
+	cond sync.Cond // on mu; broadcast on data, room and close
+	buf  []byte    // unread: buf[r:]
+	r    int
+	// werr ends reads: once the buffer is drained, or at once when
+	// !drain (the client's side cancelled).
+	werr  error
+	drain bool
+	// rerr fails writes: the reader is gone.
+	rerr error
+}
+
+func newPipe() *pipe {
+	p := &pipe{}
+	p.cond.L = &p.mu
+	return p
+}
+
+// Write copies b into the window, waiting for room as needed.
+func (p *pipe) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for len(b) > 0 {
+		switch {
+		case p.rerr != nil:
+			return n, p.rerr
+		case p.werr != nil:
+			return n, io.ErrClosedPipe
+		}
+		room := pipeWindow - (len(p.buf) - p.r)
+		if room <= 0 {
+			p.cond.Wait()
+			continue
+		}
+		k := min(room, len(b))
+		if p.r > 0 && len(p.buf)+k > cap(p.buf) {
+			// Slide the unread bytes down before growing.
+			p.buf = p.buf[:copy(p.buf, p.buf[p.r:])]
+			p.r = 0
+		}
+		p.buf = append(p.buf, b[:k]...)
+		b = b[k:]
+		n += k
+		p.cond.Broadcast()
+	}
+	return n, nil
+}
+
+// Read returns what is buffered, waiting for data or the end.
+func (p *pipe) Read(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		if p.werr != nil && !p.drain {
+			return 0, p.werr
+		}
+		if p.rerr != nil {
+			return 0, io.ErrClosedPipe
+		}
+		if p.r < len(p.buf) {
+			n := copy(b, p.buf[p.r:])
+			p.r += n
+			if p.r == len(p.buf) {
+				p.r = 0
+				p.buf = p.buf[:0]
+				if cap(p.buf) > 32<<10 {
+					// An idle watch should not keep a burst's buffer.
+					p.buf = nil
+				}
+			}
+			p.cond.Broadcast()
+			return n, nil
+		}
+		if p.werr != nil {
+			return 0, p.werr
+		}
+		p.cond.Wait()
+	}
+}
+
+// closeWrite ends the stream after the buffered bytes, with err (nil:
+// io.EOF), as a server's last bytes reach the client before its close
+// or reset. The first close wins.
+func (p *pipe) closeWrite(err error) {
+	if err == nil {
+		err = io.EOF
+	}
+	p.close(err, true)
+}
+
+// cancel ends the stream at once with err: the exchange was cancelled,
+// and what is unread is dropped. The first close wins.
+func (p *pipe) cancel(err error) { p.close(err, false) }
+
+func (p *pipe) close(err error, drain bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.werr == nil {
+		p.werr, p.drain = err, drain
+	}
+	p.cond.Broadcast()
+}
+
+// closeRead fails the writer's pending and later writes with err.
+func (p *pipe) closeRead(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rerr == nil {
+		p.rerr = err
+	}
+	p.buf, p.r = nil, 0
+	p.cond.Broadcast()
+}
