@@ -16,7 +16,7 @@
 // together when the handler returns, flushes, or has written more than
 // Config.FlushThreshold; a small response thus costs no pipe and no
 // goroutine hand-off, while a watch (which flushes after every event) or a
-// large LIST streams through a pipe with a 256 KiB window: the handler
+// large LIST streams through a pipe with a 64 KiB window: the handler
 // waits for the client only when that much is unread, as HTTP/2's flow
 // control would make it wait.
 //

@@ -8,7 +8,11 @@ import (
 // pipeWindow is how many unread bytes a streaming response may hold
 // before the handler's writes wait for the client: HTTP/2's per-stream
 // flow-control window plays this part over the network.
-const pipeWindow = 256 << 10
+const pipeWindow = 64 << 10
+
+// buffers recycles pipes' buffers: a large LIST would otherwise allocate
+// a window's worth per response.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, pipeWindow); return &b }}
 
 // pipe is a streaming response's body: an io.Pipe with a window. Unlike
 // io.Pipe, whose every Write waits until the reader has taken it all, a
@@ -53,6 +57,9 @@ func (p *pipe) Write(b []byte) (int, error) {
 			continue
 		}
 		k := min(room, len(b))
+		if p.buf == nil {
+			p.buf = (*buffers.Get().(*[]byte))[:0]
+		}
 		if p.r > 0 && len(p.buf)+k > cap(p.buf) {
 			// Slide the unread bytes down before growing.
 			p.buf = p.buf[:copy(p.buf, p.buf[p.r:])]
@@ -81,17 +88,15 @@ func (p *pipe) Read(b []byte) (int, error) {
 			n := copy(b, p.buf[p.r:])
 			p.r += n
 			if p.r == len(p.buf) {
+				// Kept for the next writes until the stream ends.
 				p.r = 0
 				p.buf = p.buf[:0]
-				if cap(p.buf) > 32<<10 {
-					// An idle watch should not keep a burst's buffer.
-					p.buf = nil
-				}
 			}
 			p.cond.Broadcast()
 			return n, nil
 		}
 		if p.werr != nil {
+			p.releaseLocked()
 			return 0, p.werr
 		}
 		p.cond.Wait()
@@ -128,6 +133,20 @@ func (p *pipe) closeRead(err error) {
 	if p.rerr == nil {
 		p.rerr = err
 	}
-	p.buf, p.r = nil, 0
+	p.releaseLocked()
 	p.cond.Broadcast()
+}
+
+// releaseLocked returns the buffer to the pool once the stream is over
+// for both sides (drained to its end, or the reader gone), so nothing
+// reads or writes it any more. Callers hold mu.
+func (p *pipe) releaseLocked() {
+	if p.buf == nil {
+		return
+	}
+	if cap(p.buf) <= 2*pipeWindow {
+		b := p.buf[:0]
+		buffers.Put(&b)
+	}
+	p.buf, p.r = nil, 0
 }
