@@ -23,8 +23,11 @@ var buffers = sync.Pool{New: func() any { b := make([]byte, 0, pipeWindow); retu
 type pipe struct {
 	mu   sync.Mutex
 	cond sync.Cond // on mu; broadcast on data, room and close
-	buf  []byte    // unread: buf[r:]
+	buf  []byte    // unread: buf[r:]; nil when empty
 	r    int
+	// pooled is the pool's handle on buf's array, put back as it came
+	// (a new pointer per Put would allocate).
+	pooled *[]byte
 	// werr ends reads: once the buffer is drained, or at once when
 	// !drain (the client's side cancelled).
 	werr  error
@@ -58,10 +61,12 @@ func (p *pipe) Write(b []byte) (int, error) {
 		}
 		k := min(room, len(b))
 		if p.buf == nil {
-			p.buf = (*buffers.Get().(*[]byte))[:0]
+			p.pooled = buffers.Get().(*[]byte)
+			p.buf = (*p.pooled)[:0]
 		}
 		if p.r > 0 && len(p.buf)+k > cap(p.buf) {
-			// Slide the unread bytes down before growing.
+			// Slide the unread bytes down: unread + k <= pipeWindow,
+			// the pool's capacity, so buf never grows.
 			p.buf = p.buf[:copy(p.buf, p.buf[p.r:])]
 			p.r = 0
 		}
@@ -88,9 +93,9 @@ func (p *pipe) Read(b []byte) (int, error) {
 			n := copy(b, p.buf[p.r:])
 			p.r += n
 			if p.r == len(p.buf) {
-				// Kept for the next writes until the stream ends.
-				p.r = 0
-				p.buf = p.buf[:0]
+				// Drained: back to the pool, so an idle watch holds no
+				// buffer; the next write takes one again.
+				p.releaseLocked()
 			}
 			p.cond.Broadcast()
 			return n, nil
@@ -137,16 +142,14 @@ func (p *pipe) closeRead(err error) {
 	p.cond.Broadcast()
 }
 
-// releaseLocked returns the buffer to the pool once the stream is over
-// for both sides (drained to its end, or the reader gone), so nothing
-// reads or writes it any more. Callers hold mu.
+// releaseLocked returns the buffer to the pool: when it is drained or
+// the reader is gone, nothing in it is still to be read. Callers hold mu,
+// which every use of buf is under.
 func (p *pipe) releaseLocked() {
-	if p.buf == nil {
-		return
+	if p.pooled != nil {
+		// Writes never grow buf past the window (see Write), so this
+		// is the array the pool gave.
+		buffers.Put(p.pooled)
 	}
-	if cap(p.buf) <= 2*pipeWindow {
-		b := p.buf[:0]
-		buffers.Put(&b)
-	}
-	p.buf, p.r = nil, 0
+	p.buf, p.r, p.pooled = nil, 0, nil
 }
