@@ -149,6 +149,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// CancelRequest does nothing: a request ends when its context does, and
+// http.Client, which calls this when its Timeout expires, gives the
+// request a context with that deadline too. It exists because client-go's
+// round trippers log "unable to cancel request" for every timed-out
+// request (leader election's, say) through a transport without it.
+func (t *Transport) CancelRequest(*http.Request) {}
+
 // serverRequest is req as net/http's server would present it to a
 // handler. The header is a copy: filters edit theirs (authentication
 // removes Authorization), and a RoundTripper must not modify its request.

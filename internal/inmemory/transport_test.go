@@ -413,6 +413,35 @@ func TestCancellation(t *testing.T) {
 	}
 }
 
+// TestClientTimeout: http.Client's Timeout (client-go's rest.Config.Timeout)
+// ends the exchange through the request's context; CancelRequest, which
+// the client calls too, has nothing left to do.
+func TestClientTimeout(t *testing.T) {
+	ended := make(chan error, 1)
+	tr := newTransport(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		ended <- r.Context().Err()
+	}))
+	c := &http.Client{Transport: tr, Timeout: 100 * time.Millisecond}
+	resp, err := c.Get("http://x/watch")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Fatal("a stream past the client's timeout ended without an error")
+	}
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("handler ended with %v, want its context cancelled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client's timeout did not end the handler")
+	}
+}
+
 // TestShutdownRefusesNewRequests: after Shutdown, RoundTrip fails at once
 // and closes the body, as a stopped server refuses connections.
 func TestShutdownRefusesNewRequests(t *testing.T) {
