@@ -19,10 +19,10 @@ import (
 
 // Component is a client of the API that runs in the same process — the
 // scheduler and the controller manager in `myriad up`. It talks to the API
-// server over the loopback address through client-go, under its own
-// identity (a loopback bearer token; see componentTokens), exactly as it
-// would from another process: RBAC decides what it may do, never the admin's
-// rights.
+// server through client-go (in memory or over the loopback address: see
+// Config.LoopbackTransport), under its own identity (a loopback bearer
+// token; see componentTokens), exactly as it would from another process:
+// RBAC decides what it may do, never the admin's rights.
 type Component struct {
 	Name string
 	// Identity is who the component is (system:kube-scheduler,
@@ -65,24 +65,6 @@ func newComponentTokens(components []Component) (*componentTokens, error) {
 	return t, nil
 }
 
-// loopbackConfig is the client configuration in-process component c
-// uses: its loopback token and the cluster CA.
-func loopbackConfig(serverURL string, creds *pki.Credentials, tokens *componentTokens, c Component) (*rest.Config, error) {
-	tok, ok := tokens.byName[c.Name]
-	if !ok {
-		return nil, fmt.Errorf("component %s has no identity", c.Name)
-	}
-	return &rest.Config{
-		Host:            serverURL,
-		BearerToken:     tok,
-		TLSClientConfig: rest.TLSClientConfig{CAData: creds.CAPEM},
-		// In-process components are trusted peers of the server; their
-		// rate limit is the server's inflight limits, not a client one.
-		QPS:   5000,
-		Burst: 10000,
-	}, nil
-}
-
 // runningComponents tracks the components started after the server is ready.
 type runningComponents struct {
 	cancel context.CancelFunc
@@ -92,11 +74,11 @@ type runningComponents struct {
 
 // startComponents runs each component on its own goroutine. A component
 // that fails reports on errs; the caller shuts the process down.
-func startComponents(components []Component, serverURL string, creds *pki.Credentials, tokens *componentTokens, metrics prometheus.Registerer, log *slog.Logger) (*runningComponents, error) {
+func startComponents(components []Component, lb *loopback, tokens *componentTokens, metrics prometheus.Registerer, log *slog.Logger) (*runningComponents, error) {
 	configs := make([]*rest.Config, len(components))
 	for i, c := range components {
 		var err error
-		if configs[i], err = loopbackConfig(serverURL, creds, tokens, c); err != nil {
+		if configs[i], err = loopbackConfig(lb, tokens, c); err != nil {
 			return nil, err
 		}
 	}

@@ -48,6 +48,9 @@ type Config struct {
 	// Components run in-process once the server is ready (the scheduler
 	// and controllers of `myriad up`); they stop before the server does.
 	Components []Component
+	// LoopbackTransport is how Components reach the API: LoopbackMemory
+	// (default) or LoopbackTLS (components.go).
+	LoopbackTransport string
 	// WaitForDefaultServiceAccount delays writing the kubeconfig until the
 	// components have made the default namespace's default ServiceAccount
 	// (myriad up, whose controllers make it), so pods can be created the
@@ -102,6 +105,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if err := c.validateStorage(); err != nil {
 		return c, err
+	}
+	switch c.LoopbackTransport {
+	case "":
+		c.LoopbackTransport = LoopbackMemory
+	case LoopbackMemory, LoopbackTLS:
+	default:
+		return c, fmt.Errorf("loopback transport %q: want %s or %s", c.LoopbackTransport, LoopbackMemory, LoopbackTLS)
 	}
 	if c.MaxRequestsInflight == 0 {
 		c.MaxRequestsInflight = 400

@@ -189,6 +189,12 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	// Shutdown does not wait out 30-minute watches.
 	reqCtx, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
+	lb, err := newLoopback(cfg, creds, handler, reqCtx)
+	if err != nil {
+		return err
+	}
+	// Before the caches and the store (deferred earlier) stop.
+	defer lb.close(cfg.ShutdownTimeout)
 	srv := &http.Server{
 		Handler:           handler,
 		TLSConfig:         creds.TLSConfig(),
@@ -220,7 +226,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 			log.Error("cluster-info not written; nodes cannot discover the cluster from it", "err", err)
 		}
 	}
-	components, err := startComponents(cfg.Components, url, creds, compTokens, metrics, log)
+	components, err := startComponents(cfg.Components, lb, compTokens, metrics, log)
 	if err != nil {
 		_ = srv.Close()
 		return err
