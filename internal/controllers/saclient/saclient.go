@@ -44,7 +44,12 @@ func NewBuilder(root kubernetes.Interface, base *rest.Config, clk clock.PassiveC
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	rt, err := rest.TransportFor(rest.AnonymousClientConfig(base))
+	anon := rest.AnonymousClientConfig(base)
+	// AnonymousClientConfig drops WrapTransport, which is how myriad up
+	// hands its components the in-memory loopback transport; it carries
+	// no credentials, so the ServiceAccount clients keep it.
+	anon.WrapTransport = base.WrapTransport
+	rt, err := rest.TransportFor(anon)
 	if err != nil {
 		return nil, fmt.Errorf("saclient: transport: %w", err)
 	}
