@@ -220,7 +220,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 			log.Error("cluster-info not written; nodes cannot discover the cluster from it", "err", err)
 		}
 	}
-	components, err := startComponents(cfg.Components, url, creds, compTokens, metrics, log)
+	components, err := startComponents(cfg.Components, url, creds, compTokens, api, metrics, log)
 	if err != nil {
 		_ = srv.Close()
 		return err
