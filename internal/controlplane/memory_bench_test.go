@@ -291,6 +291,7 @@ func (s *benchPodSource) Watch(opts metav1.ListOptions) (watch.Interface, error)
 		}
 	}
 	go func() {
+		defer close(ch) // ends the consumers' loops, as a stopped watch does
 		for _, raw := range s.raw {
 			obj, err := s.decode(raw)
 			if err != nil {

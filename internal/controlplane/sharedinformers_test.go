@@ -108,11 +108,12 @@ func TestComponentsShareInformers(t *testing.T) {
 	if sched == nil || ctrl == nil {
 		t.Fatalf("components were handed factories %v", handed)
 	}
-	podInf := sched.Core().V1().Pods().Informer()
-	if podInf != ctrl.Core().V1().Pods().Informer() {
+	// Informer() wraps the factory's informer anew at every call: one
+	// informer is one indexer.
+	if sched.Core().V1().Pods().Informer().GetIndexer() != ctrl.Core().V1().Pods().Informer().GetIndexer() {
 		t.Fatal("the scheduler and the controllers read pods through different informers")
 	}
-	if sched.Core().V1().Nodes().Informer() != ctrl.Core().V1().Nodes().Informer() {
+	if sched.Core().V1().Nodes().Informer().GetIndexer() != ctrl.Core().V1().Nodes().Informer().GetIndexer() {
 		t.Fatal("the scheduler and the controllers read nodes through different informers")
 	}
 	// Waiting on the shared cache rather than by LISTs: the test's own

@@ -52,14 +52,14 @@ func TestInformerFor(t *testing.T) {
 	rs := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
 	gc := &Controller{typedInformers: typed, metadataInformers: md}
 	inf, isTyped, err := gc.informerFor(pods)
-	if err != nil || !isTyped || inf != typed.Core().V1().Pods().Informer() {
+	if err != nil || !isTyped || inf.GetIndexer() != typed.Core().V1().Pods().Informer().GetIndexer() {
 		t.Errorf("pods: typed %v, err %v: want the typed factory's pod informer", isTyped, err)
 	}
-	if inf, isTyped, err := gc.informerFor(rs); err != nil || isTyped || inf != md.ForResource(rs).Informer() {
+	if inf, isTyped, err := gc.informerFor(rs); err != nil || isTyped || inf.GetIndexer() != md.ForResource(rs).Informer().GetIndexer() {
 		t.Errorf("replicasets: typed %v, err %v: want the metadata informer", isTyped, err)
 	}
 	gc.typedInformers = nil
-	if inf, isTyped, err := gc.informerFor(pods); err != nil || isTyped || inf != md.ForResource(pods).Informer() {
+	if inf, isTyped, err := gc.informerFor(pods); err != nil || isTyped || inf.GetIndexer() != md.ForResource(pods).Informer().GetIndexer() {
 		t.Errorf("pods without a typed factory: typed %v, err %v: want the metadata informer", isTyped, err)
 	}
 }
