@@ -69,7 +69,7 @@ func BenchmarkPodMemory(b *testing.B) {
 // memoryBenchPods1 is the pod count: enough that per-structure overheads
 // (maps' buckets, the scheduler's node infos) average out, few enough to
 // run in a few seconds.
-const memoryBenchPods1 = 20000
+const memoryBenchPods1 = 10000
 
 // podsPerNode spreads the pods as the density run does (30 per node).
 const podsPerNode = 30
