@@ -86,26 +86,36 @@ func Run(ctx context.Context, cfg Config) error {
 	// components' informers, which it need not wait for. A handler's
 	// registration has synced once the handler has seen every object.
 	synced := []cache.InformerSynced{pdbs.Informer().HasSynced}
-	nodeReg, err := factory.Core().V1().Nodes().Informer().AddEventHandler(h.nodeHandler())
-	if err != nil {
-		return fmt.Errorf("node handler: %w", err)
-	}
-	podReg, err := factory.Core().V1().Pods().Informer().AddEventHandler(h.podHandler())
-	if err != nil {
-		return fmt.Errorf("pod handler: %w", err)
-	}
-	synced = append(synced, nodeReg.HasSynced, podReg.HasSynced)
-	for _, inf := range []cache.SharedIndexInformer{pvcInf.Informer(), pvInf.Informer(), scInf.Informer()} {
-		reg, err := inf.AddEventHandler(volumeHandler(q.MoveAllToActiveOrBackoff))
+	// A shared factory's informers outlive this function: its handlers
+	// are removed on the way out, so nothing feeds a stopped queue.
+	var registered []func()
+	handle := func(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
+		reg, err := inf.AddEventHandler(h)
 		if err != nil {
-			return fmt.Errorf("volume handler: %w", err)
+			return err
 		}
 		synced = append(synced, reg.HasSynced)
+		registered = append(registered, func() { _ = inf.RemoveEventHandler(reg) })
+		return nil
+	}
+	if err := handle(factory.Core().V1().Nodes().Informer(), h.nodeHandler()); err != nil {
+		return fmt.Errorf("node handler: %w", err)
+	}
+	if err := handle(factory.Core().V1().Pods().Informer(), h.podHandler()); err != nil {
+		return fmt.Errorf("pod handler: %w", err)
+	}
+	for _, inf := range []cache.SharedIndexInformer{pvcInf.Informer(), pvInf.Informer(), scInf.Informer()} {
+		if err := handle(inf, volumeHandler(q.MoveAllToActiveOrBackoff)); err != nil {
+			return fmt.Errorf("volume handler: %w", err)
+		}
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
+		for _, remove := range registered {
+			remove()
+		}
 		cancel()
 		wg.Wait()
 		if ownFactory {
