@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 
 	"github.com/myriad-k8s/myriad/internal/controllers"
@@ -85,7 +86,10 @@ func runUp(ctx context.Context, args []string, _ io.Writer) error {
 
 // upComponents are the clients `myriad up` runs in-process: the scheduler
 // and the controller manager, each electing a leader on its upstream Lease
-// so more replicas (or upstream's own) can stand by beside it.
+// so more replicas (or upstream's own) can stand by beside it. They read
+// through one shared informer factory (one decoded copy of each pod and
+// node in the process), which lists and watches as the controller manager
+// where it is not fed from the watch caches.
 //
 // The controllers sign certificate signing requests with the cluster CA
 // that `myriad up` keeps in dataDir (ca.crt, ca.key).
@@ -99,16 +103,16 @@ func upComponents(fs *flag.FlagSet) func(log *slog.Logger, cfg *controlplane.Con
 		dataDir := cfg.DataDir
 		var out []controlplane.Component
 		if *runScheduler {
-			out = append(out, controlplane.Component{Name: "scheduler", Identity: pki.Identity{User: pki.SchedulerUser}, Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
-				return scheduler.Run(ctx, scheduler.Config{RESTConfig: rc, LeaderElect: true, Logger: log, Metrics: m})
+			out = append(out, controlplane.Component{Name: "scheduler", Identity: pki.Identity{User: pki.SchedulerUser}, Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer, shared informers.SharedInformerFactory) error {
+				return scheduler.Run(ctx, scheduler.Config{RESTConfig: rc, LeaderElect: true, Logger: log, Metrics: m, Informers: shared})
 			}})
 		}
 		if names := splitList(*enabled); len(names) > 0 {
 			// Pods are refused until the default ServiceAccount exists:
 			// the kubeconfig waits for the controller that makes it.
 			cfg.WaitForDefaultServiceAccount = controllers.Enabled(names, serviceaccount.Name)
-			out = append(out, controlplane.Component{Name: "controllers", Identity: pki.Identity{User: pki.ControllerManagerUser}, Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer) error {
-				return controllers.Run(ctx, controllers.Config{RESTConfig: rc, Controllers: names, LeaderElect: true, UseServiceAccountCredentials: true, Logger: log, Metrics: m,
+			out = append(out, controlplane.Component{Name: "controllers", Identity: pki.Identity{User: pki.ControllerManagerUser}, ReadsShared: true, Run: func(ctx context.Context, rc *rest.Config, m prometheus.Registerer, shared informers.SharedInformerFactory) error {
+				return controllers.Run(ctx, controllers.Config{RESTConfig: rc, Controllers: names, LeaderElect: true, UseServiceAccountCredentials: true, Logger: log, Metrics: m, Informers: shared,
 					ServiceAccountKeyFile: cfg.ServiceAccountSigningKeyFile(),
 					ClusterSigning: signer.Options{
 						CertFile: filepath.Join(dataDir, pki.CACertFile),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -65,6 +66,14 @@ type Config struct {
 	// NodeLifecycle holds the node lifecycle controller's knobs (grace
 	// period 40 s, eviction rates 0.1 and 0.01 nodes/s, ...).
 	NodeLifecycle nodelifecycle.Options
+
+	// Informers, when set, is the typed factory the controllers share
+	// with other components of the process (`myriad up`'s scheduler):
+	// the manager registers the controllers' handlers there and starts
+	// it, but neither owns nor shuts it down; its objects are read-only
+	// and must have managedFields dropped already. Nil: the manager builds
+	// its own factory on its client, as kube-controller-manager.
+	Informers informers.SharedInformerFactory
 
 	// Logger defaults to slog.Default(); Metrics may be nil (no metrics).
 	Logger  *slog.Logger

@@ -67,7 +67,9 @@ func Run(ctx context.Context, cfg Config) error {
 	infCtx, stopInformers := context.WithCancel(context.Background())
 	defer func() {
 		stopInformers()
-		cc.Informers.Shutdown()
+		if cfg.Informers == nil {
+			cc.Informers.Shutdown()
+		}
 		cc.MetadataInformers.Shutdown()
 	}()
 	cc.Informers.Start(infCtx.Done())
@@ -144,11 +146,15 @@ func newContext(cfg Config) (*controllerctx.Context, error) {
 	if err != nil {
 		return nil, fmt.Errorf("controllers: metadata client: %w", err)
 	}
+	typed := cfg.Informers
+	if typed == nil {
+		typed = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trimForCache))
+	}
 	return &controllerctx.Context{
 		Client:            client,
 		Metadata:          md,
 		RESTConfig:        rc,
-		Informers:         informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(trimForCache)),
+		Informers:         typed,
 		MetadataInformers: metadatainformer.NewSharedInformerFactoryWithOptions(md, 0, metadatainformer.WithTransform(trimForCache)),
 		Events:            record.NewBroadcaster(),
 		Clock:             cfg.Clock,

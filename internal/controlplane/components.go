@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/authn"
@@ -29,8 +30,15 @@ type Component struct {
 	// system:kube-controller-manager). Required.
 	Identity pki.Identity
 	// Run works until ctx is done; an error ends the whole process, as a
-	// crashed component would end its own process.
-	Run func(ctx context.Context, loopback *rest.Config, metrics prometheus.Registerer) error
+	// crashed component would end its own process. shared is the informer
+	// factory every component of the process reads through
+	// (sharedinformers.go): use it instead of a factory of one's own.
+	Run func(ctx context.Context, loopback *rest.Config, metrics prometheus.Registerer, shared informers.SharedInformerFactory) error
+	// ReadsShared makes the shared informers that are not fed from the
+	// watch caches list and watch as this component (the controller
+	// manager: upstream's reads for all its controllers as itself). When
+	// no component sets it, the first component's identity reads.
+	ReadsShared bool
 }
 
 // componentTokens are the loopback bearer tokens of the in-process
@@ -67,6 +75,7 @@ func newComponentTokens(components []Component) (*componentTokens, error) {
 
 // runningComponents tracks the components started after the server is ready.
 type runningComponents struct {
+	shared *sharedInformers
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errs   chan error
@@ -74,7 +83,7 @@ type runningComponents struct {
 
 // startComponents runs each component on its own goroutine. A component
 // that fails reports on errs; the caller shuts the process down.
-func startComponents(components []Component, lb *loopback, tokens *componentTokens, metrics prometheus.Registerer, log *slog.Logger) (*runningComponents, error) {
+func startComponents(components []Component, lb *loopback, tokens *componentTokens, caches watchCaches, metrics prometheus.Registerer, log *slog.Logger) (*runningComponents, error) {
 	configs := make([]*rest.Config, len(components))
 	for i, c := range components {
 		var err error
@@ -82,15 +91,19 @@ func startComponents(components []Component, lb *loopback, tokens *componentToke
 			return nil, err
 		}
 	}
+	shared, err := newComponentInformers(components, configs, caches)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rc := &runningComponents{cancel: cancel, errs: make(chan error, len(components))}
+	rc := &runningComponents{shared: shared, cancel: cancel, errs: make(chan error, len(components))}
 	for i, c := range components {
 		loopback := configs[i]
 		rc.wg.Add(1)
 		go func() {
 			defer rc.wg.Done()
 			log.Info("starting component", "component", c.Name)
-			err := c.Run(ctx, loopback, metrics)
+			err := c.Run(ctx, loopback, metrics, shared.forComponents())
 			if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
 				rc.errs <- fmt.Errorf("%s: %w", c.Name, err)
 			}
@@ -104,7 +117,7 @@ func startComponents(components []Component, lb *loopback, tokens *componentToke
 func (rc *runningComponents) stop(ctx context.Context) {
 	rc.cancel()
 	done := make(chan struct{})
-	go func() { rc.wg.Wait(); close(done) }()
+	go func() { rc.wg.Wait(); rc.shared.stop(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -32,7 +33,7 @@ func freePort(t *testing.T) int {
 func TestComponentsUseLoopbackAndStopFirst(t *testing.T) {
 	started := make(chan error, 1)
 	finalCall := make(chan error, 1)
-	comp := Component{Name: "probe", Identity: pki.Identity{User: "probe", Groups: []string{"system:masters"}}, Run: func(ctx context.Context, loopback *rest.Config, _ prometheus.Registerer) error {
+	comp := Component{Name: "probe", Identity: pki.Identity{User: "probe", Groups: []string{"system:masters"}}, Run: func(ctx context.Context, loopback *rest.Config, _ prometheus.Registerer, _ informers.SharedInformerFactory) error {
 		c, err := kubernetes.NewForConfig(loopback)
 		if err != nil {
 			return err
@@ -80,7 +81,9 @@ func TestComponentsUseLoopbackAndStopFirst(t *testing.T) {
 // its error, as a crashed scheduler process would.
 func TestComponentFailureEndsRun(t *testing.T) {
 	boom := errors.New("boom")
-	comp := Component{Name: "crasher", Identity: pki.Identity{User: "crasher"}, Run: func(context.Context, *rest.Config, prometheus.Registerer) error { return boom }}
+	comp := Component{Name: "crasher", Identity: pki.Identity{User: "crasher"}, Run: func(context.Context, *rest.Config, prometheus.Registerer, informers.SharedInformerFactory) error {
+		return boom
+	}}
 	err := Run(context.Background(), Config{DataDir: t.TempDir(), SecurePort: freePort(t), Components: []Component{comp}}, nil)
 	if !errors.Is(err, boom) {
 		t.Fatalf("Run = %v, want the component's error", err)
@@ -90,7 +93,9 @@ func TestComponentFailureEndsRun(t *testing.T) {
 // TestComponentWithoutIdentity: a component must say who it is; it never
 // falls back to the admin's credentials.
 func TestComponentWithoutIdentity(t *testing.T) {
-	comp := Component{Name: "anonymous", Run: func(context.Context, *rest.Config, prometheus.Registerer) error { return nil }}
+	comp := Component{Name: "anonymous", Run: func(context.Context, *rest.Config, prometheus.Registerer, informers.SharedInformerFactory) error {
+		return nil
+	}}
 	err := Run(context.Background(), Config{DataDir: t.TempDir(), SecurePort: freePort(t), Components: []Component{comp}}, nil)
 	if err == nil {
 		t.Fatal("Run with a component without identity: want an error")

@@ -14,6 +14,7 @@ import (
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -35,7 +36,7 @@ func freePortTB(tb testing.TB) int {
 func startWithComponent(tb testing.TB, transport string, id pki.Identity) (rc *rest.Config, stop func()) {
 	tb.Helper()
 	configs := make(chan *rest.Config, 1)
-	comp := Component{Name: "probe", Identity: id, Run: func(ctx context.Context, loopback *rest.Config, _ prometheus.Registerer) error {
+	comp := Component{Name: "probe", Identity: id, Run: func(ctx context.Context, loopback *rest.Config, _ prometheus.Registerer, _ informers.SharedInformerFactory) error {
 		configs <- loopback
 		<-ctx.Done()
 		return nil

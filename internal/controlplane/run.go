@@ -226,7 +226,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 			log.Error("cluster-info not written; nodes cannot discover the cluster from it", "err", err)
 		}
 	}
-	components, err := startComponents(cfg.Components, lb, compTokens, metrics, log)
+	components, err := startComponents(cfg.Components, lb, compTokens, api, metrics, log)
 	if err != nil {
 		_ = srv.Close()
 		return err

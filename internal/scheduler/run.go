@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -49,7 +50,10 @@ func Run(ctx context.Context, cfg Config) error {
 
 	reporter := newAPIReporter(client, recorder)
 	defer reporter.wait()
-	factory := informers.NewSharedInformerFactory(client, 0)
+	factory, ownFactory := cfg.Informers, false
+	if factory == nil {
+		factory, ownFactory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(dropManagedFields)), true
+	}
 	pdbs := factory.Policy().V1().PodDisruptionBudgets()
 	// VolumeBinding's caches: three more list+watches, holding only what
 	// the cluster has of claims, volumes and classes (nothing, in a
@@ -78,15 +82,30 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	h := &handlers{name: cfg.SchedulerName, cache: c, queue: q, sched: sched, equivalence: !cfg.DisableEquivalenceClasses}
-	if _, err := factory.Core().V1().Nodes().Informer().AddEventHandler(h.nodeHandler()); err != nil {
+	// synced are this scheduler's own: a shared factory may hold other
+	// components' informers, which it need not wait for. A handler's
+	// registration has synced once the handler has seen every object.
+	synced := []cache.InformerSynced{pdbs.Informer().HasSynced}
+	// A shared factory's informers outlive this function: its handlers
+	// are removed on the way out, so nothing feeds a stopped queue.
+	var registered []func()
+	handle := func(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
+		reg, err := inf.AddEventHandler(h)
+		if err != nil {
+			return err
+		}
+		synced = append(synced, reg.HasSynced)
+		registered = append(registered, func() { _ = inf.RemoveEventHandler(reg) })
+		return nil
+	}
+	if err := handle(factory.Core().V1().Nodes().Informer(), h.nodeHandler()); err != nil {
 		return fmt.Errorf("node handler: %w", err)
 	}
-	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(h.podHandler()); err != nil {
+	if err := handle(factory.Core().V1().Pods().Informer(), h.podHandler()); err != nil {
 		return fmt.Errorf("pod handler: %w", err)
 	}
-	_ = pdbs.Informer()
 	for _, inf := range []cache.SharedIndexInformer{pvcInf.Informer(), pvInf.Informer(), scInf.Informer()} {
-		if _, err := inf.AddEventHandler(volumeHandler(q.MoveAllToActiveOrBackoff)); err != nil {
+		if err := handle(inf, volumeHandler(q.MoveAllToActiveOrBackoff)); err != nil {
 			return fmt.Errorf("volume handler: %w", err)
 		}
 	}
@@ -94,18 +113,18 @@ func Run(ctx context.Context, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
+		for _, remove := range registered {
+			remove()
+		}
 		cancel()
 		wg.Wait()
-		factory.Shutdown()
+		if ownFactory {
+			factory.Shutdown()
+		}
 	}()
 	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("scheduler: %v informer did not sync", typ)
-		}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return nil // ctx is done: it returns false only then
 	}
 	log.Info("caches synced", "nodes", c.NodeCount(), "pods", c.PodCount(), "pending", q.Lengths().Active)
 
@@ -149,4 +168,15 @@ func Run(ctx context.Context, cfg Config) error {
 		Logger:        log,
 		Metrics:       cfg.Metrics,
 	}, sched.Run)
+}
+
+// dropManagedFields is the transform of the scheduler's own factory: no
+// plugin reads managedFields, and they are a third of a pod (upstream's
+// scheduler drops them too). The objects are the factory's own fresh
+// decodes, so they are trimmed in place.
+func dropManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }

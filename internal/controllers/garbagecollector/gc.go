@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -49,7 +50,7 @@ func (it item) String() string {
 	return it.gvr.String() + " " + it.namespace + "/" + it.name + " " + string(it.uid)
 }
 
-func itemFor(gvr schema.GroupVersionResource, m *metav1.PartialObjectMetadata) item {
+func itemFor(gvr schema.GroupVersionResource, m *metav1.ObjectMeta) item {
 	return item{gvr: gvr, namespace: m.Namespace, name: m.Name, uid: m.UID}
 }
 
@@ -58,9 +59,11 @@ type Controller struct {
 	client            kubernetes.Interface
 	metadata          metadata.Interface
 	metadataInformers metadatainformer.SharedInformerFactory
-	monitors          *monitors
-	clock             clock.WithTicker
-	log               *slog.Logger
+	// typedInformers serve typedResources (typed.go).
+	typedInformers informers.SharedInformerFactory
+	monitors       *monitors
+	clock          clock.WithTicker
+	log            *slog.Logger
 
 	// attemptToDelete holds objects whose owners may be gone and owners
 	// deleting their dependents in the foreground; attemptToOrphan holds
@@ -84,6 +87,7 @@ func New(c *controllerctx.Context) (*Controller, error) {
 		client:            c.Client,
 		metadata:          c.Metadata,
 		metadataInformers: c.MetadataInformers,
+		typedInformers:    c.Informers,
 		monitors:          newMonitors(),
 		clock:             c.Clock,
 		log:               c.Logger.With("controller", Name),
@@ -156,7 +160,7 @@ func (gc *Controller) handlers(mon *monitor) cache.ResourceEventHandler {
 	gvr := mon.res.GVR
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
-			m, ok := obj.(*metav1.PartialObjectMetadata)
+			m, ok := objectMeta(obj)
 			if !ok {
 				return
 			}
@@ -166,8 +170,8 @@ func (gc *Controller) handlers(mon *monitor) cache.ResourceEventHandler {
 			gc.ownerChanged(gvr, m)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*metav1.PartialObjectMetadata)
-			m, ok2 := newObj.(*metav1.PartialObjectMetadata)
+			o, ok1 := objectMeta(oldObj)
+			m, ok2 := objectMeta(newObj)
 			if !ok1 || !ok2 {
 				return
 			}
@@ -182,7 +186,7 @@ func (gc *Controller) handlers(mon *monitor) cache.ResourceEventHandler {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
-			m, ok := obj.(*metav1.PartialObjectMetadata)
+			m, ok := objectMeta(obj)
 			if !ok {
 				return
 			}
@@ -205,7 +209,7 @@ func (gc *Controller) handlers(mon *monitor) cache.ResourceEventHandler {
 }
 
 // ownerChanged queues an object being deleted with a propagation finalizer.
-func (gc *Controller) ownerChanged(gvr schema.GroupVersionResource, m *metav1.PartialObjectMetadata) {
+func (gc *Controller) ownerChanged(gvr schema.GroupVersionResource, m *metav1.ObjectMeta) {
 	if m.DeletionTimestamp == nil {
 		return
 	}

@@ -184,7 +184,7 @@ func TestCollector(t *testing.T) {
 			for _, mon := range gc.monitors.all() {
 				for _, o := range mon.informer.GetIndexer().List() {
 					m := o.(*metav1.PartialObjectMetadata)
-					it := itemFor(mon.res.GVR, m)
+					it := itemFor(mon.res.GVR, &m.ObjectMeta)
 					if len(m.OwnerReferences) > 0 || slices.Contains(m.Finalizers, metav1.FinalizerDeleteDependents) {
 						if err := gc.processDelete(context.Background(), it); err != nil && !errors.Is(err, reconcile.ErrRequeue) {
 							t.Fatalf("processing %v again: %v", it, err)

@@ -2,10 +2,10 @@ package garbagecollector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
@@ -16,7 +16,7 @@ import (
 const ownerIndex = "gc-owner-uid"
 
 func ownerUIDs(obj any) ([]string, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
+	m, ok := objectMeta(obj)
 	if !ok || len(m.OwnerReferences) == 0 {
 		return nil, nil
 	}
@@ -91,7 +91,7 @@ func (m *monitors) synced() bool {
 // sync discovers resources and starts a monitor for each new one.
 func (gc *Controller) syncMonitors(ctx context.Context) error {
 	found, err := resources.Discover(gc.client.Discovery(), "list", "watch", "delete")
-	added := 0
+	added, typedAdded := 0, false
 	for _, r := range found {
 		if ignored[r.GVR.GroupResource()] {
 			continue
@@ -99,7 +99,12 @@ func (gc *Controller) syncMonitors(ctx context.Context) error {
 		if gc.monitors.forGVR(r.GVR) != nil {
 			continue
 		}
-		inf := gc.metadataInformers.ForResource(r.GVR).Informer()
+		inf, typed, ierr := gc.informerFor(r.GVR)
+		if ierr != nil {
+			err = errors.Join(err, fmt.Errorf("watching %s: %w", r.GVR, ierr))
+			continue
+		}
+		typedAdded = typedAdded || typed
 		if err := inf.AddIndexers(cache.Indexers{ownerIndex: ownerUIDs}); err != nil {
 			return fmt.Errorf("indexing %s: %w", r.GVR, err)
 		}
@@ -115,6 +120,9 @@ func (gc *Controller) syncMonitors(ctx context.Context) error {
 	}
 	if added > 0 {
 		gc.metadataInformers.Start(ctx.Done())
+		if typedAdded {
+			gc.typedInformers.Start(ctx.Done())
+		}
 		gc.recheckUnknownOwners(ctx)
 		gc.log.Debug("monitoring resources", "added", added, "total", len(gc.monitors.all()))
 	}
@@ -130,8 +138,9 @@ func (gc *Controller) dependents(uid string) []item {
 			continue
 		}
 		for _, o := range objs {
-			m := o.(*metav1.PartialObjectMetadata)
-			out = append(out, itemFor(mon.res.GVR, m))
+			if m, ok := objectMeta(o); ok {
+				out = append(out, itemFor(mon.res.GVR, m))
+			}
 		}
 	}
 	return out

@@ -57,8 +57,8 @@ func (gc *Controller) ownersAllCached(it item) bool {
 	if !ok {
 		return false
 	}
-	m := obj.(*metav1.PartialObjectMetadata)
-	if m.UID != it.uid || m.DeletionTimestamp != nil || len(m.OwnerReferences) == 0 {
+	m, ok := objectMeta(obj)
+	if !ok || m.UID != it.uid || m.DeletionTimestamp != nil || len(m.OwnerReferences) == 0 {
 		return false
 	}
 	for _, ref := range m.OwnerReferences {
@@ -74,8 +74,8 @@ func (gc *Controller) ownersAllCached(it item) bool {
 		if !ok {
 			return false
 		}
-		owner := o.(*metav1.PartialObjectMetadata)
-		if owner.UID != ref.UID || (owner.DeletionTimestamp != nil && slices.Contains(owner.Finalizers, metav1.FinalizerDeleteDependents)) {
+		owner, ok := objectMeta(o)
+		if !ok || owner.UID != ref.UID || (owner.DeletionTimestamp != nil && slices.Contains(owner.Finalizers, metav1.FinalizerDeleteDependents)) {
 			return false
 		}
 	}
@@ -104,9 +104,9 @@ func (gc *Controller) owner(ctx context.Context, ns string, ref metav1.OwnerRefe
 	if ns != "" {
 		key = ns + "/" + ref.Name
 	}
-	var m *metav1.PartialObjectMetadata
-	if obj, ok, _ := mon.informer.GetIndexer().GetByKey(key); ok && obj.(*metav1.PartialObjectMetadata).UID == ref.UID {
-		m = obj.(*metav1.PartialObjectMetadata)
+	var m *metav1.ObjectMeta
+	if obj, ok, _ := mon.informer.GetIndexer().GetByKey(key); ok && cachedUID(obj) == ref.UID {
+		m, _ = objectMeta(obj)
 	} else {
 		// Not cached (or a different UID): the cache may lag; ask the API.
 		live, err := gc.live(ctx, item{gvr: mon.res.GVR, namespace: ns, name: ref.Name, uid: ref.UID})
@@ -116,7 +116,7 @@ func (gc *Controller) owner(ctx context.Context, ns string, ref metav1.OwnerRefe
 		if live == nil {
 			return ownerAbsent, nil
 		}
-		m = live
+		m = &live.ObjectMeta
 	}
 	if m.DeletionTimestamp != nil && slices.Contains(m.Finalizers, metav1.FinalizerDeleteDependents) {
 		return ownerWaiting, nil
@@ -139,7 +139,7 @@ func (gc *Controller) processDelete(ctx context.Context, it item) error {
 	}
 	if m.DeletionTimestamp != nil {
 		if slices.Contains(m.Finalizers, metav1.FinalizerDeleteDependents) {
-			return gc.processDeletingDependents(ctx, it, m)
+			return gc.processDeletingDependents(ctx, it, &m.ObjectMeta)
 		}
 		return nil
 	}
@@ -171,7 +171,7 @@ func (gc *Controller) processDelete(ctx context.Context, it item) error {
 		}
 		// Another owner keeps it alive: drop only the references to owners
 		// that are gone or going.
-		return gc.patchOwnerRefs(ctx, it, m, solid)
+		return gc.patchOwnerRefs(ctx, it, &m.ObjectMeta, solid)
 	case len(waiting) > 0 && len(gc.dependents(string(m.UID))) > 0:
 		// An owner waits on us and we have dependents of our own: delete
 		// in the foreground too, so the wait propagates down the chain.
@@ -180,7 +180,7 @@ func (gc *Controller) processDelete(ctx context.Context, it item) error {
 			// be in an ownership cycle, where every object would wait on
 			// the next forever. As upstream, stop blocking our owners
 			// first; the cycle then unwinds from here.
-			if err := gc.patchOwnerRefs(ctx, it, m, unblocked(m.OwnerReferences)); err != nil {
+			if err := gc.patchOwnerRefs(ctx, it, &m.ObjectMeta, unblocked(m.OwnerReferences)); err != nil {
 				return err
 			}
 		}
@@ -199,7 +199,7 @@ func (gc *Controller) processDelete(ctx context.Context, it item) error {
 // processDeletingDependents deletes an owner's dependents and, once none
 // that block it (blockOwnerDeletion) is left, removes its
 // foregroundDeletion finalizer so the API removes it.
-func (gc *Controller) processDeletingDependents(ctx context.Context, it item, m *metav1.PartialObjectMetadata) error {
+func (gc *Controller) processDeletingDependents(ctx context.Context, it item, m *metav1.ObjectMeta) error {
 	blocking := 0
 	for _, d := range gc.dependents(string(m.UID)) {
 		if gc.blocks(d, m.UID) {
@@ -254,7 +254,7 @@ func unblocked(refs []metav1.OwnerReference) []metav1.OwnerReference {
 }
 
 // cached is d as its informer holds it, nil when it holds nothing.
-func (gc *Controller) cached(d item) *metav1.PartialObjectMetadata {
+func (gc *Controller) cached(d item) *metav1.ObjectMeta {
 	mon := gc.monitors.forGVR(d.gvr)
 	if mon == nil {
 		return nil
@@ -267,7 +267,8 @@ func (gc *Controller) cached(d item) *metav1.PartialObjectMetadata {
 	if !ok {
 		return nil
 	}
-	return obj.(*metav1.PartialObjectMetadata)
+	m, _ := objectMeta(obj)
+	return m
 }
 
 // blocks reports whether the cached dependent d holds a reference to
@@ -307,11 +308,11 @@ func (gc *Controller) processOrphan(ctx context.Context, it item) error {
 		if len(keep) == len(dm.OwnerReferences) {
 			continue
 		}
-		if err := gc.patchOwnerRefs(ctx, d, dm, keep); err != nil {
+		if err := gc.patchOwnerRefs(ctx, d, &dm.ObjectMeta, keep); err != nil {
 			return err
 		}
 	}
-	return gc.removeFinalizer(ctx, it, m, metav1.FinalizerOrphanDependents)
+	return gc.removeFinalizer(ctx, it, &m.ObjectMeta, metav1.FinalizerOrphanDependents)
 }
 
 func (gc *Controller) delete(ctx context.Context, it item, policy metav1.DeletionPropagation) error {
@@ -331,14 +332,14 @@ func (gc *Controller) delete(ctx context.Context, it item, policy metav1.Deletio
 
 // patchOwnerRefs sets the object's ownerReferences to refs, conditional on
 // the resourceVersion it was read at (a conflict retries from a fresh read).
-func (gc *Controller) patchOwnerRefs(ctx context.Context, it item, m *metav1.PartialObjectMetadata, refs []metav1.OwnerReference) error {
+func (gc *Controller) patchOwnerRefs(ctx context.Context, it item, m *metav1.ObjectMeta, refs []metav1.OwnerReference) error {
 	if refs == nil {
 		refs = []metav1.OwnerReference{}
 	}
 	return gc.patchMeta(ctx, it, map[string]any{"ownerReferences": refs, "resourceVersion": m.ResourceVersion, "uid": m.UID})
 }
 
-func (gc *Controller) removeFinalizer(ctx context.Context, it item, m *metav1.PartialObjectMetadata, f string) error {
+func (gc *Controller) removeFinalizer(ctx context.Context, it item, m *metav1.ObjectMeta, f string) error {
 	rest := slices.DeleteFunc(slices.Clone(m.Finalizers), func(x string) bool { return x == f })
 	if rest == nil {
 		rest = []string{}
