@@ -41,6 +41,7 @@ func leaseResource(c clock) *Resource {
 				return []interface{}{l.Name, holder, c.since(l.CreationTimestamp)}
 			},
 		},
+		Heartbeat:        leaseHeartbeat,
 		StorageKeyPrefix: storagePrefix(gv, "leases"),
 	}
 }

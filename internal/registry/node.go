@@ -41,6 +41,7 @@ func nodeResource(c clock) *Resource {
 		Status:           statusOf(s),
 		SelectableFields: func(o runtime.Object) fields.Set { return nodeFields(o.(*corev1.Node)) },
 		Table:            nodeTable(c),
+		Heartbeat:        nodeHeartbeat,
 		StorageKeyPrefix: storagePrefix(gv, "nodes"),
 	}
 }

@@ -84,6 +84,12 @@ type Resource struct {
 	// prefix/<namespace>/<name> (prefix/<name> for cluster-scoped resources).
 	StorageKeyPrefix string
 
+	// Heartbeat, when set, recognizes writes that only move the kind's
+	// heartbeat timestamps (a Lease's renewTime, a Node's conditions'
+	// lastHeartbeatTime), so that the API server can record their
+	// managedFields without comparing the whole objects.
+	Heartbeat HeartbeatFunc
+
 	// StorageVersion, when set, is the group version this resource's
 	// objects are stored in: another served version of the same resource,
 	// with the same StorageKeyPrefix, that the scheme converts to and from
