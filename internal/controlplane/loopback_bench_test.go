@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -124,20 +123,3 @@ func BenchmarkLoopback(b *testing.B) {
 	}
 }
 
-// reportCPU adds the process's CPU time per operation (cpu-ns/op): on a
-// shared machine wall time per op measures the neighbours as much as the
-// code, CPU time much less so. Call its result when the loop is done.
-func reportCPU(b *testing.B) func() {
-	start := processCPU(b)
-	return func() {
-		b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
-	}
-}
-
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
