@@ -122,4 +122,3 @@ func BenchmarkLoopback(b *testing.B) {
 		})
 	}
 }
-
