@@ -97,7 +97,7 @@ func upComponents(fs *flag.FlagSet) func(log *slog.Logger, cfg *controlplane.Con
 	runScheduler := fs.Bool("scheduler", true, "run the scheduler in-process")
 	enabled := fs.String("controllers", "*", "controllers to run in-process: * for all, -name to disable one, empty for none")
 	signingDuration := fs.Duration("cluster-signing-duration", signer.DefaultDuration, "longest validity of a certificate the csrsigning controller issues")
-	loopbackTransport := fs.String("loopback-transport", controlplane.LoopbackMemory, "how the in-process scheduler and controllers reach the API server: memory (call the handler chain in-process: no TCP, TLS or HTTP/2; same authentication, RBAC, flow control and audit) or tls (over the loopback address)")
+	loopbackTransport := fs.String("loopback-transport", controlplane.LoopbackTLS, "how the in-process scheduler and controllers reach the API server: tls (over the loopback address) or memory (call the handler chain in-process: no TCP, TLS or HTTP/2; same authentication, RBAC, flow control and audit)")
 	return func(log *slog.Logger, cfg *controlplane.Config) []controlplane.Component {
 		cfg.LoopbackTransport = *loopbackTransport
 		dataDir := cfg.DataDir
