@@ -14,7 +14,6 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
-	"github.com/myriad-k8s/myriad/internal/procstat"
 )
 
 // The API server's hottest requests through HTTP and a protobuf client-go
@@ -45,7 +44,7 @@ func BenchmarkLeaseRenewal(b *testing.B) {
 	b.ReportAllocs()
 	b.SetParallelism(n / 2) // 2 cores: n renewers, one Lease each
 	b.ResetTimer()
-	defer reportCPU(b)()
+	defer benchutil.ReportCPU(b)()
 	b.RunParallel(func(pb *testing.PB) {
 		l := cur[int(next.Add(1)-1)%n]
 		for pb.Next() {
@@ -155,7 +154,7 @@ func BenchmarkNodeStatusPatch(b *testing.B) {
 	b.ReportAllocs()
 	b.SetParallelism(n / 2)
 	b.ResetTimer()
-	defer reportCPU(b)()
+	defer benchutil.ReportCPU(b)()
 	b.RunParallel(func(pb *testing.PB) {
 		name := fmt.Sprintf("node-%d", (next.Add(1)-1)%n)
 		at := t0
@@ -167,22 +166,4 @@ func BenchmarkNodeStatusPatch(b *testing.B) {
 			}
 		}
 	})
-}
-
-// reportCPU, deferred right after ResetTimer, reports the process's CPU
-// time per operation ("cpu-µs/op", client and server together): steadier
-// than ns/op on a shared machine, where a parallel benchmark's wall time
-// mostly measures the other tenants.
-func reportCPU(b *testing.B) func() {
-	start, err := procstat.ReadCPU(procstat.Self)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return func() {
-		end, err := procstat.ReadCPU(procstat.Self)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(end-start)/float64(b.N)/1e3, "cpu-µs/op")
-	}
 }

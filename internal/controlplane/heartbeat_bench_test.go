@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/authnconfig"
-	"github.com/myriad-k8s/myriad/internal/procstat"
+	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 )
 
 // BenchmarkHeartbeat is what one kubelet heartbeat costs the whole API
@@ -152,7 +152,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 		next.Store(0)
 		b.ReportAllocs()
 		b.SetParallelism(nodes / 2)
-		defer reportCPU(b)()
+		defer benchutil.ReportCPU(b)()
 		b.RunParallel(func(pb *testing.PB) {
 			n := take()
 			leases := n.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
@@ -173,7 +173,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 		next.Store(0)
 		b.ReportAllocs()
 		b.SetParallelism(nodes / 2)
-		defer reportCPU(b)()
+		defer benchutil.ReportCPU(b)()
 		b.RunParallel(func(pb *testing.PB) {
 			n := take()
 			for pb.Next() {
@@ -219,21 +219,4 @@ func benchPort(b *testing.B) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// reportCPU, deferred when the timed loop starts, reports the process's
-// CPU time per operation ("cpu-µs/op", client and server together):
-// steadier than ns/op on a shared machine.
-func reportCPU(b *testing.B) func() {
-	start, err := procstat.ReadCPU(procstat.Self)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return func() {
-		end, err := procstat.ReadCPU(procstat.Self)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(end-start)/float64(b.N)/1e3, "cpu-µs/op")
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 	"github.com/myriad-k8s/myriad/internal/pki"
 )
 
@@ -47,7 +48,7 @@ func BenchmarkLoopback(b *testing.B) {
 			}
 			b.Run("GetPod", func(b *testing.B) {
 				b.ReportAllocs()
-				defer reportCPU(b)()
+				defer benchutil.ReportCPU(b)()
 				for b.Loop() {
 					if _, err := cs.CoreV1().Pods(ns).Get(ctx, "p", metav1.GetOptions{}); err != nil {
 						b.Fatal(err)
@@ -56,7 +57,7 @@ func BenchmarkLoopback(b *testing.B) {
 			})
 			b.Run("CreateConfigMap", func(b *testing.B) {
 				b.ReportAllocs()
-				defer reportCPU(b)()
+				defer benchutil.ReportCPU(b)()
 				i := 0
 				for b.Loop() {
 					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c-%d", i)}, Data: map[string]string{"k": "v"}}
@@ -80,7 +81,7 @@ func BenchmarkLoopback(b *testing.B) {
 			}
 			b.Run("UpdateConfigMap", func(b *testing.B) {
 				b.ReportAllocs()
-				defer reportCPU(b)()
+				defer benchutil.ReportCPU(b)()
 				i := 0
 				for b.Loop() {
 					update(i)
@@ -102,7 +103,7 @@ func BenchmarkLoopback(b *testing.B) {
 					ws = append(ws, w)
 				}
 				b.ReportAllocs()
-				defer reportCPU(b)()
+				defer benchutil.ReportCPU(b)()
 				i := 0
 				for b.Loop() {
 					update(i)
