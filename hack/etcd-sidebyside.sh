@@ -9,7 +9,7 @@
 # one member with events and leases in a second etcd (sharding). Builds
 # bin/myriad and bin/etcd (go.mod's etcd). Results in OUT (default
 # /tmp/etcd-sidebyside): one report per run; the log says what ran when.
-# About 45 minutes.
+# About 35 minutes.
 set -u
 cd "$(dirname "$0")/.."
 go build -o bin/myriad ./cmd/myriad && go build -o bin/etcd go.etcd.io/etcd/server/v3 || exit 1
@@ -18,7 +18,11 @@ E=$PWD/bin/etcd
 OUT=${1:-/tmp/etcd-sidebyside}
 WORK=$(mktemp -d)
 mkdir -p $OUT
-stop_etcd() { pkill -f "$E --name" ; sleep 2; rm -rf $WORK/etcd-data-*; }
+stop_etcd() { # and wait until the members are gone: their ports are reused
+  pkill -f "$E --name"
+  for _ in $(seq 1 60); do pgrep -f "$E --name" >/dev/null || break; sleep 0.5; done
+  rm -rf $WORK/etcd-data-*
+}
 start_etcd() { # $1 = members (1 or 3), $2 = port base (default 2379)
   stop_etcd
   local n=$1 base=${2:-2379} cluster="" urls=""
@@ -34,7 +38,10 @@ start_etcd() { # $1 = members (1 or 3), $2 = port base (default 2379)
       --listen-peer-urls http://127.0.0.1:$pport --initial-advertise-peer-urls http://127.0.0.1:$pport \
       --initial-cluster "$cluster" --initial-cluster-state new --log-level warn > $WORK/etcd-$base-$i.log 2>&1 &
   done
-  sleep 4
+  # A fresh three-member cluster needs a leader before it takes writes.
+  for u in ${urls//,/ }; do
+    for _ in $(seq 1 60); do curl -sf $u/health | grep -q '"health":"true"' && break; sleep 0.5; done
+  done
   ETCD_URLS=$urls
 }
 run() { echo "=== $(date -u +%H:%M:%S) $*"; "$@" > $OUT/last.log 2>&1; echo "rc=$? $(date -u +%H:%M:%S)"; tail -3 $OUT/last.log | tr '\r' '\n' | tail -3; }
