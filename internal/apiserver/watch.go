@@ -50,6 +50,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ns, name
 		Field:             field,
 		AllowBookmarks:    opts.AllowWatchBookmarks,
 		SendInitialEvents: opts.SendInitialEvents,
+		InitialStored:     h.watchesStored(choice),
 	})
 	if err != nil {
 		h.s.writeError(w, r, err)
@@ -65,6 +66,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ns, name
 		flusher.Flush()
 	}
 	frames := choice.info.StreamSerializer.Framer.NewFrameWriter(w)
+	var scratch []byte // decompressing stored initial events
 	ch := watcher.ResultChan()
 	for {
 		select {
@@ -74,7 +76,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ns, name
 			if !ok {
 				return
 			}
-			if !h.writeEvent(frames, choice, ev) {
+			if !h.writeEvent(frames, choice, ev, &scratch) {
 				return
 			}
 			// Drain whatever else is ready before flushing: one flush per
@@ -88,7 +90,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ns, name
 						}
 						return
 					}
-					if !h.writeEvent(frames, choice, ev) {
+					if !h.writeEvent(frames, choice, ev, &scratch) {
 						return
 					}
 				default:
@@ -111,10 +113,17 @@ func watchContentType(choice mediaChoice) string {
 
 // writeEvent writes one framed event. The frame bytes are produced once per
 // event and format and shared by every watcher (serialize once).
-func (h *resourceHandler) writeEvent(frames interface{ Write([]byte) (int, error) }, choice mediaChoice, ev *cache.Event) bool {
-	data, err := ev.Encoded(choice.memoKey(), func(obj runtime.Object) ([]byte, error) {
-		return h.encodeWatchEvent(choice, ev.Type, obj)
-	})
+func (h *resourceHandler) writeEvent(frames interface{ Write([]byte) (int, error) }, choice mediaChoice, ev *cache.Event, scratch *[]byte) bool {
+	var data []byte
+	var err error
+	if ev.Stored != nil {
+		// One watcher's initial event: nothing to share.
+		data, err = h.storedWatchEvent(ev, scratch)
+	} else {
+		data, err = ev.Encoded(choice.memoKey(), func(obj runtime.Object) ([]byte, error) {
+			return h.encodeWatchEvent(choice, ev.Type, obj)
+		})
+	}
 	if err != nil {
 		h.s.log.Warn("encoding watch event failed", "resource", h.res.Resource, "err", err)
 		return false

@@ -20,6 +20,11 @@ type Event struct {
 	Object runtime.Object
 	// Revision is the store revision of the change (of the bookmark).
 	Revision int64
+	// Stored, when not nil, replaces Object: the object's stored value,
+	// for an initial ADDED event of a watch with InitialStored. It does
+	// not carry Revision as metadata.resourceVersion; the consumer sets
+	// that, as ListStored's do.
+	Stored *Stored
 
 	memo memo
 }
