@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -368,12 +369,21 @@ func (s *Server) Stop() {
 // (AddReadinessCheck) passes.
 func (s *Server) Ready() bool { return s.notReady() == nil }
 
+// NotReady says why the server is not ready yet (what /readyz reports), or
+// nil once it is.
+func (s *Server) NotReady() error { return s.notReady() }
+
 // notReady says why the server is not ready, or nil.
 func (s *Server) notReady() error {
+	var unsynced []string
 	for _, h := range s.handlers {
 		if !h.cache.Ready() {
-			return errors.New("caches not synced")
+			unsynced = append(unsynced, h.res.GroupVersionResource().GroupResource().String())
 		}
+	}
+	if len(unsynced) > 0 {
+		sort.Strings(unsynced)
+		return fmt.Errorf("caches not synced: %s", strings.Join(unsynced, ", "))
 	}
 	if names := s.readiness.notReady(); len(names) > 0 {
 		return fmt.Errorf("not ready: %s", strings.Join(names, ", "))

@@ -212,7 +212,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
 
-	if err := waitReady(ctx, api); err != nil {
+	if err := waitReady(ctx, api, log); err != nil {
 		_ = srv.Close()
 		return err
 	}
@@ -293,18 +293,28 @@ func waitForDefaultServiceAccount(ctx context.Context, api *apiserver.Server, lo
 	}
 }
 
-// waitReady waits until every cache is synced.
-func waitReady(ctx context.Context, api *apiserver.Server) error {
+// waitReady waits until every cache is synced and every readiness check
+// passes, saying every few seconds what it is still waiting for: a start
+// under load (a restart storm) can take long, and the log tells which part.
+func waitReady(ctx context.Context, api *apiserver.Server, log *slog.Logger) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for !api.Ready() {
+	start, lastLog := time.Now(), time.Now()
+	for {
+		err := api.NotReady()
+		if err == nil {
+			return nil
+		}
+		if time.Since(lastLog) >= 5*time.Second {
+			lastLog = time.Now()
+			log.Info("waiting for readiness", "reason", err, "waited", time.Since(start).Round(time.Millisecond))
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
 		}
 	}
-	return nil
 }
 
 // gitVersion is the Kubernetes API level Myriad serves; kubectl compares
