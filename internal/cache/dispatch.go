@@ -209,7 +209,7 @@ func (c *Cache) sendBookmarks() {
 }
 
 // BookmarkAll sends every bookmark-enabled watcher a bookmark at the
-// cache's revision and waits, until ctx ends, for the watchers to take
+// store's current revision and waits, until ctx ends, for the watchers to take
 // what they have queued. A server going down calls it before it ends the
 // watches: each client then resumes after the restart from the revision
 // it had reached, not from its last event or minutely bookmark, which for
@@ -217,6 +217,14 @@ func (c *Cache) sendBookmarks() {
 // second) can be older than the restarted cache's window and would cost
 // a relist per client.
 func (c *Cache) BookmarkAll(ctx context.Context) {
+	// The cache's revision moves with its own resource's changes and with
+	// progress notifications; under other resources' writes it can be a
+	// minute behind the store, older than a restarted cache's window.
+	// Catch up first (best effort: a bookmark at the revision the cache
+	// has is still better than none).
+	if _, err := c.waitConsistent(ctx); err != nil {
+		c.cfg.Logger.Debug("shutdown bookmark at the cache's revision, not the store's", "err", err)
+	}
 	c.sendBookmarks()
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()

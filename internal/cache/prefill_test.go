@@ -262,7 +262,7 @@ func TestRestartPrefillFallbacks(t *testing.T) {
 }
 
 // TestBookmarkAllBeforeRestart: a quiet watcher given the shutdown
-// bookmark resumes on the restarted cache although its last event is older
+// bookmark (at the store's revision, not the cache's last change) resumes on the restarted cache although its last event is older
 // than the restarted cache's window (without the bookmark: 410 and a
 // relist); a watcher that did not ask for bookmarks gets none.
 func TestBookmarkAllBeforeRestart(t *testing.T) {
@@ -278,12 +278,12 @@ func TestBookmarkAllBeforeRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Writes elsewhere in the store (a thousand Lease renewals a second
+	// in a large cluster) do not move this cache's revision: BookmarkAll
+	// must bring it up to the store's first.
 	var rev int64
 	for i := range 20 {
 		rev = e.writeOther(fmt.Sprint("other-", i))
-	}
-	if _, _, err := e.list(ListOptions{}); err != nil { // consistent: the cache reaches rev
-		t.Fatal(err)
 	}
 	// The client reads while the server waits for it to have read.
 	got := make(chan *Event, 1)
