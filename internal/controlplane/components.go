@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/informers"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/authn"
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
+	"github.com/myriad-k8s/myriad/internal/leaderelect"
 	"github.com/myriad-k8s/myriad/internal/pki"
 )
 
@@ -30,7 +32,13 @@ type Component struct {
 	// system:kube-controller-manager). Required.
 	Identity pki.Identity
 	// Run works until ctx is done; an error ends the whole process, as a
-	// crashed component would end its own process. shared is the informer
+	// crashed component would end its own process — except a lost leader
+	// Lease (leaderelect.ErrLeaseLost): the component runs again and
+	// stands by, since the API server beside it is still serving (a
+	// separate scheduler would exit and be restarted by its supervisor;
+	// here that would take the control plane down with it, as it did
+	// when a loaded machine delayed one renewal past its deadline).
+	// Run must therefore be callable again after it returned. shared is the informer
 	// factory every component of the process reads through
 	// (sharedinformers.go): use it instead of a factory of one's own.
 	Run func(ctx context.Context, loopback *rest.Config, metrics prometheus.Registerer, shared informers.SharedInformerFactory) error
@@ -81,6 +89,10 @@ type runningComponents struct {
 	errs   chan error
 }
 
+// standbyAgainDelay is the pause before a component that lost its Lease
+// runs again: long enough not to spin, short against a Lease's 15 s.
+const standbyAgainDelay = time.Second
+
 // startComponents runs each component on its own goroutine. A component
 // that fails reports on errs; the caller shuts the process down.
 func startComponents(components []Component, lb *loopback, tokens *componentTokens, caches watchCaches, metrics prometheus.Registerer, log *slog.Logger) (*runningComponents, error) {
@@ -103,9 +115,20 @@ func startComponents(components []Component, lb *loopback, tokens *componentToke
 		go func() {
 			defer rc.wg.Done()
 			log.Info("starting component", "component", c.Name)
-			err := c.Run(ctx, loopback, metrics, shared.forComponents())
-			if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
-				rc.errs <- fmt.Errorf("%s: %w", c.Name, err)
+			for {
+				err := c.Run(ctx, loopback, metrics, shared.forComponents())
+				if errors.Is(err, leaderelect.ErrLeaseLost) && ctx.Err() == nil {
+					log.Warn("component lost its leader lease; standing by again", "component", c.Name)
+					select {
+					case <-ctx.Done():
+					case <-time.After(standbyAgainDelay):
+					}
+					continue
+				}
+				if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
+					rc.errs <- fmt.Errorf("%s: %w", c.Name, err)
+				}
+				return
 			}
 		}()
 	}

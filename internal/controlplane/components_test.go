@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/myriad-k8s/myriad/internal/leaderelect"
 	"github.com/myriad-k8s/myriad/internal/pki"
 )
 
@@ -99,5 +101,42 @@ func TestComponentWithoutIdentity(t *testing.T) {
 	err := Run(context.Background(), Config{DataDir: t.TempDir(), SecurePort: freePort(t), Components: []Component{comp}}, nil)
 	if err == nil {
 		t.Fatal("Run with a component without identity: want an error")
+	}
+}
+
+// TestComponentLosingLeaseStandsByAgain: a component whose leader Lease is
+// lost runs again (and stands by) instead of ending the control plane.
+func TestComponentLosingLeaseStandsByAgain(t *testing.T) {
+	calls := make(chan int, 3)
+	n := 0
+	comp := Component{Name: "leader", Identity: pki.Identity{User: "leader"}, Run: func(ctx context.Context, _ *rest.Config, _ prometheus.Registerer, _ informers.SharedInformerFactory) error {
+		n++
+		calls <- n
+		if n < 3 {
+			return fmt.Errorf("renewing: %w", leaderelect.ErrLeaseLost)
+		}
+		<-ctx.Done()
+		return nil
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Config{DataDir: t.TempDir(), SecurePort: freePort(t), Components: []Component{comp}}, nil)
+	}()
+	for want := 1; want <= 3; want++ {
+		select {
+		case got := <-calls:
+			if got != want {
+				t.Fatalf("call %d, want %d", got, want)
+			}
+		case err := <-done:
+			t.Fatalf("Run ended after the component lost its lease: %v", err)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("component not run a %d. time", want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,13 +38,36 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Number of selected preemption victims", Buckets: prometheus.ExponentialBuckets(1, 2, 7)}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Attempts, m.AttemptDuration, m.E2EDuration, m.Pending, m.PreemptionVictims} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("register scheduler metrics: %w", err)
-			}
+		// A scheduler that runs again in the same process (myriad up, after
+		// losing its Lease) keeps counting in the collectors it registered.
+		var err error
+		register(reg, &m.Attempts, &err)
+		register(reg, &m.AttemptDuration, &err)
+		register(reg, &m.E2EDuration, &err)
+		register(reg, &m.Pending, &err)
+		register(reg, &m.PreemptionVictims, &err)
+		if err != nil {
+			return nil, fmt.Errorf("register scheduler metrics: %w", err)
 		}
 	}
 	return m, nil
+}
+
+// register registers *c, or points *c at the identical collector
+// registered before; other failures are joined into *errp.
+func register[C prometheus.Collector](reg prometheus.Registerer, c *C, errp *error) {
+	err := reg.Register(*c)
+	if err == nil {
+		return
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			*c = existing
+			return
+		}
+	}
+	*errp = errors.Join(*errp, err)
 }
 
 // SetPending records the queue lengths.
