@@ -15,12 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 	"github.com/myriad-k8s/myriad/internal/cache"
 	"github.com/myriad-k8s/myriad/internal/registry"
-	"github.com/myriad-k8s/myriad/internal/storage/embedded"
 )
 
 // TestWatchListFromStoredBytes checks that a protobuf watch's initial
@@ -28,31 +26,10 @@ import (
 // encoding the decoded objects gives, and that client-go's WatchList gets
 // the same pods, resourceVersions included, in both formats.
 func TestWatchListFromStoredBytes(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st, err := embedded.Open(ctx, embedded.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s, err := New(Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Stop()
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	clients := map[string]kubernetes.Interface{}
-	for _, ct := range []string{runtime.ContentTypeJSON, runtime.ContentTypeProtobuf} {
-		c, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: ct}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients[ct] = c
-	}
+	e := newEnv(t)
+	ctx := context.Background()
+	clients := map[string]kubernetes.Interface{runtime.ContentTypeJSON: e.cs, runtime.ContentTypeProtobuf: e.proto}
+	s := e.api
 	c := clients[runtime.ContentTypeJSON]
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ws"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
