@@ -9,6 +9,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/authz"
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
@@ -324,4 +325,50 @@ func TestRulesFor(t *testing.T) {
 	if r, nr, incomplete, err := f.a.RulesFor(context.Background(), &request.User{Name: "u"}, "ns"); r != nil || nr != nil || incomplete || err != nil {
 		t.Fatal("non-node got rules")
 	}
+}
+
+// TestRelistThroughCompactPods: a relist gathered by client-go's reflector
+// in a store with the graph's transformer (as WatchList does) holds compact
+// pods, not decoded ones, and builds the same graph; a relist without a
+// pod removes its edges.
+func TestRelistThroughCompactPods(t *testing.T) {
+	f := newFixture(t)
+	gathered := toolscache.NewStore(toolscache.DeletionHandlingMetaNamespaceKeyFunc, toolscache.WithTransformer(f.pods.Transformer()))
+	for _, p := range []*corev1.Pod{
+		pod("ns", "a-pod", "a", withSecretVolume("a-secret"), withConfigMapEnv("a-cm")),
+		pod("ns", "b-pod", "b", withSecretVolume("b-secret")),
+	} {
+		if err := gathered.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	items := gathered.List()
+	for _, it := range items {
+		if _, ok := it.(*compactPod); !ok {
+			t.Fatalf("the relist store holds %T, want *compactPod", it)
+		}
+	}
+	if err := f.pods.Replace(items, "5"); err != nil {
+		t.Fatal(err)
+	}
+	a := nodeUser("a")
+	noRel := "no relationship found between node 'a' and this object"
+	checkDecisions(t, f.a, []decisionCase{
+		{"secret of own pod", res(a, "get", "", "secrets", "", "ns", "a-secret"), authz.DecisionAllow, ""},
+		{"configmap of own pod", res(a, "get", "", "configmaps", "", "ns", "a-cm"), authz.DecisionAllow, ""},
+		{"secret of another node's pod", res(a, "get", "", "secrets", "", "ns", "b-secret"), authz.DecisionNoOpinion, noRel},
+	})
+	aPod, ok, err := gathered.GetByKey("ns/a-pod")
+	if err != nil || !ok {
+		t.Fatalf("ns/a-pod not in the relist store: %v", err)
+	}
+	if err := gathered.Delete(aPod); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.pods.Replace(gathered.List(), "6"); err != nil {
+		t.Fatal(err)
+	}
+	checkDecisions(t, f.a, []decisionCase{
+		{"secret of a pod gone in the relist", res(a, "get", "", "secrets", "", "ns", "a-secret"), authz.DecisionNoOpinion, noRel},
+	})
 }

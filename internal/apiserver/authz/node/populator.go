@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -117,7 +118,35 @@ type graphStore struct {
 	scratch podEdges
 }
 
-var _ toolscache.ReflectorStore = (*graphStore)(nil)
+var _ toolscache.TransformingStore = (*graphStore)(nil)
+
+// compactPod is what a relist holds of a pod until the graph takes it: its
+// key and its edges. client-go's reflector gathers a WatchList's whole
+// initial state in a store of its own before Replace; 200,000 decoded pods
+// would hold about a gigabyte there while a (re)started server builds its
+// graph, each pod's edges a few hundred bytes.
+type compactPod struct {
+	metav1.ObjectMeta // namespace and name: the reflector's store key
+	edges             podEdges
+}
+
+// Transformer implements toolscache.TransformingStore: the reflector's
+// relist store keeps compact pods. Watch events come as decoded pods; set
+// takes both.
+func (s *graphStore) Transformer() toolscache.TransformFunc {
+	if s.resource != "pods" {
+		return nil
+	}
+	return func(obj interface{}) (interface{}, error) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return obj, nil
+		}
+		c := &compactPod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+		podEdgesOf(p, &c.edges)
+		return c, nil
+	}
+}
 
 func (s *graphStore) Add(obj interface{}) error    { return s.set(obj) }
 func (s *graphStore) Update(obj interface{}) error { return s.set(obj) }
@@ -128,6 +157,8 @@ func (s *graphStore) set(obj interface{}) error {
 	case *corev1.Pod:
 		podEdgesOf(o, &s.scratch)
 		s.g.setPod(&s.scratch)
+	case *compactPod:
+		s.g.setPod(&o.edges)
 	case *corev1.PersistentVolume:
 		s.g.setPV(pvEdgesOf(o))
 	case *storagev1.VolumeAttachment:
@@ -150,6 +181,8 @@ func (s *graphStore) Delete(obj interface{}) error {
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
+		s.g.deletePod(o.Namespace, o.Name)
+	case *compactPod:
 		s.g.deletePod(o.Namespace, o.Name)
 	case *corev1.PersistentVolume:
 		s.g.deletePV(o.Name)
