@@ -395,9 +395,18 @@ func (s *Server) publishCustomLocked() {
 		}
 		return custom[i].Resource < custom[j].Resource
 	})
-	// Discovery and OpenAPI change before the routes do: a client that saw
-	// a route go away (or waits for Established, set after this) finds
-	// discovery agreeing.
+	// New routes open before discovery and OpenAPI change, and routes go
+	// away only after: a client that saw a version in discovery can use
+	// it, and one that saw a route go away (or waits for Established, set
+	// after this) finds discovery agreeing.
+	union := make(map[schema.GroupVersionResource]*resourceHandler, len(m))
+	for gvr, h := range s.custom.load() {
+		union[gvr] = h
+	}
+	for gvr, h := range m {
+		union[gvr] = h
+	}
+	s.custom.handlers.Store(&union)
 	d, err := newDiscovery(append(s.cfg.Registry.Resources(), custom...))
 	if err != nil {
 		s.log.Error("rebuilding discovery", "err", err)
