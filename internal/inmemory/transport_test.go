@@ -389,6 +389,18 @@ func TestCancellation(t *testing.T) {
 				case baseContext:
 					cancelBase()
 				}
+				if tc.when == blockedWriter {
+					// The cancellation reaches the pipe asynchronously: a
+					// read started at once could drain the pipe and let the
+					// write finish first. Wait until the write has failed
+					// (and hand its error on to the check below).
+					select {
+					case err := <-ended:
+						ended <- err
+					case <-time.After(10 * time.Second):
+						t.Fatal("the blocked write did not end")
+					}
+				}
 				if tc.when == whileStreaming || tc.when == blockedWriter {
 					if _, err := io.ReadAll(resp.Body); err == nil {
 						t.Error("reading a cancelled stream: no error")
