@@ -29,6 +29,16 @@ const (
 	PodWatchShared PodWatch = "shared"
 )
 
+// PodStep is a point in a pod's start at its hollow node (Config.PodObserver).
+type PodStep int
+
+const (
+	// PodAdmitted: the node's watch delivered the pod and the node admitted it.
+	PodAdmitted PodStep = iota
+	// PodRunningWritten: the server acknowledged the pod's Running status.
+	PodRunningWritten
+)
+
 // AnnotationRunSeconds on a pod makes its hollow node run it to Succeeded
 // that many seconds (a decimal, e.g. "2.5") after it started. Pods owned by a
 // Job without the annotation run for Config.JobRunTime.
@@ -167,6 +177,15 @@ type Config struct {
 	PodWorkers          int
 	GreedyWorkers       int
 	RegistrationWorkers int
+
+	// PodObserver, if set, is told when a node admits a pod (its watch
+	// delivered the pod and the startup delay begins: PodAdmitted) and
+	// when the server acknowledged the pod's Running status
+	// (PodRunningWritten), at the simulator clock's time. It is called
+	// with no lock held, from the watch and pod worker goroutines, so it
+	// must be safe for concurrent use and quick. The load tests use it to
+	// split a pod's startup at the node on their own clock.
+	PodObserver func(step PodStep, namespace, name string, at time.Time)
 
 	// Logger receives the simulator's logs; default discards them.
 	Logger *slog.Logger
