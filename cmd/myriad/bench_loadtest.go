@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -46,6 +47,14 @@ func runLoadtest(ctx context.Context, name string, o *loadtest.Options, args []s
 	}
 	o.Binary = exe
 	o.Command = loadtest.CommandLine(append([]string{"myriad", "bench", name}, args...))
+	if os.Getenv("GOGC") == "" {
+		// The scenarios' hollow nodes, informers and pod trackers are a
+		// long-lived heap, as in `myriad sim`, which runs at GOGC 400 for
+		// the same reason: at the default 100 the bench process spent a
+		// quarter of its CPU in garbage collection during a density run,
+		// on the two cores the server under test shares.
+		debug.SetGCPercent(400)
+	}
 	o.Progress = os.Stderr
 	log, err := newLogger("warn")
 	if err != nil {

@@ -172,7 +172,12 @@ type Config struct {
 	// kubelets do not wait for each other, so a slow server must show up
 	// as server latency, not as a queue in the simulator. Other defaults:
 	// GreedyWorkers likewise (Nodes*1s/GreedyListInterval, at least 16);
-	// 128 pod workers and 64 registration workers.
+	// PodWorkers one per node (at least 128), since every kubelet's status
+	// manager writes its own pods' status without waiting for other
+	// nodes': with a fixed 128, a server taking 300 ms per write capped
+	// the whole cluster at about 400 pod starts a second and pods queued
+	// in the simulator (docs/bench/loadtest.md, density's node steps);
+	// 64 registration workers.
 	HeartbeatWorkers    int
 	PodWorkers          int
 	GreedyWorkers       int
@@ -364,7 +369,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return int((int64(cfg.Nodes)*int64(time.Second) + int64(period) - 1) / int64(period))
 	}
 	setInt(&cfg.HeartbeatWorkers, max(64, perSecond(cfg.RenewInterval)))
-	setInt(&cfg.PodWorkers, 128)
+	setInt(&cfg.PodWorkers, max(128, cfg.Nodes))
 	setInt(&cfg.GreedyWorkers, max(16, perSecond(cfg.GreedyListInterval)))
 	setInt(&cfg.RegistrationWorkers, 64)
 	if err := cfg.Kubelet.withDefaults(); err != nil {
