@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -25,6 +26,7 @@ func loadtestFlags(fs *flag.FlagSet) *loadtest.Options {
 	fs.IntVar(&o.ServerPID, "server-pid", 0, "PID of a local server given by --kubeconfig, to read its CPU and RSS from /proc (default: from its process_* metrics)")
 	fs.StringVar(&o.Out, "out", "", "report directory: report.md, results.json, plots (required)")
 	fs.DurationVar(&o.SampleInterval, "sample-interval", time.Second, "how often /metrics and the server process are sampled")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the bench process (its clients, watchers and hollow nodes, not the server) over the scenario to this file")
 	fs.Func("server-flag", "extra flag for the `myriad up` the bench starts, e.g. --server-flag=--max-requests-inflight=100 (repeatable)", func(v string) error {
 		o.ServerArgs = append(o.ServerArgs, v)
 		return nil
@@ -45,6 +47,14 @@ func runLoadtest(ctx context.Context, name string, o *loadtest.Options, args []s
 	}
 	o.Binary = exe
 	o.Command = loadtest.CommandLine(append([]string{"myriad", "bench", name}, args...))
+	if os.Getenv("GOGC") == "" {
+		// The scenarios' hollow nodes, informers and pod trackers are a
+		// long-lived heap, as in `myriad sim`, which runs at GOGC 400 for
+		// the same reason: at the default 100 the bench process spent a
+		// quarter of its CPU in garbage collection during a density run,
+		// on the two cores the server under test shares.
+		debug.SetGCPercent(400)
+	}
 	o.Progress = os.Stderr
 	log, err := newLogger("warn")
 	if err != nil {

@@ -60,6 +60,8 @@ type FieldManagers struct {
 		sync.Mutex
 		// managers by kind and subresource; guarded by mu.
 		managers map[managerKey]*managedfields.FieldManager
+		// trims by kind and subresource (trim.go); a nil plan is kept too.
+		trims map[managerKey]*trimPlan
 	}
 }
 
@@ -90,6 +92,7 @@ func NewFieldManagers(cfg FieldManagersConfig) (*FieldManagers, error) {
 		f = &FieldManagers{cfg: cfg, convertor: runtime.UnsafeObjectConvertor(cfg.Scheme)}
 	}
 	f.mu.managers = map[managerKey]*managedfields.FieldManager{}
+	f.mu.trims = map[managerKey]*trimPlan{}
 	return f, nil
 }
 
@@ -110,9 +113,24 @@ func (noDefaults) Default(runtime.Object) {}
 func (f *FieldManagers) Update(live, newObj runtime.Object, manager, subresource string) (runtime.Object, error) {
 	fm, err := f.managerFor(newObj, subresource)
 	if err == nil {
-		var out runtime.Object
-		if out, err = fm.Update(live, newObj, manager); err == nil {
-			return out, nil
+		if plan, apiVersion := f.trimFor(newObj, subresource); plan != nil && plan.applies(apiVersion, live, newObj) {
+			// The same managedFields from copies without the reset
+			// fields (trim.go).
+			var out runtime.Object
+			if out, err = fm.Update(plan.copy(live), plan.copy(newObj), manager); err == nil {
+				oa, aerr := meta.Accessor(out)
+				na, nerr := meta.Accessor(newObj)
+				if aerr == nil && nerr == nil {
+					na.SetManagedFields(oa.GetManagedFields())
+					return newObj, nil
+				}
+				err = errors.Join(aerr, nerr)
+			}
+		} else {
+			var out runtime.Object
+			if out, err = fm.Update(live, newObj, manager); err == nil {
+				return out, nil
+			}
 		}
 	}
 	if la, aerr := meta.Accessor(live); aerr == nil {
@@ -238,6 +256,28 @@ func (f *FieldManagers) managerFor(obj runtime.Object, subresource string) (*man
 	}
 	f.mu.managers[key] = fm
 	return fm, nil
+}
+
+// trimFor returns the trim plan of obj's kind for writes through
+// subresource (nil when there is nothing to leave out), and the kind's
+// apiVersion.
+func (f *FieldManagers) trimFor(obj runtime.Object, subresource string) (*trimPlan, string) {
+	if f.cfg.CustomResources || f.cfg.ResetFields == nil {
+		return nil, ""
+	}
+	gvk, err := f.kindOf(obj)
+	if err != nil {
+		return nil, ""
+	}
+	key := managerKey{gvk: gvk, subresource: subresource}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.mu.trims[key]
+	if !ok {
+		p = newTrimPlan(obj, f.cfg.ResetFields(gvk, subresource))
+		f.mu.trims[key] = p
+	}
+	return p, gvk.GroupVersion().String()
 }
 
 // kindOf is obj's TypeMeta kind or, for typed objects without one (as read

@@ -29,6 +29,16 @@ const (
 	PodWatchShared PodWatch = "shared"
 )
 
+// PodStep is a point in a pod's start at its hollow node (Config.PodObserver).
+type PodStep int
+
+const (
+	// PodAdmitted: the node's watch delivered the pod and the node admitted it.
+	PodAdmitted PodStep = iota
+	// PodRunningWritten: the server acknowledged the pod's Running status.
+	PodRunningWritten
+)
+
 // AnnotationRunSeconds on a pod makes its hollow node run it to Succeeded
 // that many seconds (a decimal, e.g. "2.5") after it started. Pods owned by a
 // Job without the annotation run for Config.JobRunTime.
@@ -162,11 +172,25 @@ type Config struct {
 	// kubelets do not wait for each other, so a slow server must show up
 	// as server latency, not as a queue in the simulator. Other defaults:
 	// GreedyWorkers likewise (Nodes*1s/GreedyListInterval, at least 16);
-	// 128 pod workers and 64 registration workers.
+	// PodWorkers one per node (at least 128), since every kubelet's status
+	// manager writes its own pods' status without waiting for other
+	// nodes': with a fixed 128, a server taking 300 ms per write capped
+	// the whole cluster at about 400 pod starts a second and pods queued
+	// in the simulator (docs/bench/loadtest.md, density's node steps);
+	// 64 registration workers.
 	HeartbeatWorkers    int
 	PodWorkers          int
 	GreedyWorkers       int
 	RegistrationWorkers int
+
+	// PodObserver, if set, is told when a node admits a pod (its watch
+	// delivered the pod and the startup delay begins: PodAdmitted) and
+	// when the server acknowledged the pod's Running status
+	// (PodRunningWritten), at the simulator clock's time. It is called
+	// with no lock held, from the watch and pod worker goroutines, so it
+	// must be safe for concurrent use and quick. The load tests use it to
+	// split a pod's startup at the node on their own clock.
+	PodObserver func(step PodStep, namespace, name string, at time.Time)
 
 	// Logger receives the simulator's logs; default discards them.
 	Logger *slog.Logger
@@ -345,7 +369,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return int((int64(cfg.Nodes)*int64(time.Second) + int64(period) - 1) / int64(period))
 	}
 	setInt(&cfg.HeartbeatWorkers, max(64, perSecond(cfg.RenewInterval)))
-	setInt(&cfg.PodWorkers, 128)
+	setInt(&cfg.PodWorkers, max(128, cfg.Nodes))
 	setInt(&cfg.GreedyWorkers, max(16, perSecond(cfg.GreedyListInterval)))
 	setInt(&cfg.RegistrationWorkers, 64)
 	if err := cfg.Kubelet.withDefaults(); err != nil {

@@ -101,10 +101,19 @@ func (n *node) allocatable() usage {
 // onPod handles an added or modified pod bound to this node.
 func (n *node) onPod(pod *corev1.Pod) {
 	pod.ManagedFields = nil // unused here; see doc.go, Memory
+	admitted := n.onPodLocked(pod)
+	if obs := n.s.cfg.PodObserver; obs != nil && !admitted.IsZero() {
+		obs(PodAdmitted, pod.Namespace, pod.Name, admitted)
+	}
+}
+
+// onPodLocked is onPod under the node's lock; it returns when the pod was
+// admitted, if this event admitted it (zero otherwise).
+func (n *node) onPodLocked(pod *corev1.Pod) (admitted time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.mu.failed {
-		return
+		return time.Time{}
 	}
 	st, known := n.mu.pods[pod.UID]
 	if known {
@@ -112,7 +121,7 @@ func (n *node) onPod(pod *corev1.Pod) {
 			st.pod = pod
 		}
 		n.advanceLocked(st)
-		return
+		return time.Time{}
 	}
 	st = &podState{pod: pod, phase: podDone}
 	n.mu.pods[pod.UID] = st
@@ -134,15 +143,18 @@ func (n *node) onPod(pod *corev1.Pod) {
 		st.phase = podRunning // setPhaseLocked would count a transition from podDone
 		n.s.counters.podsRunning.Add(1)
 	default:
-		n.admitLocked(st)
-		return
+		if n.admitLocked(st) {
+			return st.start
+		}
+		return time.Time{}
 	}
 	n.advanceLocked(st)
+	return time.Time{}
 }
 
 // admitLocked runs kubelet admission for a new pod and schedules its start
-// or its rejection.
-func (n *node) admitLocked(st *podState) {
+// or its rejection; it reports whether the pod was admitted.
+func (n *node) admitLocked(st *podState) bool {
 	want := podUsage(st.pod)
 	if reason, msg := admit(want, n.mu.used, n.allocatable()); reason != "" {
 		st.gen++
@@ -154,14 +166,14 @@ func (n *node) admitLocked(st *podState) {
 			}
 			return false, err
 		})
-		return
+		return false
 	}
 	ip, err := n.mu.ips.allocate()
 	if err != nil {
 		// Admission counts pods, so the pool cannot run dry unless pods were
 		// adopted from a run with more pods per node.
 		n.s.cfg.Logger.Error("no pod IP", "node", n.name, "pod", st.pod.Namespace+"/"+st.pod.Name, "err", err)
-		return
+		return false
 	}
 	st.ip, st.use = ip, want
 	n.mu.used = n.mu.used.add(want)
@@ -169,6 +181,7 @@ func (n *node) admitLocked(st *podState) {
 	st.phase = podDone // so setPhaseLocked counts the move into starting
 	n.setPhaseLocked(st, podStarting)
 	n.scheduleStartLocked(st)
+	return true
 }
 
 func (n *node) scheduleStartLocked(st *podState) {
@@ -344,7 +357,9 @@ func (n *node) schedulePod(due time.Time, st *podState, act podAction) {
 func (n *node) writePodStatus(ctx context.Context, pod *corev1.Pod, mutate func(*corev1.Pod)) (bool, error) {
 	pods := n.s.client.CoreV1().Pods(pod.Namespace)
 	mutate(pod)
+	began := n.s.cfg.Clock.Now()
 	got, err := pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	n.s.podWrites.observe(n.s.cfg.Clock.Since(began))
 	if apierrors.IsConflict(err) {
 		var fresh *corev1.Pod
 		if fresh, err = pods.Get(ctx, pod.Name, metav1.GetOptions{}); err == nil {
@@ -383,6 +398,9 @@ func (n *node) startPod(ctx context.Context, pod *corev1.Pod) (bool, error) {
 	})
 	if !ok {
 		return false, err
+	}
+	if obs := n.s.cfg.PodObserver; obs != nil {
+		obs(PodRunningWritten, pod.Namespace, pod.Name, n.s.cfg.Clock.Now())
 	}
 	n.s.metrics.podTransition("Running")
 	n.mu.Lock()

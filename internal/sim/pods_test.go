@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -378,5 +379,60 @@ func TestPodStartupDelaysVary(t *testing.T) {
 	if len(distinct) < pods/3 || first > 900*time.Millisecond || last < 1100*time.Millisecond {
 		t.Errorf("%d pods turned Running at %d different times between +%v and +%v; want them spread over %v ± %v",
 			pods, len(distinct), first, last, delay, delay/5)
+	}
+}
+
+// TestPodObserverSeesEachStep checks the observer hears a pod's admission
+// when the node admits it and its Running status once the server took it,
+// on the simulator's clock; a rejected pod and a second event for a known
+// pod report nothing. Stats counts the pod work and the status writes.
+func TestPodObserverSeesEachStep(t *testing.T) {
+	type step struct {
+		step PodStep
+		name string
+		at   time.Time
+	}
+	var mu sync.Mutex
+	var got []step
+	ts := newTestSim(t, 1, func(c *Config) {
+		c.PodStartupJitter = -1
+		c.PodObserver = func(s PodStep, namespace, name string, at time.Time) {
+			if namespace != "default" {
+				t.Errorf("namespace %q, want default", namespace)
+			}
+			mu.Lock()
+			got = append(got, step{s, name, at})
+			mu.Unlock()
+		}
+	})
+	ts.noPodWatch = true
+	ts.run(t)
+	n := ts.nodes[0]
+	ts.create(t, n, newPod("web", "20"))
+	ts.create(t, n, newPod("big", "20")) // does not fit beside web: rejected
+	n.onPod(ts.pod(t, "web"))            // known already: no second admission
+	ts.advance(t, 1500*time.Millisecond, 100*time.Millisecond)
+
+	mu.Lock()
+	defer mu.Unlock()
+	want := []step{{PodAdmitted, "web", t0}, {PodRunningWritten, "web", t0.Add(time.Second)}}
+	if len(got) != len(want) {
+		t.Fatalf("observed %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("step %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	st := ts.Stats()
+	// Two status writes: web's Running and big's rejection.
+	if c := st.PodWrite.Count(); c != 2 {
+		t.Errorf("PodWrite counted %d writes, want 2", c)
+	}
+	if c := st.PodDispatch.Count(); c != 2 {
+		t.Errorf("PodDispatch counted %d tasks, want 2", c)
+	}
+	if st.PodWorkers != 128 || st.PodMaxBusy < 1 || st.PodMaxBusy > st.PodWorkers {
+		t.Errorf("PodWorkers %d, PodMaxBusy %d: want 128 and 1..128", st.PodWorkers, st.PodMaxBusy)
 	}
 }

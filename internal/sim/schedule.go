@@ -39,8 +39,11 @@ func (h *taskHeap) Pop() any {
 
 // scheduler runs tasks at their due time on a bounded pool of workers: one
 // goroutine and one timer for any number of pending tasks, instead of a
-// ticker per node. When every worker is busy the scheduler waits for one,
-// and that wait shows up as dispatch delay (and as lateness of the work).
+// ticker per node. Workers are started as the work needs them, up to the
+// bound, and then kept: a pool sized for a burst (one pod worker per node)
+// costs nothing until the burst comes. When every worker is busy the
+// scheduler waits for one, and that wait shows up as dispatch delay (and
+// as lateness of the work).
 type scheduler struct {
 	clock   clock.Clock
 	slack   time.Duration
@@ -55,6 +58,10 @@ type scheduler struct {
 		// inflight counts tasks popped and not yet finished.
 		inflight int
 	}
+
+	// started counts the worker goroutines started; only the dispatcher
+	// touches it.
+	started int
 
 	// dispatch is the delay from due time to a worker starting the task.
 	dispatch *durHist
@@ -98,27 +105,35 @@ func (s *scheduler) idle(now time.Time) bool {
 	return s.mu.inflight == 0 && (s.mu.heap.Len() == 0 || s.mu.heap[0].due.After(now.Add(s.slack)))
 }
 
-// start runs the dispatcher and the workers until ctx is done; wg is done
-// when all of them have returned. Tasks still pending are dropped.
+// start runs the dispatcher, and the workers it starts, until ctx is done;
+// wg is done when all of them have returned. Tasks still pending are
+// dropped.
 func (s *scheduler) start(ctx context.Context, wg *sync.WaitGroup) {
-	wg.Add(1 + s.workers)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s.dispatchLoop(ctx)
+		s.dispatchLoop(ctx, wg)
 	}()
-	for range s.workers {
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case t := <-s.work:
-					s.runTask(t)
-				}
+}
+
+// startWorker starts one more worker, which runs first and then whatever
+// the dispatcher hands it. The dispatcher's own count in wg keeps wg from
+// reaching zero while it adds to it.
+func (s *scheduler) startWorker(ctx context.Context, wg *sync.WaitGroup, first task) {
+	s.started++
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.runTask(first)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case t := <-s.work:
+				s.runTask(t)
 			}
-		}()
-	}
+		}
+	}()
 }
 
 func (s *scheduler) runTask(t task) {
@@ -144,7 +159,7 @@ func (s *scheduler) runTask(t task) {
 // cut the simulator's idle CPU by about a seventh against 2 ms.
 const slack = 10 * time.Millisecond
 
-func (s *scheduler) dispatchLoop(ctx context.Context) {
+func (s *scheduler) dispatchLoop(ctx context.Context, wg *sync.WaitGroup) {
 	var ready []task
 	timer := s.clock.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -166,6 +181,11 @@ func (s *scheduler) dispatchLoop(ctx context.Context) {
 			select {
 			case s.work <- t:
 			default:
+				if s.started < s.workers {
+					s.startWorker(ctx, wg, t)
+					ready[i] = task{}
+					continue
+				}
 				s.saturated.Add(1)
 				select {
 				case s.work <- t:

@@ -252,3 +252,40 @@ func TestConflictingRenewalRereadsTheLease(t *testing.T) {
 		t.Errorf("renewals %d errors %d, want 1 0", st.Renewals, st.RenewalErrors)
 	}
 }
+
+// TestSchedulerStartsWorkersAsNeeded checks the pool grows with the work,
+// to its bound and no further, and that tasks beyond the bound wait for a
+// worker (and are counted as having found every worker busy).
+func TestSchedulerStartsWorkersAsNeeded(t *testing.T) {
+	clk := testingclock.NewFakeClock(t0)
+	s := newScheduler(clk, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	s.start(ctx, &wg)
+	release := make(chan struct{})
+	defer func() { close(release); cancel(); wg.Wait() }()
+
+	var running sync.WaitGroup
+	block := func(time.Time) { running.Done(); <-release }
+	running.Add(2)
+	for range 2 {
+		s.at(t0, block)
+	}
+	running.Wait() // two tasks hold two workers
+	if b := s.busy.Load(); b != 2 {
+		t.Fatalf("%d busy, want 2", b)
+	}
+	running.Add(1)
+	for range 3 {
+		s.at(t0, block) // one more worker, then the bound: two tasks wait
+	}
+	running.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.saturated.Load() == 0 && time.Now().Before(deadline) {
+		poke(s)
+		time.Sleep(100 * time.Microsecond)
+	}
+	if b, sat := s.busy.Load(), s.saturated.Load(); b != 3 || sat != 1 {
+		t.Errorf("%d busy, %d saturated: want 3 (the bound) and 1 (the dispatcher waits on the first of the two)", b, sat)
+	}
+}

@@ -43,7 +43,10 @@ type Sim struct {
 	heartbeats, podWork, greedy *scheduler
 
 	lateness *durHist
-	metrics  *metrics
+	// podWrites is the latency of the nodes' pod status writes (first
+	// attempts only, as the server answered them).
+	podWrites *durHist
+	metrics   *metrics
 	// proxyLatency is the dry-run proxies' network programming latency.
 	proxyLatency *durHist
 	// proxyClient is the proxies' clientset, sharing decoded watch events
@@ -160,6 +163,7 @@ func newSim(cfg Config, client kubernetes.Interface) (*Sim, error) {
 		podWork:    newScheduler(cfg.Clock, cfg.PodWorkers),
 		greedy:     newScheduler(cfg.Clock, cfg.GreedyWorkers),
 		lateness:   newDurHist(),
+		podWrites:  newDurHist(),
 	}
 	s.proxyLatency = newDurHist()
 	if cfg.Kubelet.Enabled {
@@ -392,6 +396,17 @@ type Stats struct {
 	HeartbeatMaxBusy     int
 	HeartbeatWorkers     int
 
+	// The same for pod work (status writes and deletions): a pod whose
+	// start is due waits PodDispatch for a free worker, and a busy pool
+	// (PodMaxBusy = PodWorkers, PodSaturated > 0) means pods queue in the
+	// simulator rather than in the server. PodWrite is how long the
+	// server took to answer a pod status write.
+	PodDispatch  Histogram
+	PodSaturated uint64
+	PodMaxBusy   int
+	PodWorkers   int
+	PodWrite     Histogram
+
 	// ProxyProgramming is the dry-run proxies' network programming latency
 	// (Config.Proxies): EndpointSlice trigger time to rules computed.
 	ProxyProgramming Histogram
@@ -429,6 +444,11 @@ func (s *Sim) Stats() Stats {
 		HeartbeatSaturated:   s.heartbeats.saturated.Load(),
 		HeartbeatMaxBusy:     int(s.heartbeats.maxBusy.Load()),
 		HeartbeatWorkers:     s.heartbeats.workers,
+		PodDispatch:          s.podWork.dispatch.snapshot(),
+		PodSaturated:         s.podWork.saturated.Load(),
+		PodMaxBusy:           int(s.podWork.maxBusy.Load()),
+		PodWorkers:           s.podWork.workers,
+		PodWrite:             s.podWrites.snapshot(),
 		ProxyProgramming:     s.proxyLatency.snapshot(),
 	}
 	if s.nodeDenied != nil {

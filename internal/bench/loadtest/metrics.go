@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -45,8 +46,12 @@ type Scrape struct {
 
 // ParseMetrics reads the Prometheus text exposition format.
 func ParseMetrics(r io.Reader) (Scrape, error) {
+	text, err := keepFamilies(r, scrapedFamilies)
+	if err != nil {
+		return Scrape{}, err
+	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
 	if err != nil {
 		return Scrape{}, fmt.Errorf("parsing metrics: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -45,6 +46,10 @@ type Options struct {
 	Logger *slog.Logger
 	// SampleInterval between /metrics and /proc samples. Default 1 s.
 	SampleInterval time.Duration
+	// CPUProfile, if set, is where a CPU profile of this process (the
+	// scenario's clients, watchers and hollow nodes, not the server) over
+	// the scenario is written.
+	CPUProfile string
 	// QPS and Burst of the bench's clients. Default 5,000 and 10,000:
 	// the server, not the client, is what is measured.
 	QPS   float32
@@ -151,6 +156,10 @@ func Run(ctx context.Context, name string, opts Options, restartCommand string, 
 	if env.Metrics, err = NewMetricsClient(cfg); err != nil {
 		return nil, err
 	}
+	stopProfile, err := startCPUProfile(opts.CPUProfile)
+	if err != nil {
+		return nil, err
+	}
 	env.Start = time.Now()
 	env.Result = &Result{SchemaVersion: SchemaVersion, Scenario: name, Command: opts.Command, Machine: LocalMachine(),
 		Start: env.Start.UTC(), Server: Server{Host: cfg.Host, StartedByBench: env.Server != nil, PID: opts.ServerPID},
@@ -165,6 +174,7 @@ func Run(ctx context.Context, name string, opts Options, restartCommand string, 
 	env.Progress = NewProgress(opts.Progress, name)
 
 	runErr := fn(ctx, env)
+	stopProfile()
 	env.Progress.Stop()
 	totals := env.Monitor.Stop(context.WithoutCancel(ctx))
 	addServerTotals(env, totals)
@@ -279,4 +289,26 @@ func CommandLine(args []string) string {
 		parts = append(parts, a)
 	}
 	return strings.Join(parts, " ")
+}
+
+// startCPUProfile profiles this process into path until the returned stop
+// is called; an empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "cpu profile: %v\n", err)
+		}
+	}, nil
 }

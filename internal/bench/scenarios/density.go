@@ -3,6 +3,7 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
+	"github.com/myriad-k8s/myriad/internal/procstat"
+	"github.com/myriad-k8s/myriad/internal/sim"
 )
 
 // Density is the `density` scenario (the CoreOS seed's density test,
@@ -69,6 +72,10 @@ func (c Density) Run(ctx context.Context, env *loadtest.Env) error {
 	r := env.Result
 	id := runID()
 	prefix := "bench-density-" + id
+	// atNode times each pod's steps at its hollow node on this process's
+	// clock; hollow is nil with ExistingNodes.
+	atNode := newNodeSteps()
+	var hollow *sim.Sim
 	if c.ExistingNodes {
 		nodes, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -79,12 +86,13 @@ func (c Density) Run(ctx context.Context, env *loadtest.Env) error {
 			return fmt.Errorf("density --existing-nodes: the cluster has no nodes")
 		}
 	} else {
-		nodes, err := hollowNodes(ctx, env, prefix+"-node-", c.Nodes, false)
+		var err error
+		hollow, err = hollowNodesWith(ctx, env, prefix+"-node-", c.Nodes, func(cfg *sim.Config) { cfg.PodObserver = atNode.observe })
 		if err != nil {
 			return err
 		}
-		defer deleteNodes(ctx, env, nodes.NodeNames())
-		defer nodes.Stop()
+		defer deleteNodes(ctx, env, hollow.NodeNames())
+		defer hollow.Stop()
 	}
 	total := c.Nodes * c.PodsPerNode
 	r.Params["nodes"] = itoa(c.Nodes)
@@ -117,6 +125,11 @@ func (c Density) Run(ctx context.Context, env *loadtest.Env) error {
 		deployments = append(deployments, deployment(fmt.Sprintf("density-%d", i), int32(n)))
 		left -= n
 	}
+	// CPU from the first Deployment to the last pod running, the server's
+	// and this process's: the whole run's figure also holds node
+	// registration and the cleanup.
+	cpuBefore, cpuErr := env.Monitor.Mark(ctx)
+	benchBefore, benchErr := procstat.ReadCPU(procstat.Self)
 	start := time.Now()
 	deadline := start.Add(c.Timeout)
 	startT := env.Elapsed()
@@ -153,6 +166,8 @@ func (c Density) Run(ctx context.Context, env *loadtest.Env) error {
 	}
 	allRunning := time.Now()
 	endT := env.Elapsed()
+	benchAfter, benchErr2 := procstat.ReadCPU(procstat.Self)
+	cpuAfter, cpuErr2 := env.Monitor.Mark(ctx)
 	seen, scheduled, running, _ := tracker.counts()
 
 	// The server's own count: a consistent LIST of the namespace.
@@ -187,6 +202,13 @@ func (c Density) Run(ctx context.Context, env *loadtest.Env) error {
 			rec("sched").ObserveAt(stepKey("sched"), pt.scheduledSeen, nonNeg(pt.scheduledSeen.Sub(pt.firstSeen)))
 			rec("run").ObserveAt(stepKey("run"), pt.runningSeen, nonNeg(pt.runningSeen.Sub(pt.scheduledSeen)))
 		}
+		if admitted, written := atNode.get(pt.key); !admitted.IsZero() && !written.IsZero() {
+			if !pt.scheduledSeen.IsZero() {
+				rec("node-admit").ObserveAt(stepKey("node-admit"), pt.runningSeen, nonNeg(admitted.Sub(pt.scheduledSeen)))
+			}
+			rec("node-start").ObserveAt(stepKey("node-start"), pt.runningSeen, nonNeg(written.Sub(admitted)))
+			rec("node-watch").ObserveAt(stepKey("node-watch"), pt.runningSeen, nonNeg(pt.runningSeen.Sub(written)))
+		}
 		if !pt.scheduledCond.IsZero() && !pt.runningStatus.IsZero() {
 			rec("status-sched").ObserveAt(stepKey("status-sched"), pt.runningSeen, nonNeg(pt.scheduledCond.Sub(pt.created)))
 			rec("status-run").ObserveAt(stepKey("status-run"), pt.runningSeen, nonNeg(pt.runningStatus.Sub(pt.scheduledCond)))
@@ -199,7 +221,7 @@ func (c Density) Run(ctx context.Context, env *loadtest.Env) error {
 		}
 		return firstStat(steps[name])
 	}
-	for _, n := range []string{"startup", "watch", "sched", "run", "status-sched", "status-run", "status-watch"} {
+	for _, n := range []string{"startup", "watch", "sched", "run", "node-admit", "node-start", "node-watch", "status-sched", "status-run", "status-watch"} {
 		r.Latencies = append(r.Latencies, stat(n))
 	}
 	startup := stat("startup")
@@ -229,6 +251,19 @@ func (c Density) Run(ctx context.Context, env *loadtest.Env) error {
 	r.AddFigure("startup_p50", "pod startup p50", startup.P50.D().Seconds(), "s")
 	r.AddFigure("startup_p90", "pod startup p90", startup.P90.D().Seconds(), "s")
 	r.AddFigure("startup_p99", "pod startup p99", startup.P99.D().Seconds(), "s")
+	if cpuErr == nil && cpuErr2 == nil && running > 0 {
+		cpu := cpuAfter.CPUSeconds - cpuBefore.CPUSeconds
+		r.AddFigure("server_cpu_pods_seconds", "server CPU, first Deployment → last pod running", cpu, "s")
+		r.AddFigure("server_cpu_per_pod_ms", "of it per pod running", 1000*cpu/float64(running), "ms")
+		writes := cpuAfter.Since(cpuBefore).Sum(func(k loadtest.RequestKey) bool { return loadtest.IsMutating(k.Verb) })
+		r.AddFigure("server_writes_per_pod", "server writes per pod running, same span", writes/float64(running), "")
+	}
+	if benchErr == nil && benchErr2 == nil {
+		r.AddFigure("bench_cpu_pods_seconds", "bench process CPU (hollow nodes, watchers), first Deployment → last pod running", (benchAfter - benchBefore).Seconds(), "s")
+	}
+	if hollow != nil {
+		addNodeFigures(r, hollow.Stats())
+	}
 	r.AddVerdict("every pod running", fmt.Sprintf("%d within %s", total, c.Timeout), fmt.Sprint(running), running >= total)
 	r.AddVerdict("the server lists exactly the pods asked for", fmt.Sprint(total), fmt.Sprint(len(list.Items)), len(list.Items) == total)
 	r.AddVerdict("pod startup p99 (upstream SLO)", "≤ "+podStartupSLO.String(), startup.P99.D().Round(time.Millisecond).String(),
@@ -236,9 +271,61 @@ func (c Density) Run(ctx context.Context, env *loadtest.Env) error {
 	r.Notes = append(r.Notes,
 		"startup = creationTimestamp → the bench's watch sees Running (clusterloader2's pod-startup SLI); creationTimestamp has whole-second precision, so it can read up to 1 s long.",
 		"watch steps (sub-millisecond, the bench's clock): first seen → seen with spec.nodeName (sched) → seen Running (run); watch = first seen → seen Running.",
+		"node steps (this process's clock; hollow nodes only): seen bound → the node admits the pod (node-admit, its watch) → the server acknowledges its Running status (node-start: the startup delay, waiting for a pod worker, the write) → seen Running (node-watch).",
 		"status steps (whole seconds, server and node clocks): creationTimestamp → PodScheduled condition (status-sched) → container startedAt (status-run) → watched Running (status-watch).",
 		"hollow nodes start a pod 1 s after admitting it (sim PodStartupDelay): that second is in every startup figure.")
 	return nil
+}
+
+// addNodeFigures adds the hollow nodes' pod work figures: whether pods
+// waited for a free pod worker, and how long the server took to answer
+// their status writes.
+func addNodeFigures(r *loadtest.Result, st sim.Stats) {
+	r.AddFigure("node_pod_dispatch_p99", "hollow nodes: pod work due → a worker takes it, p99", st.PodDispatch.Quantile(0.99).Seconds(), "s")
+	r.AddFigure("node_pod_saturated", "hollow nodes: pod work that found every worker busy", float64(st.PodSaturated), "")
+	r.AddFigure("node_pod_workers_max_busy", fmt.Sprintf("hollow nodes: most pod workers busy at once (of %d)", st.PodWorkers), float64(st.PodMaxBusy), "")
+	r.AddFigure("node_pod_write_p50", "hollow nodes: pod status write, p50", st.PodWrite.Quantile(0.5).Seconds(), "s")
+	r.AddFigure("node_pod_write_p99", "hollow nodes: pod status write, p99", st.PodWrite.Quantile(0.99).Seconds(), "s")
+}
+
+// nodeSteps records when hollow nodes admitted each pod and when its
+// Running status was acknowledged (sim.Config.PodObserver), keyed by
+// namespace/name, on the clock the pod tracker uses.
+type nodeSteps struct {
+	mu struct {
+		sync.Mutex
+		admitted, running map[string]time.Time
+	}
+}
+
+func newNodeSteps() *nodeSteps {
+	s := &nodeSteps{}
+	s.mu.admitted = map[string]time.Time{}
+	s.mu.running = map[string]time.Time{}
+	return s
+}
+
+// observe is the simulator's PodObserver. A pod admitted twice (a node
+// that failed and recovered) keeps its first admission.
+func (s *nodeSteps) observe(step sim.PodStep, namespace, name string, at time.Time) {
+	k := namespace + "/" + name
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.mu.admitted
+	if step == sim.PodRunningWritten {
+		m = s.mu.running
+	}
+	if _, ok := m[k]; !ok {
+		m[k] = at
+	}
+}
+
+// get returns a pod's admission and Running-acknowledged times (zero if
+// not seen).
+func (s *nodeSteps) get(key string) (admitted, running time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.admitted[key], s.mu.running[key]
 }
 
 // stepKey names a startup step in the latency table.

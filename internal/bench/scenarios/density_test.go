@@ -10,6 +10,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
+	"github.com/myriad-k8s/myriad/internal/sim"
 )
 
 func TestPeakRate(t *testing.T) {
@@ -120,5 +121,30 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waiting for %s: gave up after 10 s", what)
 		}
 		runtime.Gosched()
+	}
+}
+
+// TestNodeSteps checks the node steps are kept per pod, the first of each
+// kind winning (a node that recovers may report a pod again).
+func TestNodeSteps(t *testing.T) {
+	s := newNodeSteps()
+	at := time.Date(2026, 11, 26, 15, 0, 0, 0, time.UTC)
+	s.observe(sim.PodAdmitted, "ns", "a", at)
+	s.observe(sim.PodAdmitted, "ns", "a", at.Add(time.Hour))
+	s.observe(sim.PodRunningWritten, "ns", "a", at.Add(time.Second))
+	s.observe(sim.PodAdmitted, "ns", "b", at.Add(2*time.Second))
+	for _, tc := range []struct {
+		key               string
+		admitted, running time.Time
+	}{
+		{"ns/a", at, at.Add(time.Second)},
+		{"ns/b", at.Add(2 * time.Second), time.Time{}},
+		{"ns/c", time.Time{}, time.Time{}},
+		{"other/a", time.Time{}, time.Time{}},
+	} {
+		a, r := s.get(tc.key)
+		if !a.Equal(tc.admitted) || !r.Equal(tc.running) {
+			t.Errorf("%s: admitted %v running %v, want %v %v", tc.key, a, r, tc.admitted, tc.running)
+		}
 	}
 }

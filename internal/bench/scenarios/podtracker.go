@@ -21,6 +21,7 @@ import (
 // each step (precise, this machine's clock) and what the pod's own
 // timestamps say (server and node clocks, second precision).
 type podTimes struct {
+	key           string    // namespace/name
 	created       time.Time // metadata.creationTimestamp
 	firstSeen     time.Time // informer: first event
 	scheduledSeen time.Time // informer: first seen with spec.nodeName
@@ -152,7 +153,7 @@ func (t *podTracker) observe(obj any, deleted bool) {
 	k := p.Namespace + "/" + p.Name
 	pt := t.mu.pods[k]
 	if pt == nil {
-		pt = &podTimes{firstSeen: now, created: p.CreationTimestamp.Time}
+		pt = &podTimes{key: k, firstSeen: now, created: p.CreationTimestamp.Time}
 		t.mu.pods[k] = pt
 		t.mu.seen++
 	}
