@@ -191,15 +191,18 @@ func (c RestartStorm) Run(ctx context.Context, env *loadtest.Env) error {
 		phaseRec.Store(rec)
 	}
 	setPhase("before")
+	probeCtx, stopProbe := context.WithCancel(ctx)
 	observe := func(k loadtest.Key, call func() error) error {
 		t := time.Now()
 		err := call()
 		d := time.Since(t)
+		if err != nil && probeCtx.Err() != nil {
+			return err // cut off by the probe's own end, not the server
+		}
 		env.Latency.Observe(k, d, err)
 		phaseRec.Load().Observe(k, d, err)
 		return err
 	}
-	probeCtx, stopProbe := context.WithCancel(ctx)
 	probeDone := make(chan struct{})
 	var seq atomic.Int64
 	go func() {
