@@ -59,7 +59,7 @@ func New(c *controllerctx.Context) (*Controller, error) {
 	podInf := c.Informers.Core().V1().Pods()
 	sliceInf := c.Informers.Discovery().V1().EndpointSlices()
 	nodeInf := c.Informers.Core().V1().Nodes()
-	if err := sliceInf.Informer().AddIndexers(cache.Indexers{serviceIndex: func(obj any) ([]string, error) {
+	if err := reconcile.AddIndexers(sliceInf.Informer(), cache.Indexers{serviceIndex: func(obj any) ([]string, error) {
 		s, ok := obj.(*discoveryv1.EndpointSlice)
 		if !ok || s.Labels[discoveryv1.LabelManagedBy] != ManagedBy || s.Labels[discoveryv1.LabelServiceName] == "" {
 			return nil, nil

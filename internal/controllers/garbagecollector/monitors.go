@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 	"github.com/myriad-k8s/myriad/internal/controllers/resources"
 )
 
@@ -105,7 +106,7 @@ func (gc *Controller) syncMonitors(ctx context.Context) error {
 			continue
 		}
 		typedAdded = typedAdded || typed
-		if err := inf.AddIndexers(cache.Indexers{ownerIndex: ownerUIDs}); err != nil {
+		if err := reconcile.AddIndexers(inf, cache.Indexers{ownerIndex: ownerUIDs}); err != nil {
 			return fmt.Errorf("indexing %s: %w", r.GVR, err)
 		}
 		mon := &monitor{res: r, informer: inf}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/myriad-k8s/myriad/internal/controllers/controllerctx"
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // Name is the controller's name in --controllers.
@@ -85,7 +86,7 @@ func New(c *controllerctx.Context, opts Options) (*Controller, error) {
 	nodeInf := c.Informers.Core().V1().Nodes()
 	leaseInf := c.Informers.Coordination().V1().Leases()
 	podInf := c.Informers.Core().V1().Pods()
-	if err := podInf.Informer().AddIndexers(cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
+	if err := reconcile.AddIndexers(podInf.Informer(), cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
 			return []string{p.Spec.NodeName}, nil
 		}

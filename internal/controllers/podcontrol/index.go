@@ -5,6 +5,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
 // ControllerUIDIndex indexes pods by their controller's UID, and orphans
@@ -18,10 +20,7 @@ func orphanKey(namespace string) string { return "orphan/" + namespace }
 // AddControllerUIDIndexer adds the index to the pod informer once; every
 // workload controller calls it from New.
 func AddControllerUIDIndexer(inf cache.SharedIndexInformer) error {
-	if _, ok := inf.GetIndexer().GetIndexers()[ControllerUIDIndex]; ok {
-		return nil
-	}
-	return inf.AddIndexers(cache.Indexers{ControllerUIDIndex: func(obj any) ([]string, error) {
+	return reconcile.AddIndexers(inf, cache.Indexers{ControllerUIDIndex: func(obj any) ([]string, error) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {
 			return nil, nil

@@ -85,3 +85,21 @@ func Object[T any](obj any) (T, bool) {
 	o, ok := obj.(T)
 	return o, ok
 }
+
+// AddIndexers adds to inf the indexers it does not have yet, by name. A
+// controller manager run again on the same shared informers (myriad up's,
+// after it lost its Lease and stands by again) finds its indexes there
+// already; client-go refuses a second indexer of the same name.
+func AddIndexers(inf cache.SharedIndexInformer, indexers cache.Indexers) error {
+	have := inf.GetIndexer().GetIndexers()
+	missing := cache.Indexers{}
+	for name, fn := range indexers {
+		if _, ok := have[name]; !ok {
+			missing[name] = fn
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return inf.AddIndexers(missing)
+}

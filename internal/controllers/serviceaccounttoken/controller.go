@@ -77,7 +77,7 @@ func newWith(c *controllerctx.Context, opts Options, secrets cache.SharedIndexIn
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	if err := secrets.AddIndexers(cache.Indexers{accountIndex: func(obj any) ([]string, error) {
+	if err := reconcile.AddIndexers(secrets, cache.Indexers{accountIndex: func(obj any) ([]string, error) {
 		s, ok := obj.(*corev1.Secret)
 		if !ok || s.Type != corev1.SecretTypeServiceAccountToken || s.Annotations[corev1.ServiceAccountNameKey] == "" {
 			return nil, nil

@@ -41,7 +41,7 @@ type PVCController struct {
 func NewPVC(c *controllerctx.Context) (*PVCController, error) {
 	pvcInf := c.Informers.Core().V1().PersistentVolumeClaims()
 	podInf := c.Informers.Core().V1().Pods()
-	if err := podInf.Informer().AddIndexers(cache.Indexers{podClaimIndex: claimsOfPod}); err != nil {
+	if err := reconcile.AddIndexers(podInf.Informer(), cache.Indexers{podClaimIndex: claimsOfPod}); err != nil {
 		return nil, fmt.Errorf("%s: pod index: %w", PVCName, err)
 	}
 	ctrl := &PVCController{claims: pvcInf.Lister(), pods: podInf.Informer().GetIndexer()}

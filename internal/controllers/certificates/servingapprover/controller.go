@@ -59,7 +59,7 @@ func indexByRequestor(obj any) ([]string, error) {
 func New(c *controllerctx.Context) (*Controller, error) {
 	csrInf := c.Informers.Certificates().V1().CertificateSigningRequests()
 	nodeInf := c.Informers.Core().V1().Nodes()
-	if err := csrInf.Informer().AddIndexers(cache.Indexers{requestorIndex: indexByRequestor}); err != nil {
+	if err := reconcile.AddIndexers(csrInf.Informer(), cache.Indexers{requestorIndex: indexByRequestor}); err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	ctrl := &Controller{csrs: csrInf.Lister(), byNode: csrInf.Informer().GetIndexer(), nodes: nodeInf.Lister()}
