@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
 	"github.com/myriad-k8s/myriad/internal/bench/restartbench"
 )
 
@@ -27,7 +28,7 @@ func runRestartBench(ctx context.Context, args []string, stdout io.Writer) error
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(*cpuprofile)
+	stopProfile, err := loadtest.StartCPUProfile(*cpuprofile)
 	if err != nil {
 		return err
 	}

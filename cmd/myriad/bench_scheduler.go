@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
 	"github.com/myriad-k8s/myriad/internal/bench/schedbench"
 )
 
@@ -36,7 +37,7 @@ func runSchedulerBench(ctx context.Context, args []string, stdout io.Writer) err
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(*cpuprofile)
+	stopProfile, err := loadtest.StartCPUProfile(*cpuprofile)
 	if err != nil {
 		return err
 	}

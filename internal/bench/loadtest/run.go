@@ -156,7 +156,7 @@ func Run(ctx context.Context, name string, opts Options, restartCommand string, 
 	if env.Metrics, err = NewMetricsClient(cfg); err != nil {
 		return nil, err
 	}
-	stopProfile, err := startCPUProfile(opts.CPUProfile)
+	stopProfile, err := StartCPUProfile(opts.CPUProfile)
 	if err != nil {
 		return nil, err
 	}
@@ -291,9 +291,9 @@ func CommandLine(args []string) string {
 	return strings.Join(parts, " ")
 }
 
-// startCPUProfile profiles this process into path until the returned stop
+// StartCPUProfile profiles this process into path until the returned stop
 // is called; an empty path profiles nothing.
-func startCPUProfile(path string) (stop func(), err error) {
+func StartCPUProfile(path string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
