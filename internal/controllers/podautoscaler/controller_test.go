@@ -292,27 +292,27 @@ func TestResync(t *testing.T) {
 	sc := &scales{m: map[string]*autoscalingv1.Scale{"deployments/web": deploymentScale(2)}}
 	h := newControllerHarness(t, sc, podMetricsSource([]metricsv1beta1.PodMetrics{podUsage("a", "50m"), podUsage("b", "50m")}, nil),
 		cpuHPA(1, 10, 50), testPod("a", 100), testPod("b", 100))
+	// The delaying queue's loop arms a timer on the fake clock for the
+	// period after it reads the clock; stepping between those two moves the
+	// timer a whole step later. Step only once the timer is armed.
+	waiters := h.clk.Waiters()
 	if err := h.hc.sync(context.Background(), "default/web"); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the resync timer armed", func() bool { return h.clk.Waiters() > waiters })
 	h.clk.Step(14 * time.Second)
 	if n := h.hc.Queue.Len(); n != 0 {
 		t.Fatalf("queued after 14s: %d", n)
 	}
+	// The queue's 10 s heartbeat fired in that step: its loop re-arms the
+	// timer from a clock reading that the next step may overtake, which
+	// moves the timer by that step. So the item is due at 15 s, or at 16 s
+	// when the loop lost that race, never earlier and never later.
 	h.clk.Step(time.Second)
-	// The delaying queue's loop may arm its timer for the remaining
-	// second just after that step (it read the clock before): nudging
-	// the clock by a millisecond at a time covers that race without
-	// moving past the period by more than the nudges.
-	deadline := time.Now().Add(5 * time.Second)
-	for i := 0; h.hc.Queue.Len() != 1; i++ {
-		if time.Now().After(deadline) {
-			t.Fatal("not queued after the sync period")
-		}
-		time.Sleep(time.Millisecond)
-		if i%50 == 49 {
-			h.clk.Step(time.Millisecond)
-		}
+	queued := func() bool { return h.hc.Queue.Len() == 1 }
+	if !poll(time.Second, queued) {
+		h.clk.Step(time.Second)
+		waitFor(t, "queued a second after the sync period", queued)
 	}
 	if len(h.hc.history.mu.recommendations) != 1 {
 		t.Fatalf("history %v", h.hc.history.mu.recommendations)
@@ -511,4 +511,23 @@ func TestRunSyncsAndRefreshesMapper(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("mapper not reset after 30 s")
 	}
+}
+
+// waitFor polls cond in real time: the queue's goroutine reacts to the fake
+// clock asynchronously.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if !poll(10*time.Second, cond) {
+		t.Fatalf("not %s within 10 s", what)
+	}
+}
+
+// poll reports whether cond held within timeout of real time.
+func poll(timeout time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
