@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
 
 	"github.com/myriad-k8s/myriad/internal/proxy"
 )
@@ -125,5 +126,39 @@ func BenchmarkDryRun(b *testing.B) {
 				p.Sync(ctx)
 			}
 		})
+	}
+}
+
+// BenchmarkDryRunLargeService is the dry-run proxies' work in `myriad sim
+// --proxies` (docs/bench/proxy.md): one Service whose 200-endpoint slice
+// changes one endpoint per sync, as a scaled Deployment's pods come and go.
+func BenchmarkDryRunLargeService(b *testing.B) {
+	be := NewDryRun(Config{Families: []proxy.Family{proxy.IPv4}})
+	p, err := proxy.New(proxy.Config{NodeName: testNode, Families: []proxy.Family{proxy.IPv4}, Backend: be, FullSyncPeriod: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.SetSynced()
+	h := &harness{p: p, b: be}
+	h.svc(service("default", "web", "10.96.0.10", []v1.ServicePort{tcp("http", 80, 30080)}))
+	eps := make([]ep, 200)
+	for j := range eps {
+		eps[j] = readyEP(fmt.Sprintf("10.128.%d.%d", j/250, j%250+1), fmt.Sprintf("node-%d", j%50))
+	}
+	ctx := context.Background()
+	h.eps(slice("default", "web", "web-1", discovery.AddressTypeIPv4, "http", 8080, v1.ProtocolTCP, eps...))
+	p.Sync(ctx)
+	// Built beforehand so only the proxy's work is timed; consecutive
+	// slices differ in one endpoint.
+	next := make([]*discovery.EndpointSlice, 256)
+	for i := range next {
+		eps[i%len(eps)] = readyEP(fmt.Sprintf("10.129.%d.%d", i/250, i%250+1), "node-b")
+		next[i] = slice("default", "web", "web-1", discovery.AddressTypeIPv4, "http", 8080, v1.ProtocolTCP, eps...)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		h.eps(next[i%len(next)])
+		p.Sync(ctx)
 	}
 }
