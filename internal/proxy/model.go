@@ -258,8 +258,12 @@ func sourceRanges(specs []string) map[Family][]netip.Prefix {
 // EndpointSlices, deduplicated by address:port (a ready copy wins, as in
 // upstream's endpointSliceCache).
 func endpointsFor(sp *ServicePort, sl []*discovery.EndpointSlice, nodeName string) []Endpoint {
-	seen := map[netip.AddrPort]int{}
-	var out []Endpoint
+	n := 0
+	for _, s := range sl {
+		n += len(s.Endpoints)
+	}
+	seen := make(map[netip.AddrPort]int, n)
+	out := make([]Endpoint, 0, n)
 	for _, s := range sl {
 		if (s.AddressType == discovery.AddressTypeIPv4) != (sp.Family == IPv4) || s.AddressType == discovery.AddressTypeFQDN {
 			continue
@@ -317,6 +321,9 @@ func endpointsFor(sp *ServicePort, sl []*discovery.EndpointSlice, nodeName strin
 			seen[key] = len(out)
 			out = append(out, ep)
 		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	// A stable order makes the computed rules deterministic.
 	slices.SortFunc(out, func(a, b Endpoint) int {

@@ -57,7 +57,7 @@ type masqueradePolicy struct {
 // the slots they already have, so an endpoint replaced in place rewrites
 // one element per entry point (cluster IP, external IP, node port).
 func computeFragment(prev *fragment, ports []proxy.PortView, masq masqueradePolicy) *fragment {
-	f := newFragment()
+	f := newFragment(prev)
 	for i := range ports {
 		pv := &ports[i]
 		f.ports++
@@ -202,13 +202,14 @@ func assignSlots(prev *fragment, use string, eps []proxy.Endpoint) []netip.AddrP
 	if prev != nil {
 		before = prev.slots[use]
 	}
-	want := make(map[netip.AddrPort]bool, n)
-	for _, ep := range eps {
-		want[netip.AddrPortFrom(ep.Addr, ep.Port)] = true
-	}
+	// placed: false for an endpoint of eps, true once it has its slot.
 	placed := make(map[netip.AddrPort]bool, n)
+	for _, ep := range eps {
+		placed[netip.AddrPortFrom(ep.Addr, ep.Port)] = false
+	}
 	for slot := 0; slot < n && slot < len(before); slot++ {
-		if ap := before[slot]; want[ap] {
+		ap := before[slot]
+		if done, want := placed[ap]; want && !done {
 			out[slot], placed[ap] = ap, true
 		}
 	}

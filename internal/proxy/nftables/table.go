@@ -76,11 +76,12 @@ func (p *plan) result() proxy.SyncResult {
 
 // diff adds to p what turns old into new for one Service.
 func (t *table) diff(p *plan, key types.NamespacedName, old, new *fragment) {
+	// An absent fragment reads as an empty one (nil maps read as empty).
 	if old == nil {
-		old = newFragment()
+		old = &fragment{}
 	}
 	if new == nil {
-		new = newFragment()
+		new = &fragment{}
 	}
 	for name, rules := range new.chains {
 		oldRules, existed := old.chains[name]
