@@ -96,17 +96,24 @@ func BenchmarkKernel(b *testing.B) {
 	}
 }
 
+// newDryRunHarness is a synced IPv4 proxy over a dry-run backend.
+func newDryRunHarness(b *testing.B) *harness {
+	b.Helper()
+	be := NewDryRun(Config{Families: []proxy.Family{proxy.IPv4}})
+	p, err := proxy.New(proxy.Config{NodeName: testNode, Families: []proxy.Family{proxy.IPv4}, Backend: be, FullSyncPeriod: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.SetSynced()
+	return &harness{p: p, b: be}
+}
+
 // BenchmarkDryRun is the proxy's own cost per change, the part a node pays
 // whatever the kernel does: view, conflict check, rule computation, diff.
 func BenchmarkDryRun(b *testing.B) {
 	for _, n := range benchSizes() {
-		be := NewDryRun(Config{Families: []proxy.Family{proxy.IPv4}})
-		p, err := proxy.New(proxy.Config{NodeName: testNode, Families: []proxy.Family{proxy.IPv4}, Backend: be, FullSyncPeriod: -1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		p.SetSynced()
-		h := &harness{p: p, b: be}
+		h := newDryRunHarness(b)
+		p := h.p
 		populate(h, n)
 		p.Sync(context.Background())
 		ctx := context.Background()
@@ -133,13 +140,8 @@ func BenchmarkDryRun(b *testing.B) {
 // --proxies` (docs/bench/proxy.md): one Service whose 200-endpoint slice
 // changes one endpoint per sync, as a scaled Deployment's pods come and go.
 func BenchmarkDryRunLargeService(b *testing.B) {
-	be := NewDryRun(Config{Families: []proxy.Family{proxy.IPv4}})
-	p, err := proxy.New(proxy.Config{NodeName: testNode, Families: []proxy.Family{proxy.IPv4}, Backend: be, FullSyncPeriod: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p.SetSynced()
-	h := &harness{p: p, b: be}
+	h := newDryRunHarness(b)
+	p := h.p
 	h.svc(service("default", "web", "10.96.0.10", []v1.ServicePort{tcp("http", 80, 30080)}))
 	eps := make([]ep, 200)
 	for j := range eps {
