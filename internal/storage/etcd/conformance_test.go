@@ -22,7 +22,9 @@ var prefixes atomic.Int64
 // newTestStore opens a store on c under a fresh prefix, closed at test end.
 func newTestStore(t testing.TB, c *etcdtest.Cluster, cfg Config) *Store {
 	t.Helper()
-	cfg.Endpoints = c.Endpoints()
+	if len(cfg.Endpoints) == 0 {
+		cfg.Endpoints = c.Endpoints()
+	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = fmt.Sprintf("/test%d", prefixes.Add(1))
 	}
