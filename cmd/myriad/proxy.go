@@ -41,7 +41,7 @@ func runProxy(ctx context.Context, args []string, _ io.Writer) error {
 	hcNodePorts := fs.Bool("health-check-node-ports", true, "serve the healthCheckNodePort of LoadBalancer Services with externalTrafficPolicy Local")
 	hcAddress := fs.String("health-check-address", "", "address the health check node ports listen on (default: all)")
 	protocols := fs.String("protocols", "TCP,UDP,SCTP", "protocols the kernel can forward; ports of others are reported and skipped")
-	minSync := fs.Duration("min-sync-period", 100*time.Millisecond, "shortest time between two rule syncs (changes within it are batched)")
+	minSync := fs.Duration("min-sync-period", proxy.DefaultMinSyncPeriod, "shortest time between two rule syncs (changes within it are batched)")
 	syncPeriod := fs.Duration("sync-period", 30*time.Second, "longest time between two rule syncs")
 	fullSync := fs.Duration("full-sync-period", time.Hour, "how often all rules are rewritten in one transaction to repair drift (negative: never)")
 	healthAddr := fs.String("healthz-bind-address", "0.0.0.0:10256", "serve /healthz and /livez here; empty: off")

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/myriad-k8s/myriad/internal/proxy"
 	"github.com/myriad-k8s/myriad/internal/sim"
 )
 
@@ -55,7 +56,7 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&cfg.HeartbeatWorkers, "heartbeat-workers", 0, "workers for Lease renewals and Node status (default: one second of heartbeats, nodes/renew-interval, at least 64)")
 	fs.IntVar(&cfg.PodWorkers, "pod-workers", 0, "workers for pod status writes and deletes (default: one per node, at least 128)")
 	fs.IntVar(&cfg.Proxies, "proxies", 0, "run a dry-run service proxy (myriad proxy --backend dry-run) with its own watches on this many nodes, and report network programming latency")
-	fs.DurationVar(&cfg.ProxyMinSyncPeriod, "proxy-min-sync-period", 100*time.Millisecond, "with --proxies: shortest time between two rule syncs of each proxy (myriad proxy --min-sync-period; upstream kube-proxy defaults to 1s)")
+	fs.DurationVar(&cfg.ProxyMinSyncPeriod, "proxy-min-sync-period", proxy.DefaultMinSyncPeriod, "with --proxies: shortest time between two rule syncs of each proxy (myriad proxy --min-sync-period; upstream kube-proxy defaults to 1s)")
 	fs.IntVar(&cfg.GreedyWorkers, "greedy-workers", 0, "workers for greedy lists (default: one second of lists, at least 16)")
 	failNodes := fs.String("fail-nodes", "", "nodes that stop heartbeating (and handling pods) --fail-after registration, to test node lifecycle: a count N (the first N nodes) or a comma-separated list of names")
 	fs.DurationVar(&cfg.Fail.After, "fail-after", 0, "with --fail-nodes: how long after every node registered they fail")

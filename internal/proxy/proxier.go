@@ -23,12 +23,16 @@ type EventRecorder interface {
 	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
 }
 
+// DefaultMinSyncPeriod is the proxy's batching period when none is given.
+const DefaultMinSyncPeriod = 100 * time.Millisecond
+
 // Config configures a Proxier. Zero fields take the stated defaults.
 type Config struct {
 	NodeName string   // required
 	Families []Family // default IPv4 and IPv6
-	// MinSyncPeriod bounds how often the backend is called (default 100ms):
-	// events within it are batched into one transaction.
+	// MinSyncPeriod bounds how often the backend is called (default
+	// DefaultMinSyncPeriod): events within it are batched into one
+	// transaction.
 	MinSyncPeriod time.Duration
 	// SyncPeriod is the longest time between two syncs (default 30s).
 	SyncPeriod time.Duration
@@ -60,7 +64,7 @@ func (c *Config) setDefaults() error {
 		c.Families = []Family{IPv4, IPv6}
 	}
 	if c.MinSyncPeriod == 0 {
-		c.MinSyncPeriod = 100 * time.Millisecond
+		c.MinSyncPeriod = DefaultMinSyncPeriod
 	}
 	if c.SyncPeriod == 0 {
 		c.SyncPeriod = 30 * time.Second

@@ -162,7 +162,7 @@ type Config struct {
 
 	// Proxies runs a dry-run service proxy (internal/proxy) on the first
 	// Proxies nodes, each with its own watches; ProxyMinSyncPeriod is their
-	// batching period (default 100ms).
+	// batching period (default proxy.DefaultMinSyncPeriod).
 	Proxies            int
 	ProxyMinSyncPeriod time.Duration
 
