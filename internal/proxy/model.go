@@ -101,7 +101,9 @@ func (e Endpoint) String() string { return netip.AddrPortFrom(e.Addr, e.Port).St
 // as upstream's CategorizeEndpoints decides them.
 type PortView struct {
 	ServicePort
-	// Cluster serves traffic under the Cluster policies, Local under Local.
+	// Cluster serves traffic under the Cluster policies, Local under Local;
+	// both are sorted by address and port, and read-only (they may share
+	// one array).
 	Cluster, Local []Endpoint
 	// HasAny says whether any usable endpoint exists anywhere (else the
 	// port rejects rather than drops).
@@ -255,14 +257,13 @@ func sourceRanges(specs []string) map[Family][]netip.Prefix {
 }
 
 // endpointsFor collects the endpoints of one ServicePort from the Service's
-// EndpointSlices, deduplicated by address:port (a ready copy wins, as in
-// upstream's endpointSliceCache).
+// EndpointSlices, sorted by address and port and deduplicated by them (a
+// ready copy wins, as in upstream's endpointSliceCache).
 func endpointsFor(sp *ServicePort, sl []*discovery.EndpointSlice, nodeName string) []Endpoint {
 	n := 0
 	for _, s := range sl {
 		n += len(s.Endpoints)
 	}
-	seen := make(map[netip.AddrPort]int, n)
 	out := make([]Endpoint, 0, n)
 	for _, s := range sl {
 		if (s.AddressType == discovery.AddressTypeIPv4) != (sp.Family == IPv4) || s.AddressType == discovery.AddressTypeFQDN {
@@ -311,26 +312,36 @@ func endpointsFor(sp *ServicePort, sl []*discovery.EndpointSlice, nodeName strin
 					ep.NodeHints = append(ep.NodeHints, n.Name)
 				}
 			}
-			key := netip.AddrPortFrom(ep.Addr, ep.Port)
-			if j, dup := seen[key]; dup {
-				if !out[j].Ready && ep.Ready {
-					out[j] = ep
-				}
-				continue
-			}
-			seen[key] = len(out)
 			out = append(out, ep)
 		}
 	}
 	if len(out) == 0 {
 		return nil
 	}
-	// A stable order makes the computed rules deterministic.
-	slices.SortFunc(out, func(a, b Endpoint) int {
-		if c := a.Addr.Compare(b.Addr); c != 0 {
-			return c
+	// A stable order makes the computed rules deterministic and puts
+	// copies side by side. Moving these structs is what sorting them
+	// costs, so their positions are sorted and each moved once.
+	order := make([]int32, len(out))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return compareEndpoints(&out[a], &out[b]) })
+	kept := make([]Endpoint, 0, len(out))
+	for _, i := range order {
+		ep := &out[i]
+		if len(kept) == 0 || compareEndpoints(&kept[len(kept)-1], ep) != 0 {
+			kept = append(kept, *ep)
+		} else if last := &kept[len(kept)-1]; !last.Ready && ep.Ready {
+			*last = *ep
 		}
-		return int(a.Port) - int(b.Port)
-	})
-	return out
+	}
+	return kept
+}
+
+// compareEndpoints orders endpoints by address, then port.
+func compareEndpoints(a, b *Endpoint) int {
+	if c := a.Addr.Compare(b.Addr); c != 0 {
+		return c
+	}
+	return int(a.Port) - int(b.Port)
 }

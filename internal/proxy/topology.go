@@ -87,7 +87,17 @@ func availableForTopology(e Endpoint, mode, nodeName, zone string) bool {
 	return false
 }
 
+// filter returns the endpoints keep accepts, in order: eps itself when it
+// accepts all of them (usually every endpoint is ready), so eps must not
+// change afterwards.
 func filter(eps []Endpoint, keep func(Endpoint) bool) []Endpoint {
+	all := true
+	for _, e := range eps {
+		all = all && keep(e)
+	}
+	if all {
+		return eps
+	}
 	out := make([]Endpoint, 0, len(eps))
 	for _, e := range eps {
 		if keep(e) {

@@ -220,10 +220,9 @@ func (t *table) size() proxy.SyncResult {
 	}
 	for _, f := range t.frags {
 		r.Chains += len(f.chains)
-		for ref := range f.elems {
-			if ref.m != setHairpin {
-				r.Elements++
-			}
+		r.Elements += len(f.elems)
+		for _, g := range f.groups {
+			r.Elements += len(g.keys) * len(g.slots)
 		}
 		for _, rules := range f.chains {
 			r.Rules += len(rules)

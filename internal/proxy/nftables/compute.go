@@ -3,6 +3,7 @@ package nftables
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -110,15 +111,7 @@ func computeFragment(prev *fragment, ports []proxy.PortView, masq masqueradePoli
 			case localOrigin:
 				m = mapLocalOriginEndpoints
 			}
-			for _, k := range keys {
-				for slot, ap := range slots {
-					k.slot = uint32(slot)
-					f.elems[elemRef{m, k}] = elemVal{addr: ap.Addr(), port: ap.Port()}
-				}
-			}
-			for _, ap := range slots {
-				f.elems[elemRef{setHairpin, elemKey{addr: ap.Addr(), addr2: ap.Addr()}}] = elemVal{}
-			}
+			f.addGroup(m, keys, slots)
 			name := lbChain(nodePort, localOrigin, len(eps), affinity)
 			f.lbs[name] = lbDef{nodePort: nodePort, localOrigin: localOrigin, n: uint32(len(eps)), affinity: pv.AffinityTimeout}
 			return name
@@ -192,9 +185,9 @@ func computeFragment(prev *fragment, ports []proxy.PortView, masq masqueradePoli
 	return f
 }
 
-// assignSlots orders eps into slots 0..len-1, keeping each endpoint that
-// already had a slot below len in prev's ordering for use, and filling the
-// rest in order.
+// assignSlots orders eps (sorted by address and port, as a PortView's
+// are) into slots 0..len-1, keeping each endpoint that already had a slot
+// below len in prev's ordering for use, and filling the rest in order.
 func assignSlots(prev *fragment, use string, eps []proxy.Endpoint) []netip.AddrPort {
 	n := len(eps)
 	out := make([]netip.AddrPort, n)
@@ -202,27 +195,38 @@ func assignSlots(prev *fragment, use string, eps []proxy.Endpoint) []netip.AddrP
 	if prev != nil {
 		before = prev.slots[use]
 	}
-	// placed: false for an endpoint of eps, true once it has its slot.
-	placed := make(map[netip.AddrPort]bool, n)
-	for _, ep := range eps {
-		placed[netip.AddrPortFrom(ep.Addr, ep.Port)] = false
-	}
+	// placed[i]: eps[i] has its slot. A binary search, not a map: hashing
+	// each endpoint was most of a large Service's sync.
+	placed := make([]bool, n)
+	guess := 0 // slots mostly stay in order: try the endpoint after the last one found
 	for slot := 0; slot < n && slot < len(before); slot++ {
 		ap := before[slot]
-		if done, want := placed[ap]; want && !done {
-			out[slot], placed[ap] = ap, true
+		i, found := guess, guess < n && eps[guess].Addr == ap.Addr() && eps[guess].Port == ap.Port()
+		if !found {
+			i, found = slices.BinarySearchFunc(eps, ap, func(e proxy.Endpoint, ap netip.AddrPort) int {
+				if c := e.Addr.Compare(ap.Addr()); c != 0 {
+					return c
+				}
+				return int(e.Port) - int(ap.Port())
+			})
+		}
+		if found && !placed[i] {
+			out[slot], placed[i] = ap, true
+			guess = i + 1
 		}
 	}
 	next := 0
-	for _, ep := range eps {
-		ap := netip.AddrPortFrom(ep.Addr, ep.Port)
-		if placed[ap] {
+	for i, ep := range eps {
+		if placed[i] {
 			continue
 		}
 		for out[next].IsValid() {
 			next++
 		}
-		out[next] = ap
+		out[next] = netip.AddrPortFrom(ep.Addr, ep.Port)
+	}
+	if slices.Equal(out, before) {
+		return before // fragments are immutable: share the unchanged order
 	}
 	return out
 }

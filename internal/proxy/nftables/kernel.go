@@ -286,10 +286,8 @@ func (k *kernel) rewrite(ctx context.Context, tables map[proxy.Family]*table) er
 			}
 		}
 		for _, f := range tb.frags {
-			for ref, v := range f.elems {
-				if ref.m != setHairpin {
-					ops = append(ops, elemOp{ref, v, allMaps[ref.m].kind})
-				}
+			for ref, v := range f.all() {
+				ops = append(ops, elemOp{ref, v, allMaps[ref.m].kind})
 			}
 		}
 		for key := range tb.hairpin {

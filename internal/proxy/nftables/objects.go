@@ -2,7 +2,9 @@ package nftables
 
 import (
 	"fmt"
+	"iter"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -212,13 +214,75 @@ type hook struct {
 // the shared maps. Fragments are immutable once computed.
 type fragment struct {
 	chains map[string][]rule
-	elems  map[elemRef]elemVal
+	// elems are the fragment's elements other than its endpoints' (those
+	// are in groups) and the hairpin set's (the table counts those).
+	elems map[elemRef]elemVal
+	// groups hold the endpoint map elements: a Service's endpoints are most
+	// of its elements, and kept as slot arrays they diff slot by slot
+	// without hashing each element (a dry-run proxy's main cost).
+	groups []epGroup
 	// lbs are the shared load-balancing chains the fragment uses.
 	lbs map[string]lbDef
 	// slots is the endpoint order per use ("cluster", "local"), kept across
 	// recomputations so unchanged endpoints keep their slots.
 	slots map[string][]netip.AddrPort
 	ports int
+}
+
+// epGroup is the elements of one endpoint map for a set of entry points:
+// each key, with slot i, maps to slots[i]. Every endpoint in slots is also
+// in the hairpin set.
+type epGroup struct {
+	m     string
+	keys  []elemKey
+	slots []netip.AddrPort // shared with fragment.slots: read-only
+}
+
+// elem returns the group's element for key at slot.
+func (g *epGroup) elem(k elemKey, slot int) (elemRef, elemVal) {
+	k.slot = uint32(slot)
+	ap := g.slots[slot]
+	return elemRef{g.m, k}, elemVal{addr: ap.Addr(), port: ap.Port()}
+}
+
+// addGroup adds slots at keys of map m, leaving out keys an earlier group
+// of the fragment already has there (an external IP equal to the cluster
+// IP): the first one wins, as one map element can hold one endpoint.
+func (f *fragment) addGroup(m string, keys []elemKey, slots []netip.AddrPort) {
+	var own []elemKey
+	for _, k := range keys {
+		taken := slices.Contains(own, k)
+		for i := range f.groups {
+			taken = taken || (f.groups[i].m == m && slices.Contains(f.groups[i].keys, k))
+		}
+		if !taken {
+			own = append(own, k)
+		}
+	}
+	if len(own) > 0 {
+		f.groups = append(f.groups, epGroup{m: m, keys: own, slots: slots})
+	}
+}
+
+// all yields every element of the fragment but its hairpin ones.
+func (f *fragment) all() iter.Seq2[elemRef, elemVal] {
+	return func(yield func(elemRef, elemVal) bool) {
+		for ref, v := range f.elems {
+			if !yield(ref, v) {
+				return
+			}
+		}
+		for i := range f.groups {
+			g := &f.groups[i]
+			for _, k := range g.keys {
+				for slot := range g.slots {
+					if !yield(g.elem(k, slot)) {
+						return
+					}
+				}
+			}
+		}
+	}
 }
 
 // lbDef is a shared load-balancing chain: one rule (two with affinity)
@@ -262,7 +326,7 @@ func newFragment(like *fragment) *fragment {
 		like = &fragment{}
 	}
 	return &fragment{chains: make(map[string][]rule, len(like.chains)), elems: make(map[elemRef]elemVal, len(like.elems)),
-		lbs: make(map[string]lbDef, len(like.lbs)), slots: make(map[string][]netip.AddrPort, len(like.slots))}
+		groups: make([]epGroup, 0, len(like.groups)), lbs: make(map[string]lbDef, len(like.lbs)), slots: make(map[string][]netip.AddrPort, len(like.slots))}
 }
 
 // Shared maps and chains every table has.

@@ -27,10 +27,7 @@ func (t *table) render() string {
 		for name, d := range f.lbs {
 			chains[name] = d.rules()
 		}
-		for ref, v := range f.elems {
-			if ref.m == setHairpin {
-				continue
-			}
+		for ref, v := range f.all() {
 			e := ref.key.render(maps[ref.m].kind)
 			if s := v.render(); s != "" {
 				e += " : " + s

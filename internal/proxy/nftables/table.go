@@ -1,6 +1,8 @@
 package nftables
 
 import (
+	"net/netip"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -16,8 +18,8 @@ type table struct {
 	baseChains map[string]chainDef
 	baseMaps   map[string]mapDef
 	frags      map[types.NamespacedName]*fragment
-	// hairpin counts the fragments using each hairpin element: one endpoint
-	// address can serve many Services.
+	// hairpin counts the endpoint slots (of every fragment's groups) at each
+	// hairpin element's address: one endpoint can serve many Services.
 	hairpin     map[elemKey]int
 	initialized bool // the table exists in the kernel
 	// lbs counts the fragments using each shared load-balancing chain.
@@ -94,29 +96,32 @@ func (t *table) diff(p *plan, key types.NamespacedName, old, new *fragment) {
 		}
 	}
 	for ref, v := range old.elems {
-		if ref.m == setHairpin {
-			if _, ok := new.elems[ref]; !ok {
-				p.hairpinDelta[ref.key]--
-			}
-			continue
-		}
-		nv, ok := new.elems[ref]
-		if ok && nv == v {
+		if nv, ok := new.elems[ref]; ok && nv == v {
 			continue
 		}
 		p.elemDel = append(p.elemDel, elemOp{ref, v, t.baseMaps[ref.m].kind})
 	}
 	for ref, v := range new.elems {
-		if ref.m == setHairpin {
-			if _, ok := old.elems[ref]; !ok {
-				p.hairpinDelta[ref.key]++
-			}
-			continue
-		}
 		if ov, ok := old.elems[ref]; ok && ov == v {
 			continue
 		}
 		p.elemAdd = append(p.elemAdd, elemOp{ref, v, t.baseMaps[ref.m].kind})
+	}
+	matched := make([]bool, len(old.groups))
+	for i := range new.groups {
+		ng := &new.groups[i]
+		j := slices.IndexFunc(old.groups, func(og epGroup) bool { return og.m == ng.m && slices.Equal(og.keys, ng.keys) })
+		if j < 0 {
+			t.diffGroup(p, nil, ng)
+			continue
+		}
+		matched[j] = true
+		t.diffGroup(p, &old.groups[j], ng)
+	}
+	for j := range old.groups {
+		if !matched[j] {
+			t.diffGroup(p, &old.groups[j], nil)
+		}
 	}
 	for name := range old.chains {
 		if _, ok := new.chains[name]; !ok {
@@ -136,6 +141,51 @@ func (t *table) diff(p *plan, key types.NamespacedName, old, new *fragment) {
 	}
 	p.next[key] = new
 }
+
+// diffGroup adds to p what turns old into new (same map and keys; either
+// may be nil), slot by slot: an endpoint that keeps its slot costs a
+// comparison.
+func (t *table) diffGroup(p *plan, old, new *epGroup) {
+	var before, after []netip.AddrPort
+	g := new
+	if old != nil {
+		before, g = old.slots, old
+	}
+	if new != nil {
+		after = new.slots
+	}
+	kind := t.baseMaps[g.m].kind
+	for slot := range max(len(before), len(after)) {
+		var was, is netip.AddrPort
+		if slot < len(before) {
+			was = before[slot]
+		}
+		if slot < len(after) {
+			is = after[slot]
+		}
+		if was == is {
+			continue
+		}
+		if was.IsValid() {
+			for _, k := range old.keys {
+				ref, v := old.elem(k, slot)
+				p.elemDel = append(p.elemDel, elemOp{ref, v, kind})
+			}
+			p.hairpinDelta[hairpinKey(was)]--
+		}
+		if is.IsValid() {
+			for _, k := range new.keys {
+				ref, v := new.elem(k, slot)
+				p.elemAdd = append(p.elemAdd, elemOp{ref, v, kind})
+			}
+			p.hairpinDelta[hairpinKey(is)]++
+		}
+	}
+}
+
+// hairpinKey is the hairpin set's element for an endpoint: traffic from
+// the endpoint to itself through its Service is masqueraded.
+func hairpinKey(ap netip.AddrPort) elemKey { return elemKey{addr: ap.Addr(), addr2: ap.Addr()} }
 
 // finish turns the hairpin reference deltas into element operations and
 // sorts every list so a plan (and the transaction) is deterministic.
@@ -187,7 +237,7 @@ func (t *table) commit(p *plan) {
 		}
 	}
 	for key, f := range p.next {
-		if f == nil || (len(f.chains) == 0 && len(f.elems) == 0) {
+		if f == nil || (len(f.chains) == 0 && len(f.elems) == 0 && len(f.groups) == 0) {
 			delete(t.frags, key)
 		} else {
 			t.frags[key] = f
