@@ -201,8 +201,10 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		MaxHeaderBytes:    1 << 20,
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1000},
 		ErrorLog:          nil,
+	}
+	if err := configureHTTP2(srv); err != nil {
+		return err
 	}
 	addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort))
 	ln, err := net.Listen("tcp", addr)

@@ -1,11 +1,13 @@
 package nftables
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -109,14 +111,16 @@ func (b *Backend) Sync(ctx context.Context, changes map[types.NamespacedName]*pr
 	plans := map[proxy.Family]*plan{}
 	var res proxy.SyncResult
 	needInit := false
+	// A fixed order makes the plans deterministic.
+	keys := make([]types.NamespacedName, 0, len(changes))
+	for key := range changes {
+		keys = append(keys, key)
+	}
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
 	for fam, t := range b.tables {
 		p := newPlan()
-		// A fixed order makes id allocation, and so the rules, deterministic.
-		keys := make([]types.NamespacedName, 0, len(changes))
-		for key := range changes {
-			keys = append(keys, key)
-		}
-		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
 		for _, key := range keys {
 			v := changes[key]
 			old := t.frags[key]

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"slices"
-	"sort"
 	"sync"
 
 	"github.com/google/nftables"
@@ -464,7 +463,7 @@ func elemSizeEstimate(op elemOp) int {
 }
 
 func sortOps(ops []elemOp) {
-	sort.Slice(ops, func(i, j int) bool { return lessOp(ops[i], ops[j]) })
+	slices.SortFunc(ops, compareOps)
 }
 
 // Registers: the 16-byte NFT_REG_1 is 32-bit registers 8..11, so a

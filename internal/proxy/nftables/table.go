@@ -1,9 +1,11 @@
 package nftables
 
 import (
+	"cmp"
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -56,9 +58,15 @@ type plan struct {
 	chainRules   map[string][]rule
 }
 
-func newPlan() *plan {
-	return &plan{next: map[types.NamespacedName]*fragment{},
-		hairpinDelta: map[elemKey]int{}, lbDelta: map[string]int{}, lbDefs: map[string]lbDef{}, chainRules: map[string][]rule{}}
+// newPlan returns an empty plan; its maps are made by the first diff, so
+// a family no change touches costs nothing.
+func newPlan() *plan { return &plan{} }
+
+func (p *plan) init() {
+	if p.next == nil {
+		p.next, p.hairpinDelta, p.lbDelta = map[types.NamespacedName]*fragment{}, map[elemKey]int{}, map[string]int{}
+		p.lbDefs, p.chainRules = map[string]lbDef{}, map[string][]rule{}
+	}
 }
 
 func (p *plan) empty() bool {
@@ -78,6 +86,7 @@ func (p *plan) result() proxy.SyncResult {
 
 // diff adds to p what turns old into new for one Service.
 func (t *table) diff(p *plan, key types.NamespacedName, old, new *fragment) {
+	p.init()
 	// An absent fragment reads as an empty one (nil maps read as empty).
 	if old == nil {
 		old = &fragment{}
@@ -215,9 +224,8 @@ func (t *table) finish(p *plan) {
 	sort.Strings(p.newChains)
 	sort.Strings(p.rewrites)
 	sort.Strings(p.delChains)
-	for _, ops := range [][]elemOp{p.elemDel, p.elemAdd} {
-		sort.Slice(ops, func(i, j int) bool { return lessOp(ops[i], ops[j]) })
-	}
+	sortOps(p.elemDel)
+	sortOps(p.elemAdd)
 }
 
 // commit records a plan as programmed.
@@ -246,24 +254,25 @@ func (t *table) commit(p *plan) {
 	t.initialized = true
 }
 
-func lessOp(a, b elemOp) bool {
-	if a.ref.m != b.ref.m {
-		return a.ref.m < b.ref.m
+// compareOps orders element operations by map, then key.
+func compareOps(a, b elemOp) int {
+	if c := strings.Compare(a.ref.m, b.ref.m); c != 0 {
+		return c
 	}
 	x, y := a.ref.key, b.ref.key
 	if c := x.addr.Compare(y.addr); c != 0 {
-		return c < 0
+		return c
 	}
-	if x.proto != y.proto {
-		return x.proto < y.proto
+	if c := cmp.Compare(x.proto, y.proto); c != 0 {
+		return c
 	}
-	if x.port != y.port {
-		return x.port < y.port
+	if c := cmp.Compare(x.port, y.port); c != 0 {
+		return c
 	}
-	if x.slot != y.slot {
-		return x.slot < y.slot
+	if c := cmp.Compare(x.slot, y.slot); c != 0 {
+		return c
 	}
-	return x.addr2.Compare(y.addr2) < 0
+	return x.addr2.Compare(y.addr2)
 }
 
 func equalRules(a, b []rule) bool {
