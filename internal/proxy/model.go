@@ -92,7 +92,31 @@ type Endpoint struct {
 	Port                        uint16
 	Ready, Serving, Terminating bool
 	Local                       bool
-	ZoneHints, NodeHints        []string
+	// Hints are the endpoint's topology hints; nil for none (most
+	// endpoints: the struct stays small, and copying it is much of a
+	// large Service's sync).
+	Hints *Hints
+}
+
+// Hints are an endpoint's topology hints: the zones and nodes it is for.
+type Hints struct {
+	Zones, Nodes []string
+}
+
+// ZoneHints returns the zones the endpoint is hinted for.
+func (e *Endpoint) ZoneHints() []string {
+	if e.Hints == nil {
+		return nil
+	}
+	return e.Hints.Zones
+}
+
+// NodeHints returns the nodes the endpoint is hinted for.
+func (e *Endpoint) NodeHints() []string {
+	if e.Hints == nil {
+		return nil
+	}
+	return e.Hints.Nodes
 }
 
 func (e Endpoint) String() string { return netip.AddrPortFrom(e.Addr, e.Port).String() }
@@ -304,12 +328,13 @@ func endpointsFor(sp *ServicePort, sl []*discovery.EndpointSlice, nodeName strin
 			}
 			ep.Terminating = e.Conditions.Terminating != nil && *e.Conditions.Terminating
 			ep.Local = e.NodeName != nil && *e.NodeName == nodeName
-			if e.Hints != nil {
-				for _, z := range e.Hints.ForZones {
-					ep.ZoneHints = append(ep.ZoneHints, z.Name)
+			if h := e.Hints; h != nil && len(h.ForZones)+len(h.ForNodes) > 0 {
+				ep.Hints = &Hints{}
+				for _, z := range h.ForZones {
+					ep.Hints.Zones = append(ep.Hints.Zones, z.Name)
 				}
-				for _, n := range e.Hints.ForNodes {
-					ep.NodeHints = append(ep.NodeHints, n.Name)
+				for _, n := range h.ForNodes {
+					ep.Hints.Nodes = append(ep.Hints.Nodes, n.Name)
 				}
 			}
 			out = append(out, ep)

@@ -55,14 +55,14 @@ func topologyMode(eps []Endpoint, nodeName, zone string) string {
 		if !e.Ready {
 			continue
 		}
-		if len(e.NodeHints) == 0 {
+		if len(e.NodeHints()) == 0 {
 			allNode = false
-		} else if slices.Contains(e.NodeHints, nodeName) {
+		} else if slices.Contains(e.NodeHints(), nodeName) {
 			forNode = true
 		}
-		if len(e.ZoneHints) == 0 {
+		if len(e.ZoneHints()) == 0 {
 			allZone = false
-		} else if slices.Contains(e.ZoneHints, zone) {
+		} else if slices.Contains(e.ZoneHints(), zone) {
 			forZone = true
 		}
 	}
@@ -80,9 +80,9 @@ func availableForTopology(e Endpoint, mode, nodeName, zone string) bool {
 	case "":
 		return true
 	case v1.ServiceTrafficDistributionPreferSameNode:
-		return slices.Contains(e.NodeHints, nodeName)
+		return slices.Contains(e.NodeHints(), nodeName)
 	case v1.ServiceTrafficDistributionPreferSameZone:
-		return slices.Contains(e.ZoneHints, zone)
+		return slices.Contains(e.ZoneHints(), zone)
 	}
 	return false
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -157,6 +158,20 @@ func weakRef[T any, PT interface {
 type sharingSerializer struct {
 	k8sruntime.NegotiatedSerializer
 	cache *decodeCache
+}
+
+// SupportedMediaTypes hands out the protobuf watch stream's envelope
+// decoder as an envelopeDecoder.
+func (s sharingSerializer) SupportedMediaTypes() []k8sruntime.SerializerInfo {
+	infos := slices.Clone(s.NegotiatedSerializer.SupportedMediaTypes())
+	for i, info := range infos {
+		if info.MediaType == k8sruntime.ContentTypeProtobuf && info.StreamSerializer != nil {
+			stream := *info.StreamSerializer
+			stream.Serializer = envelopeDecoder{stream.Serializer}
+			infos[i].StreamSerializer = &stream
+		}
+	}
+	return infos
 }
 
 func (s sharingSerializer) DecoderToVersion(d k8sruntime.Decoder, gv k8sruntime.GroupVersioner) k8sruntime.Decoder {

@@ -164,7 +164,21 @@ func (t *table) diffGroup(p *plan, old, new *epGroup) {
 		after = new.slots
 	}
 	kind := t.baseMaps[g.m].kind
-	for slot := range max(len(before), len(after)) {
+	slots := max(len(before), len(after))
+	changed := 0
+	for slot := range slots {
+		if slot >= len(before) || slot >= len(after) || before[slot] != after[slot] {
+			changed++
+		}
+	}
+	if changed == 0 {
+		return
+	}
+	// Room for this group's operations and the hairpin set's that finish
+	// adds, so a large change grows each list once.
+	p.elemDel = slices.Grow(p.elemDel, 2*changed*len(g.keys))
+	p.elemAdd = slices.Grow(p.elemAdd, 2*changed*len(g.keys))
+	for slot := range slots {
 		var was, is netip.AddrPort
 		if slot < len(before) {
 			was = before[slot]
