@@ -346,6 +346,9 @@ func endpointsFor(sp *ServicePort, sl []*discovery.EndpointSlice, nodeName strin
 	// A stable order makes the computed rules deterministic and puts
 	// copies side by side. Moving these structs is what sorting them
 	// costs, so their positions are sorted and each moved once.
+	if slices.IsSortedFunc(out, strictlyAfter) {
+		return out // already in order, and no copies
+	}
 	order := make([]int32, len(out))
 	for i := range order {
 		order[i] = int32(i)
@@ -361,6 +364,15 @@ func endpointsFor(sp *ServicePort, sl []*discovery.EndpointSlice, nodeName strin
 		}
 	}
 	return kept
+}
+
+// strictlyAfter, as slices.IsSortedFunc's cmp(later, earlier), accepts
+// only an increasing pair: two copies of an endpoint are out of order.
+func strictlyAfter(later, earlier Endpoint) int {
+	if compareEndpoints(&later, &earlier) > 0 {
+		return 1
+	}
+	return -1
 }
 
 // compareEndpoints orders endpoints by address, then port.

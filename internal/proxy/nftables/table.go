@@ -176,8 +176,8 @@ func (t *table) diffGroup(p *plan, old, new *epGroup) {
 	}
 	// Room for this group's operations and the hairpin set's that finish
 	// adds, so a large change grows each list once.
-	p.elemDel = slices.Grow(p.elemDel, 2*changed*len(g.keys))
-	p.elemAdd = slices.Grow(p.elemAdd, 2*changed*len(g.keys))
+	p.elemDel = slices.Grow(p.elemDel, changed*(len(g.keys)+1))
+	p.elemAdd = slices.Grow(p.elemAdd, changed*(len(g.keys)+1))
 	for slot := range slots {
 		var was, is netip.AddrPort
 		if slot < len(before) {
