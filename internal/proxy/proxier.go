@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,6 +55,10 @@ type Config struct {
 	// simulator's many proxies share one host.
 	ServeHealthCheckNodePorts bool
 	HealthCheckHost           string
+	// SyncTurns, if set, is acquired (weight 1) around each sync: proxiers
+	// sharing one process (the simulator's) then take turns, rather than
+	// thousands computing at once and starving the process's other work.
+	SyncTurns *semaphore.Weighted
 }
 
 func (c *Config) setDefaults() error {
@@ -246,6 +251,12 @@ func (p *Proxier) queued() {
 
 // sync computes the dirty Services' views and hands them to the backend.
 func (p *Proxier) sync(ctx context.Context) {
+	if t := p.cfg.SyncTurns; t != nil {
+		if err := t.Acquire(ctx, 1); err != nil {
+			return // ctx ended
+		}
+		defer t.Release(1)
+	}
 	p.mu.Lock()
 	if !p.mu.synced {
 		p.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -163,5 +164,58 @@ func TestCategorize(t *testing.T) {
 				t.Fatalf("cluster %d local %d hasAny %v; want %d %d %v", len(c), len(l), any, tc.cluster, tc.local, tc.hasAny)
 			}
 		})
+	}
+}
+
+// concurrencyBackend records how many of its Syncs ran at once.
+type concurrencyBackend struct {
+	memBackend
+	mu              sync.Mutex
+	running, maxRun int
+	synced          chan struct{}
+}
+
+func (c *concurrencyBackend) Sync(ctx context.Context, ch map[types.NamespacedName]*ServiceView) (SyncResult, error) {
+	c.mu.Lock()
+	c.running++
+	c.maxRun = max(c.maxRun, c.running)
+	c.mu.Unlock()
+	time.Sleep(5 * time.Millisecond) // long enough for the others to try
+	c.mu.Lock()
+	c.running--
+	c.mu.Unlock()
+	c.synced <- struct{}{}
+	return SyncResult{Elements: len(ch)}, nil
+}
+
+func TestSyncTurnsSerializeProxiers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const proxiers = 4
+	be := &concurrencyBackend{synced: make(chan struct{}, proxiers)}
+	turns := semaphore.NewWeighted(1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for i := range proxiers {
+		p, err := New(Config{NodeName: fmt.Sprintf("n%d", i), Families: []Family{IPv4}, Backend: be, FullSyncPeriod: -1, SyncTurns: turns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.OnService(key("a"), svc("a", 1, v1.ServicePort{Name: "http", Port: 80, Protocol: v1.ProtocolTCP}))
+		p.SetSynced()
+		wg.Go(func() { p.Run(ctx) })
+	}
+	for range proxiers {
+		select {
+		case <-be.synced:
+		case <-time.After(10 * time.Second):
+			t.Fatal("not every proxier synced")
+		}
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if be.maxRun != 1 {
+		t.Fatalf("%d syncs ran at once with one turn, want 1", be.maxRun)
 	}
 }

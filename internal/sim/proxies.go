@@ -2,6 +2,9 @@ package sim
 
 import (
 	"context"
+	"runtime"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/myriad-k8s/myriad/internal/proxy"
 	"github.com/myriad-k8s/myriad/internal/proxy/nftables"
@@ -17,6 +20,11 @@ import (
 // reports its network programming latency (EndpointSlice trigger time →
 // rules computed) to Stats.
 //
+// The proxies take turns to sync, as many at once as the process has
+// threads: each real proxy has its own node's CPU, and 10,000 computing at
+// once here left the simulated nodes' heartbeats waiting behind them until
+// their Leases expired (docs/bench/proxy.md).
+//
 // Proxies run on the real clock whatever Config.Clock is: their latency is
 // measured against the wall-clock trigger times the controllers write.
 func (s *Sim) startProxies(ctx context.Context) error {
@@ -24,6 +32,7 @@ func (s *Sim) startProxies(ctx context.Context) error {
 	if client == nil {
 		client = s.client // a fake clientset decodes nothing
 	}
+	turns := semaphore.NewWeighted(int64(runtime.GOMAXPROCS(0)))
 	for _, n := range s.nodes[:min(s.cfg.Proxies, len(s.nodes))] {
 		p, err := proxy.New(proxy.Config{
 			NodeName:       n.name,
@@ -32,6 +41,7 @@ func (s *Sim) startProxies(ctx context.Context) error {
 			FullSyncPeriod: -1, // a dry run has no kernel state to drift
 			Logger:         s.cfg.Logger.With("proxy", n.name),
 			OnProgrammed:   s.proxyLatency.observe,
+			SyncTurns:      turns,
 		})
 		if err != nil {
 			return err
