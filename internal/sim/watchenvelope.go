@@ -43,69 +43,51 @@ func (d envelopeDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, 
 // ev.Object.Raw pointing into b.
 func unmarshalWatchEvent(b []byte, ev *metav1.WatchEvent) error {
 	*ev = metav1.WatchEvent{}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("watch event: %w", protowire.ParseError(n))
+	return bytesFields(b, "watch event", 2, func(num protowire.Number, v []byte) error {
+		if num == 1 {
+			ev.Type = string(v)
+			return nil
 		}
-		b = b[n:]
-		if num == 1 || num == 2 {
-			if typ != protowire.BytesType {
-				return fmt.Errorf("watch event field %d: wire type %d, want bytes", num, typ)
+		// Object, a RawExtension: its one field is the bytes. Repeated
+		// occurrences of a message field merge, so the last bytes win.
+		return bytesFields(v, "watch event object", 1, func(_ protowire.Number, raw []byte) error {
+			if raw == nil {
+				raw = []byte{}
 			}
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return fmt.Errorf("watch event field %d: %w", num, protowire.ParseError(n))
-			}
-			b = b[n:]
-			if num == 1 {
-				ev.Type = string(v)
-				continue
-			}
-			// Repeated occurrences of a message field merge; RawExtension's
-			// one field is bytes, so the last one wins.
-			if err := unmarshalRawExtension(v, &ev.Object); err != nil {
-				return err
-			}
-			continue
-		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return fmt.Errorf("watch event field %d: %w", num, protowire.ParseError(n))
-		}
-		b = b[n:]
-	}
-	return nil
+			ev.Object.Raw = raw
+			return nil
+		})
+	})
 }
 
-// unmarshalRawExtension merges b, an encoded runtime.RawExtension, into r.
-func unmarshalRawExtension(b []byte, r *k8sruntime.RawExtension) error {
+// bytesFields calls field with the value of each field of message b
+// numbered 1 to last, all of which must have the bytes wire type, and skips
+// the others. what names the message in errors.
+func bytesFields(b []byte, what string, last protowire.Number, field func(protowire.Number, []byte) error) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return fmt.Errorf("watch event object: %w", protowire.ParseError(n))
+			return fmt.Errorf("%s: %w", what, protowire.ParseError(n))
 		}
 		b = b[n:]
-		if num == 1 {
-			if typ != protowire.BytesType {
-				return fmt.Errorf("watch event object: wire type %d, want bytes", typ)
-			}
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return fmt.Errorf("watch event object: %w", protowire.ParseError(n))
+		if num > last {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return fmt.Errorf("%s field %d: %w", what, num, protowire.ParseError(n))
 			}
 			b = b[n:]
-			if v == nil {
-				v = []byte{}
-			}
-			r.Raw = v
 			continue
 		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
+		if typ != protowire.BytesType {
+			return fmt.Errorf("%s field %d: wire type %d, want bytes", what, num, typ)
+		}
+		v, n := protowire.ConsumeBytes(b)
 		if n < 0 {
-			return fmt.Errorf("watch event object field %d: %w", num, protowire.ParseError(n))
+			return fmt.Errorf("%s field %d: %w", what, num, protowire.ParseError(n))
 		}
 		b = b[n:]
+		if err := field(num, v); err != nil {
+			return err
+		}
 	}
 	return nil
 }
