@@ -19,11 +19,12 @@ import (
 	"github.com/myriad-k8s/myriad/internal/pki"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
+// freePort returns a TCP port free on 127.0.0.1 a moment ago.
+func freePort(tb testing.TB) int {
+	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port

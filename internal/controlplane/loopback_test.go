@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,16 +20,6 @@ import (
 	"github.com/myriad-k8s/myriad/internal/pki"
 )
 
-func freePortTB(tb testing.TB) int {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startWithComponent runs a control plane whose one component, acting as
 // id, hands its loopback configuration out and idles; stop shuts it down.
 func startWithComponent(tb testing.TB, transport string, id pki.Identity) (rc *rest.Config, stop func()) {
@@ -44,7 +33,7 @@ func startWithComponent(tb testing.TB, transport string, id pki.Identity) (rc *r
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Config{DataDir: tb.TempDir(), SecurePort: freePortTB(tb), LoopbackTransport: transport, Components: []Component{comp},
+		done <- Run(ctx, Config{DataDir: tb.TempDir(), SecurePort: freePort(tb), LoopbackTransport: transport, Components: []Component{comp},
 			Logger: slog.New(slog.DiscardHandler)}, nil)
 	}()
 	select {
