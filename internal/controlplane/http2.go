@@ -8,8 +8,8 @@ import (
 )
 
 // maxStreamsPerConnection is how many requests one client connection may
-// have open at once (upstream's --http2-max-streams-per-connection default
-// in kube-apiserver).
+// have open at once: 1,000, as upstream's generic API server options set
+// it for clients that multiplex many watches on one connection.
 const maxStreamsPerConnection = 1000
 
 // configureHTTP2 serves HTTP/2 on srv with a write scheduler whose cost per
