@@ -100,8 +100,9 @@ func computeFragment(prev *fragment, ports []proxy.PortView, masq masqueradePoli
 		// for the node's own traffic to a Local-policy port's external
 		// entry points, which goes to any endpoint, as upstream's does.
 		lb := func(use string, nodePort, localOrigin bool, eps []proxy.Endpoint, keys ...elemKey) string {
-			slots := assignSlots(prev, use, eps)
-			f.slots[use] = slots
+			order := id + " " + use
+			slots := assignSlots(prev, order, eps)
+			f.slots[order] = slots
 			m := mapEndpoints
 			switch {
 			case nodePort && localOrigin:
@@ -187,13 +188,14 @@ func computeFragment(prev *fragment, ports []proxy.PortView, masq masqueradePoli
 
 // assignSlots orders eps (sorted by address and port, as a PortView's
 // are) into slots 0..len-1, keeping each endpoint that already had a slot
-// below len in prev's ordering for use, and filling the rest in order.
-func assignSlots(prev *fragment, use string, eps []proxy.Endpoint) []netip.AddrPort {
+// below len in prev's ordering of the same name, and filling the rest in
+// order.
+func assignSlots(prev *fragment, order string, eps []proxy.Endpoint) []netip.AddrPort {
 	n := len(eps)
 	out := make([]netip.AddrPort, n)
 	var before []netip.AddrPort
 	if prev != nil {
-		before = prev.slots[use]
+		before = prev.slots[order]
 	}
 	// placed[i]: eps[i] has its slot. A binary search, not a map: hashing
 	// each endpoint was most of a large Service's sync.

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/myriad-k8s/myriad/internal/proxy"
 )
@@ -118,5 +119,37 @@ func TestStaleUDPFlowsOnlyForRemovedEndpoints(t *testing.T) {
 	eps("10.244.0.2", "10.244.0.3", "10.244.0.4")
 	if rec.last.StaleFlows != 0 {
 		t.Fatalf("adding an endpoint: %d stale flow filters, want 0", rec.last.StaleFlows)
+	}
+}
+
+// Each port of a Service keeps its own endpoint order: replacing one
+// endpoint of a two-port Service rewrites one slot per port.
+func TestOneEndpointChangeInATwoPortService(t *testing.T) {
+	rec := &recorder{Backend: NewDryRun(Config{Families: []proxy.Family{proxy.IPv4}})}
+	p, err := proxy.New(proxy.Config{NodeName: testNode, Families: []proxy.Family{proxy.IPv4}, Backend: rec, FullSyncPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetSynced()
+	h := &harness{p: p, b: rec.Backend}
+	h.svc(service("default", "web", "10.96.0.10", []v1.ServicePort{tcp("http", 80, 0), tcp("https", 443, 0)}))
+	twoPorts := func(ips ...string) *discovery.EndpointSlice {
+		var eps []ep
+		for _, ip := range ips {
+			eps = append(eps, readyEP(ip, "node-b"))
+		}
+		s := slice("default", "web", "web-1", discovery.AddressTypeIPv4, "http", 8080, v1.ProtocolTCP, eps...)
+		s.Ports = append(s.Ports, discovery.EndpointPort{Name: ptr.To("https"), Port: ptr.To[int32](8443), Protocol: ptr.To(v1.ProtocolTCP)})
+		return s
+	}
+	h.eps(twoPorts("10.244.0.2", "10.244.0.3", "10.244.0.4", "10.244.0.5"))
+	p.Sync(context.Background())
+	// 10.244.0.3 is replaced by 10.244.0.1, which sorts first: it takes the
+	// freed slot at each port (delete + add each), and the hairpin set
+	// loses one address and gains one.
+	h.eps(twoPorts("10.244.0.1", "10.244.0.2", "10.244.0.4", "10.244.0.5"))
+	p.Sync(context.Background())
+	if want := (proxy.SyncResult{Elements: 6}); rec.last != want {
+		t.Fatalf("replacing one endpoint of a two-port Service wrote %+v, want %+v", rec.last, want)
 	}
 }

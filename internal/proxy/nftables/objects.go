@@ -223,8 +223,9 @@ type fragment struct {
 	groups []epGroup
 	// lbs are the shared load-balancing chains the fragment uses.
 	lbs map[string]lbDef
-	// slots is the endpoint order per use ("cluster", "local"), kept across
-	// recomputations so unchanged endpoints keep their slots.
+	// slots is the endpoint order per port and use ("<port id> cluster",
+	// "<port id> local"), kept across recomputations so unchanged endpoints
+	// keep their slots.
 	slots map[string][]netip.AddrPort
 	ports int
 }
