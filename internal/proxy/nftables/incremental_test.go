@@ -46,14 +46,22 @@ func (r *recorder) Sync(ctx context.Context, c map[types.NamespacedName]*proxy.S
 	return res, err
 }
 
-func TestOneEndpointChangeTouchesOneElement(t *testing.T) {
+// newRecordingHarness is a synced IPv4 proxy over a dry-run backend that
+// keeps each sync's result.
+func newRecordingHarness(t *testing.T) (*harness, *recorder) {
+	t.Helper()
 	rec := &recorder{Backend: NewDryRun(Config{Families: []proxy.Family{proxy.IPv4}})}
 	p, err := proxy.New(proxy.Config{NodeName: testNode, Families: []proxy.Family{proxy.IPv4}, Backend: rec, FullSyncPeriod: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.SetSynced()
-	h := &harness{p: p, b: rec.Backend}
+	return &harness{p: p, b: rec.Backend}, rec
+}
+
+func TestOneEndpointChangeTouchesOneElement(t *testing.T) {
+	h, rec := newRecordingHarness(t)
+	p := h.p
 	populate(h, 100)
 	p.Sync(context.Background())
 
@@ -92,13 +100,8 @@ func TestOneEndpointChangeTouchesOneElement(t *testing.T) {
 }
 
 func TestStaleUDPFlowsOnlyForRemovedEndpoints(t *testing.T) {
-	rec := &recorder{Backend: NewDryRun(Config{Families: []proxy.Family{proxy.IPv4}})}
-	p, err := proxy.New(proxy.Config{NodeName: testNode, Families: []proxy.Family{proxy.IPv4}, Backend: rec, FullSyncPeriod: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.SetSynced()
-	h := &harness{p: p, b: rec.Backend}
+	h, rec := newRecordingHarness(t)
+	p := h.p
 	h.svc(service("ns", "dns", "10.96.0.53", []v1.ServicePort{{Name: "dns", Port: 53, NodePort: 30053, Protocol: v1.ProtocolUDP}},
 		func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeNodePort }))
 	eps := func(ips ...string) {
@@ -125,13 +128,8 @@ func TestStaleUDPFlowsOnlyForRemovedEndpoints(t *testing.T) {
 // Each port of a Service keeps its own endpoint order: replacing one
 // endpoint of a two-port Service rewrites one slot per port.
 func TestOneEndpointChangeInATwoPortService(t *testing.T) {
-	rec := &recorder{Backend: NewDryRun(Config{Families: []proxy.Family{proxy.IPv4}})}
-	p, err := proxy.New(proxy.Config{NodeName: testNode, Families: []proxy.Family{proxy.IPv4}, Backend: rec, FullSyncPeriod: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.SetSynced()
-	h := &harness{p: p, b: rec.Backend}
+	h, rec := newRecordingHarness(t)
+	p := h.p
 	h.svc(service("default", "web", "10.96.0.10", []v1.ServicePort{tcp("http", 80, 0), tcp("https", 443, 0)}))
 	twoPorts := func(ips ...string) *discovery.EndpointSlice {
 		var eps []ep
