@@ -64,6 +64,7 @@ func runSim(ctx context.Context, args []string, stdout io.Writer) error {
 	var qps float64
 	fs.Float64Var(&qps, "qps", 0, "client-side QPS limit for all nodes together (0: none)")
 	fs.IntVar(&cfg.Burst, "burst", 0, "client-side burst with --qps")
+	fs.IntVar(&cfg.NodesPerConnection, "nodes-per-connection", 0, "nodes sharing one HTTP/2 connection for their pod watches and writes (default 50; a kubelet has one of its own)")
 	fs.BoolVar(&cfg.HeartbeatsOverHTTP2, "heartbeats-over-http2", false, "send Lease renewals and Node status updates over the shared HTTP/2 connections too (default: their own HTTP/1.1 keep-alive connections, which cost the simulator less CPU)")
 	fs.Func("node-identity", "whom each hollow node's requests act as: impersonate (system:node:<name> via impersonation headers; the credentials must allow impersonation), token (each node's own bearer token from --node-token-file) or self (the kubeconfig's own identity). Default: token with --node-token-file, else impersonate", func(v string) error { cfg.NodeIdentity = sim.NodeIdentity(v); return nil })
 	nodeTokenFile := fs.String("node-token-file", "", "static token file (the API server's --token-auth-file CSV) holding a token for user system:node:<name> of every node: each node authenticates as itself with it")

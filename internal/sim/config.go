@@ -66,6 +66,13 @@ type Config struct {
 	// system call to send each instead of two, and no HTTP/2 framing
 	// (docs/bench/sim.md, run 10).
 	HeartbeatsOverHTTP2 bool
+	// NodesPerConnection is how many nodes share one HTTP/2 connection
+	// pool for their pod watches, pod writes and everything else but
+	// heartbeats (default 50; the simulator's own requests use the
+	// first). A kubelet has a connection of its own; one shared by all
+	// the nodes put every watch event and status write through one
+	// reader and one writer at each end (spreadConns).
+	NodesPerConnection int
 	// NodeIdentity is whom each node's requests act as (default
 	// NodeIdentityImpersonate: system:node:<name>).
 	NodeIdentity NodeIdentity
@@ -259,6 +266,11 @@ func (p FailPlan) validate(nodes int) error {
 	return nil
 }
 
+// connPools is how many connection pools the nodes spread over.
+func (cfg Config) connPools() int {
+	return (cfg.Nodes + cfg.NodesPerConnection - 1) / cfg.NodesPerConnection
+}
+
 // withDefaults returns cfg with every zero field set to its default, or an
 // error if cfg cannot work.
 func (cfg Config) withDefaults() (Config, error) {
@@ -372,6 +384,7 @@ func (cfg Config) withDefaults() (Config, error) {
 	setInt(&cfg.PodWorkers, max(128, cfg.Nodes))
 	setInt(&cfg.GreedyWorkers, max(16, perSecond(cfg.GreedyListInterval)))
 	setInt(&cfg.RegistrationWorkers, 64)
+	setInt(&cfg.NodesPerConnection, 50)
 	if err := cfg.Kubelet.withDefaults(); err != nil {
 		return cfg, err
 	}

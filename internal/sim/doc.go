@@ -120,8 +120,11 @@
 // the remaining memory at 10,000 nodes is the goroutines and HTTP/2 streams
 // of the per-node pod watches (PodWatchShared avoids them).
 //
-// All nodes share one client (one HTTP/2 connection pool) speaking protobuf,
-// without client-side rate limiting unless Config.QPS is set. Heartbeats —
+// All nodes share one client speaking protobuf, without client-side rate
+// limiting unless Config.QPS is set; its HTTP/2 connections are spread so
+// that every Config.NodesPerConnection nodes have their own (spreadConns:
+// one connection for all of them made every status write wait behind the
+// others' watch events). Heartbeats —
 // Lease renewals and Node status updates, nearly every request of an idle
 // node — skip client-go's request building (one prepared PUT each on the
 // same http.Client stack, heartbeatwire.go) and by default go over their

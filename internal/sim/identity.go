@@ -46,14 +46,16 @@ type nodeIdentityKey struct{}
 type nodeHeaders struct {
 	user, group []string
 	auth        []string
+	// conn picks the node's connection pool (spreadConns).
+	conn int
 }
 
-func newNodeTokenHeaders(token string) *nodeHeaders {
-	return &nodeHeaders{auth: []string{"Bearer " + token}}
+func newNodeTokenHeaders(token string, conn int) *nodeHeaders {
+	return &nodeHeaders{auth: []string{"Bearer " + token}, conn: conn}
 }
 
-func newNodeHeaders(name string) *nodeHeaders {
-	return &nodeHeaders{user: []string{"system:node:" + name}, group: []string{"system:nodes"}}
+func newNodeHeaders(name string, conn int) *nodeHeaders {
+	return &nodeHeaders{user: []string{"system:node:" + name}, group: []string{"system:nodes"}, conn: conn}
 }
 
 // withNodeIdentity marks ctx's requests as node h's.
@@ -131,15 +133,15 @@ func (t byIdentity) RoundTrip(req *http.Request) (*http.Response, error) {
 // tokenClients builds the HTTP clients for NodeIdentityToken: rc's own
 // (simClients) for the simulator's requests, and credential-less ones
 // carrying each node's token for the nodes', chosen per request.
-func tokenClients(rc *rest.Config, heartbeatsOverHTTP2 bool, denied *atomic.Uint64) (shared, beats *http.Client, err error) {
+func tokenClients(rc *rest.Config, heartbeatsOverHTTP2 bool, conns int, denied *atomic.Uint64) (shared, beats *http.Client, err error) {
 	// Before simClients(rc) replaces rc's TLS settings with its transport.
 	anon := rest.AnonymousClientConfig(rc)
 	anon.Wrap(func(rt http.RoundTripper) http.RoundTripper { return nodeTokens{next: rt, denied: denied} })
-	selfShared, selfBeats, err := simClients(rc, heartbeatsOverHTTP2)
+	selfShared, selfBeats, err := simClients(rc, heartbeatsOverHTTP2, 1)
 	if err != nil {
 		return nil, nil, err
 	}
-	nodeShared, nodeBeats, err := simClients(anon, heartbeatsOverHTTP2)
+	nodeShared, nodeBeats, err := simClients(anon, heartbeatsOverHTTP2, conns)
 	if err != nil {
 		return nil, nil, err
 	}

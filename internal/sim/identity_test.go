@@ -24,7 +24,7 @@ func TestImpersonateNodes(t *testing.T) {
 		wantUser  string
 		wantGroup string
 	}{
-		{"node request", withNodeIdentity(context.Background(), newNodeHeaders("hollow-node-7")), "system:node:hollow-node-7", "system:nodes"},
+		{"node request", withNodeIdentity(context.Background(), newNodeHeaders("hollow-node-7", 0)), "system:node:hollow-node-7", "system:nodes"},
 		{"simulator's own request", context.Background(), "", ""},
 	}
 	for _, tt := range tests {

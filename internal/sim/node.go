@@ -62,9 +62,9 @@ func newNode(s *Sim, local int) *node {
 	}
 	switch s.cfg.NodeIdentity {
 	case NodeIdentityImpersonate:
-		n.identity = newNodeHeaders(n.name)
+		n.identity = newNodeHeaders(n.name, local/s.cfg.NodesPerConnection)
 	case NodeIdentityToken:
-		n.identity = newNodeTokenHeaders(s.cfg.NodeTokens[n.name])
+		n.identity = newNodeTokenHeaders(s.cfg.NodeTokens[n.name], local/s.cfg.NodesPerConnection)
 	}
 	n.mu.pods = map[types.UID]*podState{}
 	n.mu.ips = newIPPool(n.cidr, s.cfg.Pods)

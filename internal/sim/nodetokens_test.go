@@ -71,7 +71,7 @@ func TestTokenIdentityRouting(t *testing.T) {
 		want     seen
 		inDenied uint64
 	}{
-		{"node request carries its token", withNodeIdentity(context.Background(), newNodeTokenHeaders("secret-7")), seen{"node", "Bearer secret-7"}, 1},
+		{"node request carries its token", withNodeIdentity(context.Background(), newNodeTokenHeaders("secret-7", 0)), seen{"node", "Bearer secret-7"}, 1},
 		{"simulator's own request", context.Background(), seen{"self", ""}, 1},
 	}
 	for _, tt := range tests {

@@ -118,12 +118,12 @@ func New(cfg Config) (*Sim, error) {
 	var httpClient, beatClient *http.Client
 	switch cfg.NodeIdentity {
 	case NodeIdentityToken:
-		httpClient, beatClient, err = tokenClients(rc, cfg.HeartbeatsOverHTTP2, denied)
+		httpClient, beatClient, err = tokenClients(rc, cfg.HeartbeatsOverHTTP2, cfg.connPools(), denied)
 	case NodeIdentityImpersonate:
 		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return impersonateNodes{next: rt, denied: denied} })
-		httpClient, beatClient, err = simClients(rc, cfg.HeartbeatsOverHTTP2)
+		httpClient, beatClient, err = simClients(rc, cfg.HeartbeatsOverHTTP2, cfg.connPools())
 	default:
-		httpClient, beatClient, err = simClients(rc, cfg.HeartbeatsOverHTTP2)
+		httpClient, beatClient, err = simClients(rc, cfg.HeartbeatsOverHTTP2, 1)
 	}
 	if err != nil {
 		return nil, err
@@ -504,7 +504,7 @@ func (s *Sim) FailedNodes() []string {
 // clientset's shared HTTP/2 connections and one for heartbeats (the same
 // client with heartbeatsOverHTTP2). rc's Transport is set as a side
 // effect, as the clientset built over the first client expects.
-func simClients(rc *rest.Config, heartbeatsOverHTTP2 bool) (shared, beats *http.Client, err error) {
+func simClients(rc *rest.Config, heartbeatsOverHTTP2 bool, conns int) (shared, beats *http.Client, err error) {
 	beatRC := rc
 	if rc.Transport == nil {
 		if !heartbeatsOverHTTP2 {
@@ -513,7 +513,7 @@ func simClients(rc *rest.Config, heartbeatsOverHTTP2 bool) (shared, beats *http.
 				return nil, nil, err
 			}
 		}
-		if err := withSharedConnTransport(rc); err != nil {
+		if err := withSharedConnTransport(rc, conns); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -132,3 +132,58 @@ func TestLeaseConnectionsCapped(t *testing.T) {
 		t.Errorf("%d connections for %d renewals, want at most %d", got, renewals, heartbeatConns)
 	}
 }
+
+// Nodes' requests spread over one connection per NodesPerConnection nodes
+// (spreadConns); the simulator's own share the first.
+func TestNodesSpreadOverConnections(t *testing.T) {
+	for _, tc := range []struct {
+		nodes, perConn int
+		want           int32
+	}{
+		{nodes: 4, perConn: 0, want: 1}, // the default, 50
+		{nodes: 4, perConn: 2, want: 2},
+		{nodes: 4, perConn: 1, want: 4},
+		{nodes: 5, perConn: 2, want: 3},
+	} {
+		t.Run(fmt.Sprintf("%d nodes, %d per connection", tc.nodes, tc.perConn), func(t *testing.T) {
+			var conns atomic.Int32
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.ProtoMajor != 2 {
+					t.Errorf("request over HTTP/%d, want HTTP/2", r.ProtoMajor)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(`{"kind":"Node","apiVersion":"v1","metadata":{"name":"n"}}`))
+			}))
+			srv.EnableHTTP2 = true
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
+			}
+			srv.StartTLS()
+			defer srv.Close()
+			ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+			s, err := New(Config{
+				RESTConfig: &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
+				Nodes:      tc.nodes, NodesPerConnection: tc.perConn,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for range 2 {
+				for _, n := range s.nodes {
+					if _, err := s.client.CoreV1().Nodes().Get(n.as(ctx), n.name, metav1.GetOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := s.client.CoreV1().Nodes().Get(ctx, "own", metav1.GetOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := conns.Load(); got != tc.want {
+				t.Errorf("%d connections, want %d", got, tc.want)
+			}
+		})
+	}
+}
