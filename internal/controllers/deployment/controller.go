@@ -25,6 +25,9 @@ type Controller struct {
 	reconcile.Base
 	dLister  appslisters.DeploymentLister
 	rsLister appslisters.ReplicaSetLister
+	// rsInf has podcontrol's ControllerUIDIndex: a sync claims from its
+	// own ReplicaSets and the namespace's orphans.
+	rsInf    cache.SharedIndexInformer
 	pods     corelisters.PodLister
 	recorder record.EventRecorder
 }
@@ -44,11 +47,15 @@ func New(c *controllerctx.Context) (*Controller, error) {
 	dc := &Controller{
 		dLister:  dInf.Lister(),
 		rsLister: rsInf.Lister(),
+		rsInf:    rsInf.Informer(),
 		pods:     podInf.Lister(),
 		recorder: podcontrol.Recorder(c, "deployment-controller"),
 	}
 	dc.Base = reconcile.NewBase(c, Name, dc.sync, reconcile.Options[string]{})
 	dc.Synced = []cache.InformerSynced{dInf.Informer().HasSynced, rsInf.Informer().HasSynced, podInf.Informer().HasSynced}
+	if err := podcontrol.AddControllerUIDIndexer(dc.rsInf); err != nil {
+		return nil, err
+	}
 	if err := reconcile.Watch(dInf.Informer(), reconcile.All, dc.Enqueue); err != nil {
 		return nil, err
 	}

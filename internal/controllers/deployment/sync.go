@@ -67,7 +67,7 @@ func (dc *Controller) sync(ctx context.Context, key string) error {
 }
 
 func (dc *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment, selector labels.Selector) ([]*appsv1.ReplicaSet, error) {
-	all, err := dc.rsLister.ReplicaSets(d.Namespace).List(labels.Everything())
+	all, err := podcontrol.ForOwner[*appsv1.ReplicaSet](dc.rsInf, d.Namespace, d.UID)
 	if err != nil {
 		return nil, err
 	}

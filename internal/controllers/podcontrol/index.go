@@ -9,41 +9,49 @@ import (
 	"github.com/myriad-k8s/myriad/internal/controllers/reconcile"
 )
 
-// ControllerUIDIndex indexes pods by their controller's UID, and orphans
-// by "orphan/<namespace>", as upstream's PodControllerUIDIndex: a
-// controller syncing one object reads its own pods and the orphans it may
-// adopt instead of every pod in the namespace.
+// ControllerUIDIndex indexes objects by their controller's UID, and
+// orphans by "orphan/<namespace>", as upstream's PodControllerUIDIndex: a
+// controller syncing one object reads its own pods (or ReplicaSets) and the
+// orphans it may adopt instead of every one in the namespace. At 6,667
+// Deployments in one namespace, listing every ReplicaSet on each
+// Deployment sync was a quarter of the server's CPU.
 const ControllerUIDIndex = "myriad.controllerUID"
 
 func orphanKey(namespace string) string { return "orphan/" + namespace }
 
-// AddControllerUIDIndexer adds the index to the pod informer once; every
-// workload controller calls it from New.
+// AddControllerUIDIndexer adds the index to a pod or ReplicaSet informer
+// once; every workload controller calls it from New.
 func AddControllerUIDIndexer(inf cache.SharedIndexInformer) error {
 	return reconcile.AddIndexers(inf, cache.Indexers{ControllerUIDIndex: func(obj any) ([]string, error) {
-		pod, ok := obj.(*corev1.Pod)
+		o, ok := obj.(metav1.Object)
 		if !ok {
 			return nil, nil
 		}
-		if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 			return []string{string(ref.UID)}, nil
 		}
-		return []string{orphanKey(pod.Namespace)}, nil
+		return []string{orphanKey(o.GetNamespace())}, nil
 	}})
 }
 
 // PodsForOwner returns the pods controlled by uid plus the orphans of
 // namespace: everything a claim by that owner can keep or adopt.
 func PodsForOwner(inf cache.SharedIndexInformer, namespace string, uid types.UID) ([]*corev1.Pod, error) {
-	var out []*corev1.Pod
+	return ForOwner[*corev1.Pod](inf, namespace, uid)
+}
+
+// ForOwner is PodsForOwner for an informer of T (AddControllerUIDIndexer
+// added).
+func ForOwner[T metav1.Object](inf cache.SharedIndexInformer, namespace string, uid types.UID) ([]T, error) {
+	var out []T
 	for _, key := range []string{string(uid), orphanKey(namespace)} {
 		objs, err := inf.GetIndexer().ByIndex(ControllerUIDIndex, key)
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range objs {
-			if p, ok := o.(*corev1.Pod); ok && p.Namespace == namespace {
-				out = append(out, p)
+			if t, ok := o.(T); ok && t.GetNamespace() == namespace {
+				out = append(out, t)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -158,6 +159,37 @@ func TestPodsForOwner(t *testing.T) {
 	var names []string
 	for _, p := range got {
 		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"mine", "orphan"}; !slices.Equal(names, want) {
+		t.Errorf("got %v, want %v", names, want)
+	}
+}
+
+// A Deployment's claim reads its ReplicaSets and the namespace's orphan
+// ReplicaSets through the same index.
+func TestForOwnerReplicaSets(t *testing.T) {
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &appsv1.ReplicaSet{}, 0, cache.Indexers{})
+	if err := AddControllerUIDIndexer(inf); err != nil {
+		t.Fatal(err)
+	}
+	rs := func(ns, name, owner string) *appsv1.ReplicaSet {
+		r := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if owner != "" {
+			r.OwnerReferences = []metav1.OwnerReference{{UID: types.UID(owner), Controller: ptr.To(true), Name: owner, Kind: "Deployment"}}
+		}
+		return r
+	}
+	for _, r := range []*appsv1.ReplicaSet{rs("a", "mine", "d1"), rs("a", "theirs", "d2"), rs("a", "orphan", ""), rs("b", "far-orphan", "")} {
+		_ = inf.GetIndexer().Add(r)
+	}
+	got, err := ForOwner[*appsv1.ReplicaSet](inf, "a", "d1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range got {
+		names = append(names, r.Name)
 	}
 	slices.Sort(names)
 	if want := []string{"mine", "orphan"}; !slices.Equal(names, want) {
