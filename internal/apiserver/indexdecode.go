@@ -30,9 +30,15 @@ func indexSkip(res *registry.Resource) protoprune.Fields {
 // reads (indexSkip), for the cache, which decodes every object only to
 // index its labels and fields: in a typical stored pod managedFields are
 // a third of the bytes, and containers and their statuses most of what
-// decoding the rest allocates. A value it cannot take apart (another
-// layout, damage) goes through decode, which reports it.
+// decoding the rest allocates.
 func (o *objectStore) decodeForIndex(kv storage.KeyValue) (runtime.Object, error) {
+	return o.decodePruned(kv, o.indexSkip)
+}
+
+// decodePruned is decode without the fields skip names (protoprune.Fields
+// of the kind's protobuf message). A value it cannot take apart (another
+// layout, damage) goes through decode, which reports it.
+func (o *objectStore) decodePruned(kv storage.KeyValue, skip protoprune.Fields) (runtime.Object, error) {
 	if !o.metaField1 {
 		return o.decode(kv)
 	}
@@ -51,7 +57,7 @@ func (o *objectStore) decodeForIndex(kv storage.KeyValue) (runtime.Object, error
 		bufp = new([]byte)
 	}
 	defer o.pruneBufs.Put(bufp)
-	pruned, ok := protoprune.Append((*bufp)[:0], msg, o.indexSkip)
+	pruned, ok := protoprune.Append((*bufp)[:0], msg, skip)
 	*bufp = pruned
 	if !ok {
 		return o.decode(kv)

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 
@@ -16,6 +17,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/myriad-k8s/myriad/internal/cache"
+	"github.com/myriad-k8s/myriad/internal/protoprune"
+	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
 // This file is how parts of the server process that are not request
@@ -39,6 +42,82 @@ func (s *Server) ListerWatcher(gvr schema.GroupVersionResource) (toolscache.List
 		return nil, fmt.Errorf("apiserver: %s has no list to watch", gvr)
 	}
 	return &cacheListerWatcher{h: h}, nil
+}
+
+// PrunedListerWatcher is ListerWatcher for a consumer that reads only part
+// of each object: its lists decode the stored objects without managedFields
+// and the fields skip names (protoprune.Fields of the kind's protobuf
+// message; metadata, field 1, may be pruned but not skipped whole). Watch
+// events still carry whole objects, shared with the other watchers. Its
+// reflector lists instead of asking for a watch's initial events
+// (IsWatchListSemanticsUnSupported), which would be whole objects.
+//
+// The Node authorizer's graph is the case: after a restart it reads every
+// pod, and decoding 200,000 whole pods, managedFields and statuses
+// included, was most of what it took to be ready.
+func (s *Server) PrunedListerWatcher(gvr schema.GroupVersionResource, skip protoprune.Fields) (toolscache.ListerWatcher, error) {
+	lw, err := s.ListerWatcher(gvr)
+	if err != nil {
+		return nil, err
+	}
+	meta, ok := skip[1]
+	if ok && meta == nil {
+		return nil, fmt.Errorf("apiserver: a pruned list of %s needs the objects' metadata", gvr)
+	}
+	full := maps.Clone(skip)
+	if full == nil {
+		full = protoprune.Fields{}
+	}
+	full[1] = maps.Clone(meta)
+	if full[1] == nil {
+		full[1] = protoprune.Fields{}
+	}
+	full[1][objectMetaManagedFields] = nil
+	return &prunedListerWatcher{cacheListerWatcher: lw.(*cacheListerWatcher), skip: full}, nil
+}
+
+// prunedListerWatcher is PrunedListerWatcher's.
+type prunedListerWatcher struct {
+	*cacheListerWatcher
+	skip protoprune.Fields
+}
+
+// IsWatchListSemanticsUnSupported makes client-go's reflector list (the
+// pruned decode) rather than watch with initial events (whole objects).
+func (lw *prunedListerWatcher) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (lw *prunedListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+func (lw *prunedListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	h := lw.h
+	if !h.storedProtobuf {
+		// The cache holds decoded objects or another kind's bytes.
+		return lw.cacheListerWatcher.ListWithContext(ctx, opts)
+	}
+	copts, err := cacheListOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	var items []runtime.Object
+	var scratch []byte
+	res, err := h.cache.ListStored(ctx, copts, func(st cache.Stored) error {
+		v, err := st.Value(&scratch)
+		if err != nil {
+			return err
+		}
+		obj, err := h.objects.decodePruned(storage.KeyValue{Key: st.Key, Value: v, ModRevision: st.ModRevision, CreateRevision: st.CreateRevision}, lw.skip)
+		if err != nil {
+			return err
+		}
+		items = append(items, obj)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h.typedList(items, metav1.ListMeta{ResourceVersion: res.ResourceVersion, Continue: res.Continue, RemainingItemCount: res.RemainingItemCount})
 }
 
 // GetObject reads one object from gvr's watch cache, as a GET with
@@ -107,19 +186,12 @@ func (lw *cacheListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, e
 }
 
 func (lw *cacheListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	label, field, err := selectors(opts)
+	copts, err := cacheListOptions(opts)
 	if err != nil {
 		return nil, err
 	}
 	var items []runtime.Object
-	res, err := lw.h.cache.List(ctx, cache.ListOptions{
-		ResourceVersion:      opts.ResourceVersion,
-		ResourceVersionMatch: opts.ResourceVersionMatch,
-		Label:                label,
-		Field:                field,
-		Limit:                opts.Limit,
-		Continue:             opts.Continue,
-	}, func(obj runtime.Object) error {
+	res, err := lw.h.cache.List(ctx, copts, func(obj runtime.Object) error {
 		items = append(items, obj)
 		return nil
 	})
@@ -158,6 +230,22 @@ func (lw *cacheListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 // pause must fit. 64 Ki pointers cost 512 KiB per watch, and only a few
 // in-process watches exist.
 const inProcessWatchBuffer = 1 << 16
+
+// cacheListOptions is opts as the cache takes them.
+func cacheListOptions(opts metav1.ListOptions) (cache.ListOptions, error) {
+	label, field, err := selectors(opts)
+	if err != nil {
+		return cache.ListOptions{}, err
+	}
+	return cache.ListOptions{
+		ResourceVersion:      opts.ResourceVersion,
+		ResourceVersionMatch: opts.ResourceVersionMatch,
+		Label:                label,
+		Field:                field,
+		Limit:                opts.Limit,
+		Continue:             opts.Continue,
+	}, nil
+}
 
 func selectors(opts metav1.ListOptions) (labels.Selector, fields.Selector, error) {
 	label, field := labels.Everything(), fields.Everything()

@@ -6,10 +6,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/myriad-k8s/myriad/internal/protoprune"
 )
 
 // TestInProcessInformer feeds a client-go informer from the watch cache and
@@ -75,5 +78,80 @@ func TestGetObject(t *testing.T) {
 	}
 	if _, err := e.api.GetObject(ctx, gvr, "", "nonesuch", ""); err == nil {
 		t.Fatal("GetObject(missing): want NotFound")
+	}
+}
+
+// A pruned lister-watcher's lists leave out what its skip names and
+// managedFields, as of the right resourceVersion and page by page; its
+// watch events are whole objects.
+func TestPrunedListerWatcher(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pods := e.cs.CoreV1().Pods("default")
+	for _, name := range []string{"a", "b", "c"} {
+		if _, err := pods.Create(ctx, testPod(name, "n1"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	skip := protoprune.Fields{1: {11: nil}, 2: {2: nil}} // labels, containers
+	lw, err := e.api.PrunedListerWatcher(gvr, skip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if skip[1][17] != nil || len(skip[1]) != 1 {
+		t.Errorf("PrunedListerWatcher changed its caller's skip: %v", skip)
+	}
+
+	var listed []corev1.Pod
+	opts := metav1.ListOptions{Limit: 2}
+	for {
+		obj, err := lw.List(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := obj.(*corev1.PodList)
+		listed = append(listed, l.Items...)
+		if l.Continue == "" {
+			break
+		}
+		opts.Continue = l.Continue
+	}
+	if len(listed) != 3 {
+		t.Fatalf("listed %d pods over pages of 2, want 3", len(listed))
+	}
+	for _, p := range listed {
+		whole, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Labels != nil || p.ManagedFields != nil || p.Spec.Containers != nil {
+			t.Errorf("pod %s listed with pruned fields: labels %v, managedFields %d, containers %v", p.Name, p.Labels, len(p.ManagedFields), p.Spec.Containers)
+		}
+		if p.ResourceVersion != whole.ResourceVersion || p.UID != whole.UID || p.Spec.NodeName != "n1" {
+			t.Errorf("pod %s listed as %s/%s on %q, want %s/%s on n1", p.Name, p.UID, p.ResourceVersion, p.Spec.NodeName, whole.UID, whole.ResourceVersion)
+		}
+	}
+
+	inf := toolscache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, toolscache.Indexers{})
+	go inf.RunWithContext(ctx)
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	if _, err := pods.Create(ctx, testPod("d", "n1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "informer sees the create, whole", func() bool {
+		obj, ok, _ := inf.GetStore().GetByKey("default/d")
+		return ok && obj.(*corev1.Pod).Labels["app"] == "test"
+	})
+	obj, _, _ := inf.GetStore().GetByKey("default/a")
+	if p, ok := obj.(*corev1.Pod); !ok || p.Labels != nil {
+		t.Errorf("informer's listed pod a = %+v, want it pruned", obj)
+	}
+
+	if _, err := e.api.PrunedListerWatcher(gvr, protoprune.Fields{1: nil}); err == nil {
+		t.Error("PrunedListerWatcher without metadata: want an error")
 	}
 }

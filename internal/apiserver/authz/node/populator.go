@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/myriad-k8s/myriad/internal/protoprune"
 )
 
 // Source is where the graph reads the API's objects: the apiserver's
@@ -23,6 +26,12 @@ type Source interface {
 	// ListerWatcher lists and watches gvr; an error means gvr is not
 	// served, and the graph does without it.
 	ListerWatcher(gvr schema.GroupVersionResource) (toolscache.ListerWatcher, error)
+}
+
+// prunedSource is a Source whose lists can leave out what the graph does
+// not read (apiserver.Server's PrunedListerWatcher).
+type prunedSource interface {
+	PrunedListerWatcher(gvr schema.GroupVersionResource, skip protoprune.Fields) (toolscache.ListerWatcher, error)
 }
 
 var (
@@ -57,7 +66,7 @@ func newPopulator(g *Graph, src Source, log *slog.Logger) (*populator, error) {
 		{volumeAttachmentsGVR, &storagev1.VolumeAttachment{}, false},
 		{resourceSlicesGVR, &resourcev1.ResourceSlice{}, false},
 	} {
-		lw, err := src.ListerWatcher(r.gvr)
+		lw, err := listerWatcher(src, r.gvr)
 		if err != nil {
 			if r.required {
 				return nil, fmt.Errorf("node authorizer: watching %s: %w", r.gvr.Resource, err)
@@ -74,8 +83,21 @@ func newPopulator(g *Graph, src Source, log *slog.Logger) (*populator, error) {
 	return p, nil
 }
 
+// listerWatcher is src's ListerWatcher for gvr, whose lists are pruned to
+// what the graph reads where src can and the graph knows what that is.
+func listerWatcher(src Source, gvr schema.GroupVersionResource) (toolscache.ListerWatcher, error) {
+	if ps, ok := src.(prunedSource); ok && gvr == podsGVR {
+		return ps.PrunedListerWatcher(gvr, podGraphSkip)
+	}
+	return src.ListerWatcher(gvr)
+}
+
 func (p *populator) start(ctx context.Context) {
 	ctx, p.cancel = context.WithCancel(ctx)
+	now := time.Now()
+	for _, s := range p.stores {
+		s.started = now
+	}
 	for _, r := range p.refls {
 		p.wg.Add(1)
 		go func() {
@@ -113,6 +135,8 @@ type graphStore struct {
 	resource string
 	log      *slog.Logger
 	synced   atomic.Bool
+	// started is when the populator started.
+	started time.Time
 	// scratch is reused for every pod's edges; the reflector calls the
 	// store from one goroutine.
 	scratch podEdges
@@ -211,7 +235,9 @@ func (s *graphStore) Replace(list []interface{}, _ string) error {
 	s.g.endRelist(k)
 	if !s.synced.Load() {
 		s.synced.Store(true)
-		s.log.Debug("node authorizer graph listed", "resource", s.resource, "objects", len(list))
+		// Once per resource and start: how long a (re)started server's
+		// readiness waited on the graph.
+		s.log.Info("node authorizer graph listed", "resource", s.resource, "objects", len(list), "after", time.Since(s.started).Round(time.Millisecond))
 	}
 	return errors.Join(errs...)
 }
