@@ -406,8 +406,11 @@ func checkNoHollowNodesLeft(t *testing.T, s *server, prefix string) {
 // no-kubeconfig path) and restart it under hollow nodes and informers.
 func TestLoadtestRestartStorm(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "restart")
-	res, _ := runLoadBench(t, "restart-storm", "--nodes", "20", "--informers", "6", "--pods", "100", "--steady", "3s", "--out", out)
+	res, _ := runLoadBench(t, "restart-storm", "--nodes", "20", "--informers", "6", "--pods", "100", "--objects", "60", "--steady", "3s", "--out", out)
 	checkVerdicts(t, res)
+	if n := figure(t, res, "objects_after_restart"); n != 60 {
+		t.Errorf("%v of the 60 other objects listed after the restart", n)
+	}
 	if !res.Server.StartedByBench || res.Server.PID == 0 {
 		t.Errorf("server %+v: want started by the bench", res.Server)
 	}

@@ -44,7 +44,7 @@ func createNamespaces(ctx context.Context, c kubernetes.Interface, prefix string
 }
 
 // cleanupNamespaces deletes the pods (grace 0: there may be no kubelet to
-// confirm), config maps, services and deployments in namespaces, then
+// confirm), config maps, secrets, events, services and deployments in namespaces, then
 // the namespaces. Best effort: errors are logged.
 func cleanupNamespaces(ctx context.Context, env *loadtest.Env, namespaces []string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
@@ -60,6 +60,8 @@ func cleanupNamespaces(ctx context.Context, env *loadtest.Env, namespaces []stri
 			"replicasets": func() error { return c.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, del, metav1.ListOptions{}) },
 			"pods":        func() error { return c.CoreV1().Pods(ns).DeleteCollection(ctx, del, metav1.ListOptions{}) },
 			"configmaps":  func() error { return c.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, del, metav1.ListOptions{}) },
+			"secrets":     func() error { return c.CoreV1().Secrets(ns).DeleteCollection(ctx, del, metav1.ListOptions{}) },
+			"events":      func() error { return c.CoreV1().Events(ns).DeleteCollection(ctx, del, metav1.ListOptions{}) },
 			"services": func() error {
 				l, err := c.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 				if err != nil {

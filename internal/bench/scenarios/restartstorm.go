@@ -10,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/myriad-k8s/myriad/internal/bench/loadtest"
@@ -33,6 +35,11 @@ type RestartStorm struct {
 	Informers int
 	// Pods bound to the hollow nodes before the restart. Default 200.
 	Pods int
+	// Objects are other objects created before the restart, in a
+	// namespace of their own (the million objects beside the
+	// pods): ConfigMaps and Secrets four tenths each, Events and headless
+	// Services one tenth each. Default none.
+	Objects int
 	// ProbeRate of probe calls per second. Default 20.
 	ProbeRate float64
 	// Steady is how long to measure before the restart and after
@@ -61,6 +68,65 @@ func (c *RestartStorm) defaults() {
 	if c.RecoveryTimeout <= 0 {
 		c.RecoveryTimeout = 60 * time.Second
 	}
+}
+
+// createObject creates the i-th of RestartStorm.Objects in ns.
+func createObject(ctx context.Context, c kubernetes.Interface, ns string, i int) error {
+	name := fmt.Sprintf("o-%d", i)
+	meta := metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "myriad-bench"}}
+	var err error
+	switch i % 10 {
+	case 0:
+		_, err = c.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone, // headless: a million need no addresses
+			Selector:  map[string]string{"app": name},
+			Ports:     []corev1.ServicePort{{Name: "http", Port: 80}},
+		}}, metav1.CreateOptions{})
+	case 1:
+		_, err = c.CoreV1().Events(ns).Create(ctx, &corev1.Event{ObjectMeta: meta,
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: name, APIVersion: "v1"},
+			Reason:         "Bench", Message: "a restart-storm object", Type: corev1.EventTypeNormal,
+			Source: corev1.EventSource{Component: "myriad-bench"}, Count: 1,
+		}, metav1.CreateOptions{})
+	case 2, 3, 4, 5:
+		cm := configMap(name)
+		cm.Namespace = ""
+		_, err = c.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+	default:
+		_, err = c.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: meta,
+			Data: map[string][]byte{"password": []byte("correct horse battery staple " + name)}}, metav1.CreateOptions{})
+	}
+	return err
+}
+
+// countObjects counts createObject's kinds in ns, listing metadata only
+// in pages.
+func countObjects(ctx context.Context, env *loadtest.Env, ns string) (int, error) {
+	mc, err := metadata.NewForConfig(env.RESTConfig)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, gvr := range []schema.GroupVersionResource{
+		corev1.SchemeGroupVersion.WithResource("configmaps"),
+		corev1.SchemeGroupVersion.WithResource("secrets"),
+		corev1.SchemeGroupVersion.WithResource("services"),
+		corev1.SchemeGroupVersion.WithResource("events"),
+	} {
+		opts := metav1.ListOptions{Limit: 5000, LabelSelector: "app=myriad-bench"}
+		for {
+			l, err := mc.Resource(gvr).Namespace(ns).List(ctx, opts)
+			if err != nil {
+				return 0, fmt.Errorf("listing %s: %w", gvr.Resource, err)
+			}
+			total += len(l.Items)
+			if l.Continue == "" {
+				break
+			}
+			opts.Continue = l.Continue
+		}
+	}
+	return total, nil
 }
 
 // countingInformer is an informer whose list and watch calls are counted.
@@ -117,6 +183,7 @@ func (c RestartStorm) Run(ctx context.Context, env *loadtest.Env) error {
 	r.Params["nodes"] = itoa(c.Nodes)
 	r.Params["informers"] = itoa(c.Informers)
 	r.Params["pods"] = itoa(c.Pods)
+	r.Params["objects"] = itoa(c.Objects)
 	r.Params["probe-rate"] = ftoa(c.ProbeRate)
 	r.Params["steady"] = c.Steady.String()
 	r.Params["recovery-timeout"] = c.RecoveryTimeout.String()
@@ -134,7 +201,7 @@ func (c RestartStorm) Run(ctx context.Context, env *loadtest.Env) error {
 	names := nodes.NodeNames()
 	defer deleteNodes(ctx, env, names)
 	defer nodes.Stop()
-	namespaces, err := createNamespaces(ctx, env.Client, prefix, 1)
+	namespaces, err := createNamespaces(ctx, env.Client, prefix, 2)
 	if err != nil {
 		return err
 	}
@@ -146,6 +213,14 @@ func (c RestartStorm) Run(ctx context.Context, env *loadtest.Env) error {
 		return err
 	}); err != nil {
 		return err
+	}
+	if c.Objects > 0 {
+		env.Progress.Phase("prefill objects", int64(c.Objects), time.Time{}, nil)
+		if err := prefill(ctx, env, c.Objects, func(ctx context.Context, i int) error {
+			return createObject(ctx, env.Client, namespaces[1], i)
+		}); err != nil {
+			return err
+		}
 	}
 	for i := range 20 {
 		if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, configMap(fmt.Sprintf("cm-%d", i)), metav1.CreateOptions{}); err != nil {
@@ -298,6 +373,14 @@ func (c RestartStorm) Run(ctx context.Context, env *loadtest.Env) error {
 	stopProbe()
 	<-probeDone
 
+	if c.Objects > 0 {
+		// Every object acknowledged before the restart is there after it.
+		n, err := countObjects(ctx, env, namespaces[1])
+		if err != nil {
+			return fmt.Errorf("counting the objects after the restart: %w", err)
+		}
+		r.AddFigure("objects_after_restart", "other objects listed after the restart (of --objects)", float64(n), "")
+	}
 	watchesOpen := -1.0
 	if s, err := env.Metrics.Scrape(ctx); err == nil {
 		watchesOpen = s.Watches
