@@ -26,6 +26,7 @@ func loadtestFlags(fs *flag.FlagSet) *loadtest.Options {
 	fs.IntVar(&o.ServerPID, "server-pid", 0, "PID of a local server given by --kubeconfig, to read its CPU and RSS from /proc (default: from its process_* metrics)")
 	fs.StringVar(&o.Out, "out", "", "report directory: report.md, results.json, plots (required)")
 	fs.DurationVar(&o.SampleInterval, "sample-interval", time.Second, "how often /metrics and the server process are sampled")
+	fs.BoolVar(&o.Keep, "keep", false, "leave the run's namespaces, objects and hollow Nodes on the server instead of deleting them at the end (for a throwaway server: the report does not wait for the deletion)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the bench process (its clients, watchers and hollow nodes, not the server) over the scenario to this file")
 	fs.Func("server-flag", "extra flag for the `myriad up` the bench starts, e.g. --server-flag=--max-requests-inflight=100 (repeatable)", func(v string) error {
 		o.ServerArgs = append(o.ServerArgs, v)

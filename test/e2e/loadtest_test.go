@@ -385,6 +385,25 @@ func TestLoadtestScenarios(t *testing.T) {
 			t.Errorf("compare with itself: %v\n%s", err, same)
 		}
 	})
+
+	// Last: what it leaves behind stays.
+	t.Run("density --keep", func(t *testing.T) {
+		res, _ := runLoadBench(t, append([]string{"density", "--nodes", "2", "--pods-per-node", "2", "--timeout", "60s", "--keep"}, common("density-keep")...)...)
+		checkVerdicts(t, res)
+		nodes, err := s.client(t).CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := 0
+		for _, n := range nodes.Items {
+			if strings.HasPrefix(n.Name, "bench-density-") {
+				kept++
+			}
+		}
+		if kept != 2 {
+			t.Errorf("%d of the run's 2 hollow Nodes left with --keep, want both", kept)
+		}
+	})
 }
 
 // checkNoHollowNodesLeft checks a scenario removed the nodes it started.

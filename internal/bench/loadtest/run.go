@@ -46,6 +46,11 @@ type Options struct {
 	Logger *slog.Logger
 	// SampleInterval between /metrics and /proc samples. Default 1 s.
 	SampleInterval time.Duration
+	// Keep leaves what the scenario made (namespaces and their objects,
+	// hollow nodes' Node objects) on the server instead of deleting it
+	// at the end: for a throwaway server, where deleting 200,000 pods and
+	// 10,000 Nodes took longer than the run and the report waited on it.
+	Keep bool
 	// CPUProfile, if set, is where a CPU profile of this process (the
 	// scenario's clients, watchers and hollow nodes, not the server) over
 	// the scenario is written.
@@ -84,6 +89,8 @@ type Env struct {
 	// RestartCommand is run by Restart for a server the bench did not
 	// start.
 	RestartCommand string
+	// Keep is Options.Keep: the scenario's cleanup does nothing.
+	Keep bool
 }
 
 // Elapsed is seconds since Start, for series points.
@@ -130,7 +137,7 @@ func Run(ctx context.Context, name string, opts Options, restartCommand string, 
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("--out: %w", err)
 	}
-	env := &Env{Log: opts.Logger, RestartCommand: restartCommand}
+	env := &Env{Log: opts.Logger, RestartCommand: restartCommand, Keep: opts.Keep}
 	kubeconfig := opts.Kubeconfig
 	if kubeconfig == "" {
 		srv, cleanup, err := startServer(ctx, opts)

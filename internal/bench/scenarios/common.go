@@ -45,8 +45,11 @@ func createNamespaces(ctx context.Context, c kubernetes.Interface, prefix string
 
 // cleanupNamespaces deletes the pods (grace 0: there may be no kubelet to
 // confirm), config maps, secrets, events, services and deployments in namespaces, then
-// the namespaces. Best effort: errors are logged.
+// the namespaces. Best effort: errors are logged. Nothing with --keep.
 func cleanupNamespaces(ctx context.Context, env *loadtest.Env, namespaces []string) {
+	if env.Keep {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
 	env.Progress.Phase("cleanup", int64(len(namespaces)), time.Time{}, nil)

@@ -64,8 +64,12 @@ func hollowNodesWith(ctx context.Context, env *loadtest.Env, prefix string, n in
 }
 
 // deleteNodes deletes the named Nodes and their Leases (best effort), so
-// a run against a long-lived server leaves no hollow nodes behind.
+// a run against a long-lived server leaves no hollow nodes behind;
+// nothing with --keep.
 func deleteNodes(ctx context.Context, env *loadtest.Env, names []string) {
+	if env.Keep {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
 	env.Progress.Phase("delete nodes", int64(len(names)), time.Time{}, nil)
