@@ -229,7 +229,6 @@ func runDensityBench(ctx context.Context, args []string, stdout io.Writer) error
 	fs.IntVar(&c.PodsPerNode, "pods-per-node", 30, "pods per node")
 	fs.IntVar(&c.PodsPerDeployment, "pods-per-deployment", 30, "replicas of each Deployment")
 	fs.DurationVar(&c.Timeout, "timeout", 10*time.Minute, "longest wait for every pod to run")
-	fs.BoolVar(&c.KeepNamespace, "keep-namespace", false, "leave the namespace with its Deployments, pods and events (to watch the event TTL remove the events)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -35,10 +35,6 @@ type Density struct {
 	PodsPerDeployment int
 	// Timeout for every pod to be running. Default 10 min.
 	Timeout time.Duration
-	// KeepNamespace leaves the run's namespace, and so its Deployments,
-	// pods and events, in place: what the server's event TTL then removes
-	// can be watched.
-	KeepNamespace bool
 }
 
 func (c *Density) defaults() error {
@@ -107,9 +103,7 @@ func (c Density) Run(ctx context.Context, env *loadtest.Env) error {
 		return err
 	}
 	ns := namespaces[0]
-	if !c.KeepNamespace {
-		defer cleanupNamespaces(ctx, env, namespaces)
-	}
+	defer cleanupNamespaces(ctx, env, namespaces)
 	tracker := newPodTracker(env.Client, ns, "", env.Start)
 	if err := tracker.run(ctx); err != nil {
 		return err
