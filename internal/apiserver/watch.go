@@ -42,8 +42,10 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ns, name
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
+	deadline, _ := ctx.Deadline()
 
 	watcher, err := h.cache.Watch(ctx, cache.WatchOptions{
+		Deadline:          deadline,
 		ResourceVersion:   opts.ResourceVersion,
 		Namespace:         ns,
 		Label:             label,

@@ -208,6 +208,29 @@ func (c *Cache) sendBookmarks() {
 	}
 }
 
+// deadlineBookmarkLead is how long before its deadline a watcher gets its
+// last bookmark: upstream's cacher's two seconds.
+const deadlineBookmarkLead = 2 * time.Second
+
+// sendDeadlineBookmarks gives each bookmark-enabled watcher whose
+// deadline (WatchOptions.Deadline) is near a bookmark at the current
+// revision, once. Called on the reflector's goroutine after apply has
+// dispatched everything up to that revision.
+func (c *Cache) sendDeadlineBookmarks(now time.Time) {
+	var bm *Event
+	lazy := func() *Event {
+		if bm == nil {
+			bm = c.bookmarkEvent(c.Revision(), false)
+		}
+		return bm
+	}
+	c.reg.mu.Lock()
+	defer c.reg.mu.Unlock()
+	for w := range c.reg.mu.all {
+		w.offerDeadlineBookmark(now, deadlineBookmarkLead, lazy)
+	}
+}
+
 // BookmarkAll sends every bookmark-enabled watcher a bookmark at the
 // store's current revision and waits, until ctx ends, for the watchers to take
 // what they have queued. A server going down calls it before it ends the

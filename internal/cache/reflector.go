@@ -220,6 +220,7 @@ func (c *Cache) onTick(r *reflector, now time.Time) {
 	c.mu.win.trim(now)
 	c.metrics.capacity.Set(float64(len(c.mu.win.buf)))
 	c.mu.Unlock()
+	c.sendDeadlineBookmarks(now)
 	if now.Sub(r.lastBookmark) < c.cfg.BookmarkInterval {
 		return
 	}

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,6 +22,14 @@ type WatchOptions struct {
 	// AllowBookmarks enables periodic bookmarks and the initial-events-end
 	// bookmark.
 	AllowBookmarks bool
+	// Deadline is when the caller will end the watch (its timeout), if it
+	// will. With AllowBookmarks the watcher then gets a bookmark at the
+	// cache's revision shortly before (deadlineBookmarkLead), as upstream's
+	// cacher sends one: the client's next watch starts there instead of
+	// at its last event, which for one node's pods can be a minute of
+	// everyone's changes to replay and filter (at 10,000 nodes, a fifth of
+	// the server's CPU).
+	Deadline time.Time
 	// SendInitialEvents true: ADDED for the state at ResourceVersion (""
 	// consistent, "0" any, "N" not older than N), then (if AllowBookmarks)
 	// a bookmark annotated k8s.io/initial-events-end, then changes. False:
@@ -56,6 +65,8 @@ type Watcher struct {
 	key            indexKey
 	indexed        bool
 	allowBookmarks bool
+	// deadline is WatchOptions.Deadline.
+	deadline time.Time
 	// startRev: changes with a revision <= startRev are covered by the
 	// watcher's initial events; dispatch skips them.
 	startRev int64
@@ -71,6 +82,8 @@ type Watcher struct {
 		pending []*Event
 		endEv   *Event
 		lastRev int64
+		// deadlineBookmarked: the bookmark before the deadline is out.
+		deadlineBookmarked bool
 		// releaseCtx unregisters the context.AfterFunc that stops the
 		// watcher with its context.
 		releaseCtx func() bool
@@ -201,13 +214,37 @@ func (w *Watcher) offer(ev *winEvent) (ok, sent bool) {
 func (w *Watcher) offerBookmark(bm *Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.mu.ended || !w.mu.live || w.mu.lastRev >= bm.Revision {
-		return
+	w.offerBookmarkLocked(bm)
+}
+
+// offerBookmarkLocked is offerBookmark under w.mu; it reports whether the
+// watcher has seen bm's revision now.
+func (w *Watcher) offerBookmarkLocked(bm *Event) bool {
+	if w.mu.ended || !w.mu.live {
+		return false
+	}
+	if w.mu.lastRev >= bm.Revision {
+		return true
 	}
 	select {
 	case w.out <- bm:
 		w.mu.lastRev = bm.Revision
+		return true
 	default:
+		return false
+	}
+}
+
+// offerDeadlineBookmark offers bm once the watcher's deadline is at most
+// lead after now, until it is out.
+func (w *Watcher) offerDeadlineBookmark(now time.Time, lead time.Duration, bm func() *Event) {
+	if !w.allowBookmarks || w.deadline.IsZero() || w.deadline.Sub(now) > lead {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.mu.deadlineBookmarked {
+		w.mu.deadlineBookmarked = w.offerBookmarkLocked(bm())
 	}
 }
 
@@ -258,6 +295,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 		c:              c,
 		pred:           pred,
 		allowBookmarks: opts.AllowBookmarks,
+		deadline:       opts.Deadline,
 		done:           make(chan struct{}),
 	}
 	// The narrowest bucket first. A name is the narrowest of all: it is

@@ -223,6 +223,58 @@ func TestBookmarks(t *testing.T) {
 	w.Stop()
 }
 
+// A watcher with a deadline gets a bookmark at the cache's revision
+// shortly before it, once, though the regular round is far off: its
+// client's next watch then starts there.
+func TestBookmarkBeforeDeadline(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.BookmarkInterval = time.Hour })
+	e.create(newPod("ns", "a", "n1", nil))
+	start := e.c.Revision()
+	field := fields.OneTermEqualSelector("spec.nodeName", "n9")
+	now := e.clock.Now()
+	watchUntil := func(deadline time.Time, bookmarks bool) *Watcher {
+		w, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: formatRV(start), AllowBookmarks: bookmarks, Field: field, Deadline: deadline})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		return w
+	}
+	soon := watchUntil(now.Add(10*time.Second), true)
+	later := watchUntil(now.Add(time.Minute), true)
+	none := watchUntil(time.Time{}, true)
+	unasked := watchUntil(now.Add(10*time.Second), false)
+	e.create(newPod("ns", "b", "n1", nil)) // not for n9
+	rev := e.c.Revision()
+
+	e.clock.Step(5 * time.Second) // 5 s before the deadline: not yet
+	time.Sleep(50 * time.Millisecond)
+	expectEmpty(t, soon)
+	var bm *Event
+	waitFor(t, func() bool {
+		select {
+		case bm = <-soon.ResultChan():
+			return true
+		default:
+			e.clock.Step(time.Second)
+			return false
+		}
+	}, "a bookmark before the deadline")
+	if bm.Type != watch.Bookmark || bm.Revision < rev {
+		t.Fatalf("got %s, want a bookmark at >= %d", describe(bm), rev)
+	}
+	if left := now.Add(10 * time.Second).Sub(e.clock.Now()); left < 0 || left > deadlineBookmarkLead {
+		t.Errorf("bookmark %v before the deadline, want within %v", left, deadlineBookmarkLead)
+	}
+	e.create(newPod("ns", "c", "n1", nil))
+	e.clock.Step(time.Second)
+	time.Sleep(50 * time.Millisecond)
+	expectEmpty(t, soon) // once
+	expectEmpty(t, later)
+	expectEmpty(t, none)
+	expectEmpty(t, unasked)
+}
+
 // One change delivered to many watchers is one *Event, encoded once per
 // format however many watchers (concurrently) ask.
 func TestSerializeOnce(t *testing.T) {
