@@ -92,6 +92,9 @@ func (lw *prunedListerWatcher) List(opts metav1.ListOptions) (runtime.Object, er
 
 func (lw *prunedListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	h := lw.h
+	if err := lw.waitReady(ctx); err != nil {
+		return nil, err
+	}
 	if !h.storedProtobuf {
 		// The cache holds decoded objects or another kind's bytes.
 		return lw.cacheListerWatcher.ListWithContext(ctx, opts)
@@ -186,6 +189,9 @@ func (lw *cacheListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, e
 }
 
 func (lw *cacheListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if err := lw.waitReady(ctx); err != nil {
+		return nil, err
+	}
 	copts, err := cacheListOptions(opts)
 	if err != nil {
 		return nil, err
@@ -201,7 +207,19 @@ func (lw *cacheListerWatcher) ListWithContext(ctx context.Context, opts metav1.L
 	return lw.h.typedList(items, metav1.ListMeta{ResourceVersion: res.ResourceVersion, Continue: res.Continue, RemainingItemCount: res.RemainingItemCount})
 }
 
+// waitReady waits, as long as ctx lets it, for the cache to be filled. A
+// request gives up after the cache's ReadWaitTimeout with a 429 its client
+// retries; an in-process reflector would retry only after its backoff, which
+// after a restart at 200,000 pods let the Node authorizer's graph (and so
+// readiness) start listing 16 s after the pods cache was ready.
+func (lw *cacheListerWatcher) waitReady(ctx context.Context) error {
+	return lw.h.cache.WaitReady(ctx)
+}
+
 func (lw *cacheListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if err := lw.waitReady(ctx); err != nil {
+		return nil, err
+	}
 	label, field, err := selectors(opts)
 	if err != nil {
 		return nil, err
