@@ -88,7 +88,7 @@ func TestLeaseConnectionsCapped(t *testing.T) {
 	var conns, inFlight atomic.Int32
 	release := make(chan struct{})
 	full := make(chan struct{})
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, ca := countingTLSServer(t, &conns, false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if inFlight.Add(1) == heartbeatConns {
 			close(full)
 		}
@@ -96,14 +96,6 @@ func TestLeaseConnectionsCapped(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"n","resourceVersion":"2"}}`))
 	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.StartTLS()
-	defer srv.Close()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	s, err := New(Config{RESTConfig: &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, Nodes: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -147,22 +139,13 @@ func TestNodesSpreadOverConnections(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%d nodes, %d per connection", tc.nodes, tc.perConn), func(t *testing.T) {
 			var conns atomic.Int32
-			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv, ca := countingTLSServer(t, &conns, true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.ProtoMajor != 2 {
 					t.Errorf("request over HTTP/%d, want HTTP/2", r.ProtoMajor)
 				}
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = w.Write([]byte(`{"kind":"Node","apiVersion":"v1","metadata":{"name":"n"}}`))
 			}))
-			srv.EnableHTTP2 = true
-			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-				if s == http.StateNew {
-					conns.Add(1)
-				}
-			}
-			srv.StartTLS()
-			defer srv.Close()
-			ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 			s, err := New(Config{
 				RESTConfig: &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
 				Nodes:      tc.nodes, NodesPerConnection: tc.perConn,
@@ -186,4 +169,20 @@ func TestNodesSpreadOverConnections(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingTLSServer starts a TLS test server (HTTP/2 too if http2) that
+// counts the connections it accepts in conns, closed when t ends. It
+// returns the server and its CA certificate (PEM).
+func countingTLSServer(t *testing.T, conns *atomic.Int32, http2 bool, h http.Handler) (*httptest.Server, []byte) {
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = http2
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 }
