@@ -143,11 +143,7 @@ func TestPodsForOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod := func(ns, name, owner string) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if owner != "" {
-			p.OwnerReferences = []metav1.OwnerReference{{UID: types.UID(owner), Controller: ptr.To(true), Name: owner, Kind: "ReplicaSet"}}
-		}
-		return p
+		return &corev1.Pod{ObjectMeta: controlledBy(ns, name, owner, "ReplicaSet")}
 	}
 	for _, p := range []*corev1.Pod{pod("a", "mine", "u1"), pod("a", "theirs", "u2"), pod("a", "orphan", ""), pod("b", "far-orphan", ""), pod("b", "mine-elsewhere", "u1")} {
 		_ = inf.GetIndexer().Add(p)
@@ -156,12 +152,7 @@ func TestPodsForOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, p := range got {
-		names = append(names, p.Name)
-	}
-	slices.Sort(names)
-	if want := []string{"mine", "orphan"}; !slices.Equal(names, want) {
+	if names, want := sortedNames(got), []string{"mine", "orphan"}; !slices.Equal(names, want) {
 		t.Errorf("got %v, want %v", names, want)
 	}
 }
@@ -174,11 +165,7 @@ func TestForOwnerReplicaSets(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := func(ns, name, owner string) *appsv1.ReplicaSet {
-		r := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if owner != "" {
-			r.OwnerReferences = []metav1.OwnerReference{{UID: types.UID(owner), Controller: ptr.To(true), Name: owner, Kind: "Deployment"}}
-		}
-		return r
+		return &appsv1.ReplicaSet{ObjectMeta: controlledBy(ns, name, owner, "Deployment")}
 	}
 	for _, r := range []*appsv1.ReplicaSet{rs("a", "mine", "d1"), rs("a", "theirs", "d2"), rs("a", "orphan", ""), rs("b", "far-orphan", "")} {
 		_ = inf.GetIndexer().Add(r)
@@ -187,12 +174,26 @@ func TestForOwnerReplicaSets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, r := range got {
-		names = append(names, r.Name)
-	}
-	slices.Sort(names)
-	if want := []string{"mine", "orphan"}; !slices.Equal(names, want) {
+	if names, want := sortedNames(got), []string{"mine", "orphan"}; !slices.Equal(names, want) {
 		t.Errorf("got %v, want %v", names, want)
 	}
+}
+
+// controlledBy is the metadata of ns/name controlled by a kind named and
+// with the UID owner, or of an orphan when owner is "".
+func controlledBy(ns, name, owner, kind string) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Namespace: ns, Name: name}
+	if owner != "" {
+		m.OwnerReferences = []metav1.OwnerReference{{UID: types.UID(owner), Controller: ptr.To(true), Name: owner, Kind: kind}}
+	}
+	return m
+}
+
+func sortedNames[T metav1.Object](objs []T) []string {
+	var names []string
+	for _, o := range objs {
+		names = append(names, o.GetName())
+	}
+	slices.Sort(names)
+	return names
 }
