@@ -74,7 +74,8 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	if err != nil {
 		return err
 	}
-	defer stores.close()
+	clock := &shutdownClock{log: log}
+	defer clock.stop("store", func() { _ = stores.close() })
 
 	metrics := cfg.Metrics
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -155,20 +156,20 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		stopAuthorizer()
 		return err
 	}
-	defer api.Stop()
+	defer clock.stop("caches", api.Stop)
 	// Deferred after api.Stop so it runs first: the authorizers' informers
 	// read the API server's caches.
-	defer stopAuthorizer()
+	defer clock.stop("authorizer", stopAuthorizer)
 	if err := agg.Start(ctx); err != nil {
 		agg.Stop()
 		return err
 	}
-	defer agg.Stop()
+	defer clock.stop("aggregator", agg.Stop)
 	// Stopped before the caches its informers read (deferred after api.Stop).
 	if err := apf.start(ctx); err != nil {
 		return err
 	}
-	defer apf.stop()
+	defer clock.stop("flow control", apf.stop)
 
 	mux := http.NewServeMux()
 	mux.Handle("/", agg.Handler(api))
@@ -194,7 +195,7 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		return err
 	}
 	// Before the caches and the store (deferred earlier) stop.
-	defer lb.close(cfg.ShutdownTimeout)
+	defer clock.stop("loopback", func() { lb.close(cfg.ShutdownTimeout) })
 	srv := &http.Server{
 		Handler:           handler,
 		TLSConfig:         creds.TLSConfig(),
@@ -259,20 +260,23 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		runErr = err
 	}
 	log.Info("shutting down")
+	clock.begin()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	// Components go first, while the server still answers, so they can
 	// release their leases and a standby elsewhere takes over at once.
-	components.stop(shutdownCtx)
+	clock.stop("components", func() { components.stop(shutdownCtx) })
 	// Watches end with a bookmark at the revision they reached, so that
 	// clients resume after a restart instead of relisting.
 	bookmarkCtx, cancelBookmarks := context.WithTimeout(shutdownCtx, time.Second)
-	api.BookmarkWatchers(bookmarkCtx)
+	clock.stop("final bookmarks", func() { api.BookmarkWatchers(bookmarkCtx) })
 	cancelBookmarks()
 	cancelRequests()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		_ = srv.Close()
-	}
+	clock.stop("https server", func() {
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			_ = srv.Close()
+		}
+	})
 	return runErr
 }
 
