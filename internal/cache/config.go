@@ -67,9 +67,10 @@ type Config struct {
 	// read-only.
 	RetainObjects bool
 
-	// CompressValues keeps each object's stored bytes compressed (S2, all
-	// but the first 64 bytes), about two thirds of their size for a
-	// typical pod, at ~1–2 µs to decompress per object read or listed.
+	// CompressValues keeps each object's stored bytes compressed (S2
+	// against a dictionary of the resource's first values, all but the
+	// first 128 bytes; value.go): about a sixth of their size for a
+	// density pod, at ~1 µs to decompress per object read or listed.
 	// Ignored with RetainObjects. At a million objects the stored bytes are
 	// most of the cache's memory (docs/bench/cache.md).
 	CompressValues bool

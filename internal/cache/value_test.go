@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,38 +13,128 @@ import (
 )
 
 // A value kept compressed reads back exactly, whatever its size and
-// however well it compresses; its head is its first bytes, uncompressed.
+// however well it compresses, with or without the compressor's
+// dictionary; its head is its first bytes, uncompressed.
 func TestCompressedValues(t *testing.T) {
 	random := make([]byte, 3000)
 	rand.New(rand.NewSource(1)).Read(random)
-	for name, v := range map[string][]byte{
-		"empty":          {},
-		"short":          []byte("k8s\x00short"),
-		"head exactly":   bytes.Repeat([]byte{'a'}, storedHead),
-		"head and one":   bytes.Repeat([]byte{'b'}, storedHead+1),
-		"repetitive":     bytes.Repeat([]byte("metadata:name:"), 200),
-		"incompressible": random,
-	} {
-		t.Run(name, func(t *testing.T) {
-			st := Stored{Key: "/k", ModRevision: 3, raw: new(compressor).compress(v), compressed: true}
-			if st.Len() != len(v) {
-				t.Errorf("Len %d, want %d", st.Len(), len(v))
-			}
-			if want := v[:min(len(v), storedHead)]; !bytes.Equal(st.Head(), want) {
-				t.Errorf("Head %q, want %q", st.Head(), want)
-			}
-			scratch := []byte("left over from an earlier value, longer than some")
-			got, err := st.Value(&scratch)
-			if err != nil || !bytes.Equal(got, v) {
-				t.Fatalf("Value = %q, %v; want %q", got, err, v)
-			}
-			if got, err := st.Value(nil); err != nil || !bytes.Equal(got, v) {
-				t.Fatalf("Value(nil) = %q, %v", got, err)
-			}
-			if len(v) > 1000 && name != "incompressible" && len(st.raw) > len(v)/2 {
-				t.Errorf("kept %d bytes of %d", len(st.raw), len(v))
+	for cname, cp := range map[string]*compressor{"plain": new(compressor), "with dictionary": learnedCompressor(t)} {
+		for name, v := range map[string][]byte{
+			"empty":          {},
+			"short":          []byte("k8s\x00short"),
+			"head exactly":   bytes.Repeat([]byte{'a'}, storedHead),
+			"head and one":   bytes.Repeat([]byte{'b'}, storedHead+1),
+			"repetitive":     bytes.Repeat([]byte("metadata:name:"), 200),
+			"incompressible": random,
+		} {
+			t.Run(cname+"/"+name, func(t *testing.T) {
+				st := Stored{Key: "/k", ModRevision: 3, raw: cp.compress(v), compressed: true, dict: cp.dict.Load()}
+				if st.Len() != len(v) {
+					t.Errorf("Len %d, want %d", st.Len(), len(v))
+				}
+				if want := v[:min(len(v), storedHead)]; !bytes.Equal(st.Head(), want) {
+					t.Errorf("Head %q, want %q", st.Head(), want)
+				}
+				scratch := []byte("left over from an earlier value, longer than some")
+				got, err := st.Value(&scratch)
+				if err != nil || !bytes.Equal(got, v) {
+					t.Fatalf("Value = %q, %v; want %q", got, err, v)
+				}
+				if got, err := st.Value(nil); err != nil || !bytes.Equal(got, v) {
+					t.Fatalf("Value(nil) = %q, %v", got, err)
+				}
+				if len(v) > 1000 && name != "incompressible" && len(st.raw) > len(v)/2 {
+					t.Errorf("kept %d bytes of %d", len(st.raw), len(v))
+				}
+			})
+		}
+	}
+}
+
+// learnedCompressor is a compressor that has made its dictionary from
+// pods.
+func learnedCompressor(t *testing.T) *compressor {
+	pc := newPodCodec(t)
+	cp := new(compressor)
+	for i := range dictSamples {
+		cp.compress(pc.encode(t, benchPod(i)))
+	}
+	if cp.dict.Load() == nil {
+		t.Fatalf("no dictionary after %d pods", dictSamples)
+	}
+	return cp
+}
+
+// The compressor makes its dictionary from its first dictSamples values
+// long enough to be samples, compresses every later value against it, and
+// similar values come out much smaller than alone; every value, from
+// before the dictionary or after, reads back exactly.
+func TestCompressorDictionary(t *testing.T) {
+	pc := newPodCodec(t)
+	var cp compressor
+	for range 10 {
+		cp.compress(bytes.Repeat([]byte{'s'}, storedHead+dictSampleBytes-1))
+	}
+	if cp.dict.Load() != nil {
+		t.Fatal("values too short to be samples made a dictionary")
+	}
+	var vals, raws [][]byte
+	for i := range 50 {
+		v := pc.encode(t, benchPod(i))
+		vals, raws = append(vals, v), append(raws, cp.compress(v))
+	}
+	dict := cp.dict.Load()
+	if dict == nil {
+		t.Fatal("no dictionary after 50 pods")
+	}
+	alone, against := 0, 0
+	for i, raw := range raws {
+		_, _, withDict, err := splitCompressed(raw)
+		if err != nil || withDict != (i >= dictSamples-1) {
+			t.Errorf("pod %d compressed with the dictionary: %v (%v), want %v", i, withDict, err, i >= dictSamples-1)
+		}
+		st := Stored{Key: "/k", ModRevision: 3, raw: raw, compressed: true, dict: dict}
+		if got, err := st.Value(nil); err != nil || !bytes.Equal(got, vals[i]) {
+			t.Fatalf("pod %d: Value = %v; not the value compressed", i, err)
+		}
+		if i >= dictSamples {
+			against += len(raw)
+			alone += len(new(compressor).compress(vals[i]))
+		}
+	}
+	if against*2 > alone {
+		t.Errorf("pods against the dictionary kept %d bytes, alone %d: want less than half", against, alone)
+	}
+	st := Stored{Key: "/k", ModRevision: 3, raw: raws[len(raws)-1], compressed: true}
+	if _, err := st.Value(nil); !errors.Is(err, errNoDict) {
+		t.Errorf("a value compressed with a dictionary read without it: %v, want %v", err, errNoDict)
+	}
+}
+
+// Values compressed concurrently while the dictionary is being learned
+// (a cache's initial list decodes on every core) all read back.
+func TestCompressorLearnsConcurrently(t *testing.T) {
+	pc := newPodCodec(t)
+	vals := make([][]byte, 64)
+	for i := range vals {
+		vals[i] = pc.encode(t, benchPod(i))
+	}
+	var cp compressor
+	raws := make([][]byte, len(vals))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < len(vals); i += 8 {
+				raws[i] = cp.compress(vals[i])
 			}
 		})
+	}
+	wg.Wait()
+	for i, raw := range raws {
+		st := Stored{Key: "/k", ModRevision: 3, raw: raw, compressed: true, dict: cp.dict.Load()}
+		if got, err := st.Value(nil); err != nil || !bytes.Equal(got, vals[i]) {
+			t.Fatalf("pod %d: Value = %v; not the value compressed", i, err)
+		}
 	}
 }
 
@@ -79,11 +170,52 @@ func TestUncompressedStored(t *testing.T) {
 	}
 }
 
-func BenchmarkCompressValue(b *testing.B) {
-	v := bytes.Repeat([]byte("metadata name namespace spec containers image registry.example.com/team/app "), 22)
-	b.SetBytes(int64(len(v)))
-	for b.Loop() {
-		new(compressor).compress(v)
+// neverLearns is a compressor without a dictionary for good.
+func neverLearns() *compressor {
+	cp := new(compressor)
+	cp.learned.Store(true)
+	return cp
+}
+
+// BenchmarkCompressPod compresses pods and reads them back, each alone
+// and against a dictionary of the first ones; kept-B/op is what the cache
+// holds of a pod's value.
+func BenchmarkCompressPod(b *testing.B) {
+	pc := newPodCodec(b)
+	vals := make([][]byte, 256)
+	for i := range vals {
+		vals[i] = pc.encode(b, benchPod(i))
+	}
+	learned := new(compressor)
+	for _, v := range vals[:dictSamples] {
+		learned.compress(v)
+	}
+	for name, cp := range map[string]*compressor{"alone": neverLearns(), "dictionary": learned} {
+		raws := make([][]byte, len(vals))
+		kept := 0
+		for i, v := range vals {
+			raws[i] = cp.compress(v)
+			kept += len(raws[i])
+		}
+		b.Run(name+"/compress", func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				cp.compress(vals[i%len(vals)])
+				i++
+			}
+			b.ReportMetric(float64(kept)/float64(len(vals)), "kept-B/op")
+		})
+		b.Run(name+"/decompress", func(b *testing.B) {
+			var scratch []byte
+			i := 0
+			for b.Loop() {
+				st := Stored{raw: raws[i%len(raws)], compressed: true, dict: cp.dict.Load()}
+				if _, err := st.Value(&scratch); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
 
