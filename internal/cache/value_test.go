@@ -51,53 +51,58 @@ func TestCompressedValues(t *testing.T) {
 	}
 }
 
+// learnValues is how many values, each long enough to be a sample, make
+// a compressor's dictionary.
+const learnValues = dictEvery * dictSamples
+
 // learnedCompressor is a compressor that has made its dictionary from
 // pods.
-func learnedCompressor(t *testing.T) *compressor {
+func learnedCompressor(t testing.TB) *compressor {
 	pc := newPodCodec(t)
 	cp := new(compressor)
-	for i := range dictSamples {
+	for i := range learnValues {
 		cp.compress(pc.encode(t, benchPod(i)))
 	}
 	if cp.dict.Load() == nil {
-		t.Fatalf("no dictionary after %d pods", dictSamples)
+		t.Fatalf("no dictionary after %d pods", learnValues)
 	}
 	return cp
 }
 
-// The compressor makes its dictionary from its first dictSamples values
-// long enough to be samples, compresses every later value against it, and
+// The compressor makes its dictionary from every dictEvery-th of its first
+// values long enough to be samples, compresses every later value against
+// it, and
 // similar values come out much smaller than alone; every value, from
 // before the dictionary or after, reads back exactly.
 func TestCompressorDictionary(t *testing.T) {
 	pc := newPodCodec(t)
 	var cp compressor
-	for range 10 {
+	for range 2 * learnValues {
 		cp.compress(bytes.Repeat([]byte{'s'}, storedHead+dictSampleBytes-1))
 	}
 	if cp.dict.Load() != nil {
 		t.Fatal("values too short to be samples made a dictionary")
 	}
 	var vals, raws [][]byte
-	for i := range 50 {
+	for i := range learnValues + 100 {
 		v := pc.encode(t, benchPod(i))
 		vals, raws = append(vals, v), append(raws, cp.compress(v))
 	}
 	dict := cp.dict.Load()
 	if dict == nil {
-		t.Fatal("no dictionary after 50 pods")
+		t.Fatalf("no dictionary after %d pods", len(vals))
 	}
 	alone, against := 0, 0
 	for i, raw := range raws {
 		_, _, withDict, err := splitCompressed(raw)
-		if err != nil || withDict != (i >= dictSamples-1) {
-			t.Errorf("pod %d compressed with the dictionary: %v (%v), want %v", i, withDict, err, i >= dictSamples-1)
+		if want := i >= learnValues-1; err != nil || withDict != want {
+			t.Fatalf("pod %d compressed with the dictionary: %v (%v), want %v", i, withDict, err, want)
 		}
 		st := Stored{Key: "/k", ModRevision: 3, raw: raw, compressed: true, dict: dict}
 		if got, err := st.Value(nil); err != nil || !bytes.Equal(got, vals[i]) {
 			t.Fatalf("pod %d: Value = %v; not the value compressed", i, err)
 		}
-		if i >= dictSamples {
+		if i >= learnValues {
 			against += len(raw)
 			alone += len(new(compressor).compress(vals[i]))
 		}
@@ -115,7 +120,7 @@ func TestCompressorDictionary(t *testing.T) {
 // (a cache's initial list decodes on every core) all read back.
 func TestCompressorLearnsConcurrently(t *testing.T) {
 	pc := newPodCodec(t)
-	vals := make([][]byte, 64)
+	vals := make([][]byte, 2*learnValues)
 	for i := range vals {
 		vals[i] = pc.encode(t, benchPod(i))
 	}
@@ -130,6 +135,9 @@ func TestCompressorLearnsConcurrently(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if cp.dict.Load() == nil {
+		t.Fatalf("no dictionary after %d pods", len(vals))
+	}
 	for i, raw := range raws {
 		st := Stored{Key: "/k", ModRevision: 3, raw: raw, compressed: true, dict: cp.dict.Load()}
 		if got, err := st.Value(nil); err != nil || !bytes.Equal(got, vals[i]) {
@@ -186,11 +194,7 @@ func BenchmarkCompressPod(b *testing.B) {
 	for i := range vals {
 		vals[i] = pc.encode(b, benchPod(i))
 	}
-	learned := new(compressor)
-	for _, v := range vals[:dictSamples] {
-		learned.compress(v)
-	}
-	for name, cp := range map[string]*compressor{"alone": neverLearns(), "dictionary": learned} {
+	for name, cp := range map[string]*compressor{"alone": neverLearns(), "dictionary": learnedCompressor(b)} {
 		raws := make([][]byte, len(vals))
 		kept := 0
 		for i, v := range vals {
