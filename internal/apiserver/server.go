@@ -317,22 +317,26 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("starting cache for %s: %w", h.res.Resource, err)
 		}
 	}
-	if err := s.loadServiceAllocations(ctx); err != nil {
-		return err
-	}
-	if err := s.startServiceClaims(ctx); err != nil {
-		return err
-	}
-	// Before bootstrap: its writes go through the webhook and policy
-	// plugins, which wait for their informers.
-	if err := s.startExtensionAdmission(); err != nil {
-		return err
-	}
-	if err := s.bootstrapWhenReady(ctx); err != nil {
-		return err
-	}
-	if err := s.startEventExpiry(); err != nil {
-		return err
+	// Each step is timed: with a million objects a start took 22 s
+	// between the caches' start and the bootstrap's writes, and the log
+	// did not say where.
+	start := time.Now()
+	for _, step := range []struct {
+		name string
+		run  func() error
+	}{
+		{"service allocations", func() error { return s.loadServiceAllocations(ctx) }},
+		{"service allocation claims", func() error { return s.startServiceClaims(ctx) }},
+		// Before bootstrap: its writes go through the webhook and policy
+		// plugins, which wait for their informers.
+		{"extension admission", s.startExtensionAdmission},
+		{"bootstrap", func() error { return s.bootstrapWhenReady(ctx) }},
+		{"event expiry", s.startEventExpiry},
+	} {
+		if err := step.run(); err != nil {
+			return err
+		}
+		s.log.Info("started", "part", step.name, "after", time.Since(start).Round(time.Millisecond))
 	}
 	for _, sh := range s.shards.all {
 		if s.cfg.CompactionInterval < 0 {

@@ -65,10 +65,12 @@ func (c *Cache) tickPeriod() time.Duration {
 // listAndWatch loads the prefix and follows it until the store watch can
 // no longer be resumed from the cache's revision.
 func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
+	listStart := time.Now()
 	kvs, rev, err := c.cfg.Store.List(ctx, c.cfg.Prefix)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", c.cfg.Prefix, err)
 	}
+	listed := time.Since(listStart)
 	var sw storage.Watcher
 	if rev == 0 {
 		// A brand-new store: watch "from now" before publishing anything,
@@ -80,6 +82,11 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 	st := newState(c.cfg.Prefix, c.cfg.IndexedFields, c.cfg.IndexedLabels)
 	for _, e := range c.newEntries(kvs) {
 		st.put(e)
+	}
+	// A restart's time goes here at a million objects: say how much, and
+	// whether reading the store or decoding took it.
+	if took := time.Since(listStart); took >= time.Second {
+		c.cfg.Logger.Info("filled from the store", "objects", len(kvs), "list", listed.Round(time.Millisecond), "took", took.Round(time.Millisecond))
 	}
 	kvs = nil // let the raw values go before the watch starts
 
