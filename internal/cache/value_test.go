@@ -70,10 +70,9 @@ func learnedCompressor(t testing.TB) *compressor {
 }
 
 // The compressor makes its dictionary from every dictEvery-th of its first
-// values long enough to be samples, compresses every later value against
-// it, and
-// similar values come out much smaller than alone; every value, from
-// before the dictionary or after, reads back exactly.
+// values long enough to be samples and compresses every later value
+// against it; similar values come out much smaller than alone, and every
+// value, from before the dictionary or after, reads back exactly.
 func TestCompressorDictionary(t *testing.T) {
 	pc := newPodCodec(t)
 	var cp compressor
