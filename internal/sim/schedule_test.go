@@ -265,21 +265,22 @@ func TestSchedulerStartsWorkersAsNeeded(t *testing.T) {
 	release := make(chan struct{})
 	defer func() { close(release); cancel(); wg.Wait() }()
 
-	var running sync.WaitGroup
-	block := func(time.Time) { running.Done(); <-release }
-	running.Add(2)
+	// A channel, not a WaitGroup: the two tasks that wait run too once
+	// released at the end, and must not count below zero.
+	started := make(chan struct{}, 5)
+	block := func(time.Time) { started <- struct{}{}; <-release }
 	for range 2 {
 		s.at(t0, block)
 	}
-	running.Wait() // two tasks hold two workers
+	<-started // two tasks hold two workers
+	<-started
 	if b := s.busy.Load(); b != 2 {
 		t.Fatalf("%d busy, want 2", b)
 	}
-	running.Add(1)
 	for range 3 {
 		s.at(t0, block) // one more worker, then the bound: two tasks wait
 	}
-	running.Wait()
+	<-started
 	deadline := time.Now().Add(5 * time.Second)
 	for s.saturated.Load() == 0 && time.Now().Before(deadline) {
 		poke(s)
