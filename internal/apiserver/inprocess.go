@@ -92,12 +92,12 @@ func (lw *prunedListerWatcher) List(opts metav1.ListOptions) (runtime.Object, er
 
 func (lw *prunedListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	h := lw.h
-	if err := lw.waitReady(ctx); err != nil {
-		return nil, err
-	}
 	if !h.storedProtobuf {
 		// The cache holds decoded objects or another kind's bytes.
 		return lw.cacheListerWatcher.ListWithContext(ctx, opts)
+	}
+	if err := lw.waitReady(ctx); err != nil {
+		return nil, err
 	}
 	copts, err := cacheListOptions(opts)
 	if err != nil {
