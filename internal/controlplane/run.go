@@ -273,12 +273,24 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	cancelBookmarks()
 	cancelRequests()
 	clock.stop("https server", func() {
-		if err := srv.Shutdown(shutdownCtx); err != nil {
+		// Every request's context is cancelled by now; what Shutdown
+		// waits on is connections saying goodbye: HTTP/2's GOAWAY, then
+		// up to a second for the client to hang up, polled every 500 ms
+		// (3.1 s with 10,000 hollow nodes). The GOAWAYs go out at once;
+		// past the grace the rest are closed, and clients reconnect
+		// either way.
+		graceCtx, cancelGrace := context.WithTimeout(shutdownCtx, httpsGrace)
+		defer cancelGrace()
+		if err := srv.Shutdown(graceCtx); err != nil {
 			_ = srv.Close()
 		}
 	})
 	return runErr
 }
+
+// httpsGrace bounds how long the HTTPS server waits for its connections to
+// close at shutdown, after their requests were cancelled.
+const httpsGrace = 500 * time.Millisecond
 
 // waitForDefaultServiceAccount waits, for at most 20 seconds, until the
 // serviceaccount controller has made the "default" namespace's "default"
