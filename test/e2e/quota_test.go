@@ -52,7 +52,8 @@ func mustFail(t *testing.T, stdin, want string, args ...string) {
 // count it, fills it with pods and checks that admission refuses the pod
 // too many and the pod that does not request cpu, with upstream's
 // messages; a deleted pod gives its share back; count/<resource>.<group>
-// works for a resource with no evaluator of its own.
+// works for a resource with no evaluator of its own; ConfigMaps and
+// Secrets are counted and given back.
 func TestResourceQuota(t *testing.T) {
 	const ns = "quota-e2e"
 	shared.mustKubectl(t, "", "create", "namespace", ns)
@@ -93,6 +94,22 @@ func TestResourceQuota(t *testing.T) {
 		"-n", ns, "create", "deployment", "d2", "--image=busybox:1.36", "--replicas=0")
 	shared.mustKubectl(t, "", "-n", ns, "delete", "deployment", "d1")
 	waitJSONPath(t, "0", "-n", ns, "get", "quota", "deploys", "-o", "jsonpath={.status.used.count/deployments\\.apps}")
+
+	// ConfigMaps and Secrets by their legacy names, counted from metadata
+	// alone (the namespace's kube-root-ca.crt is one of its ConfigMaps).
+	shared.mustKubectl(t, "", "-n", ns, "create", "quota", "objects", "--hard=configmaps=2,secrets=1")
+	waitJSONPath(t, "1", "-n", ns, "get", "quota", "objects", "-o", "jsonpath={.status.used.configmaps}")
+	waitJSONPath(t, "0", "-n", ns, "get", "quota", "objects", "-o", "jsonpath={.status.used.secrets}")
+	shared.mustKubectl(t, "", "-n", ns, "create", "configmap", "cm1", "--from-literal=k=v")
+	mustFail(t, "", "exceeded quota: objects, requested: configmaps=1, used: configmaps=2, limited: configmaps=2",
+		"-n", ns, "create", "configmap", "cm2")
+	shared.mustKubectl(t, "", "-n", ns, "create", "secret", "generic", "s1", "--from-literal=k=v")
+	mustFail(t, "", "exceeded quota: objects, requested: secrets=1, used: secrets=1, limited: secrets=1",
+		"-n", ns, "create", "secret", "generic", "s2")
+	shared.mustKubectl(t, "", "-n", ns, "delete", "configmap", "cm1")
+	shared.mustKubectl(t, "", "-n", ns, "delete", "secret", "s1")
+	waitJSONPath(t, "1", "-n", ns, "get", "quota", "objects", "-o", "jsonpath={.status.used.configmaps}")
+	waitJSONPath(t, "0", "-n", ns, "get", "quota", "objects", "-o", "jsonpath={.status.used.secrets}")
 }
 
 // hasRow reports whether some line of out has exactly the fields want.

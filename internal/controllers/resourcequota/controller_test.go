@@ -60,7 +60,12 @@ func pod(name string, requests corev1.ResourceList, mutate ...func(*corev1.Pod))
 }
 
 func deployment(name string) *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+	return metadataOf("apps/v1", "Deployment", name)
+}
+
+// metadataOf is what the metadata client serves of an object in "ns".
+func metadataOf(apiVersion, kind, name string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: apiVersion, Kind: kind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
 }
 
@@ -76,12 +81,21 @@ func newEnv(t *testing.T, objs []runtime.Object, meta ...runtime.Object) *env {
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	client.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "configmaps", Kind: "ConfigMap", Namespaced: true},
+			{Name: "secrets", Kind: "Secret", Namespaced: true},
+		}},
 		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Kind: "Deployment", Namespaced: true}}},
 	}
 	scheme := runtime.NewScheme()
-	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
-	scheme.AddKnownTypeWithName(gvk, &metav1.PartialObjectMetadata{})
-	scheme.AddKnownTypeWithName(gvk.GroupVersion().WithKind("DeploymentList"), &metav1.PartialObjectMetadataList{})
+	for _, gvk := range []schema.GroupVersionKind{
+		{Group: "apps", Version: "v1", Kind: "Deployment"},
+		{Version: "v1", Kind: "ConfigMap"},
+		{Version: "v1", Kind: "Secret"},
+	} {
+		scheme.AddKnownTypeWithName(gvk, &metav1.PartialObjectMetadata{})
+		scheme.AddKnownTypeWithName(gvk.GroupVersion().WithKind(gvk.Kind+"List"), &metav1.PartialObjectMetadataList{})
+	}
 	md := metadatafake.NewSimpleMetadataClient(scheme, meta...)
 	f := informers.NewSharedInformerFactory(client, 0)
 	mf := metadatainformer.NewSharedInformerFactory(md, 0)
@@ -146,8 +160,6 @@ func TestSync(t *testing.T) {
 		pod("done", rl("cpu", "5"), succeeded),
 		pod("gone", rl("cpu", "5"), pastGrace),
 		pod("elsewhere", rl("cpu", "5"), otherNS),
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns"}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "np", Namespace: "ns"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 1}, {Port: 2}}}},
 	}
 	tests := []struct {
@@ -170,7 +182,8 @@ func TestSync(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, append([]runtime.Object{tc.quota}, pods...), deployment("d1"), deployment("d2"))
+			e := newEnv(t, append([]runtime.Object{tc.quota}, pods...), deployment("d1"), deployment("d2"),
+				metadataOf("v1", "Secret", "s"), metadataOf("v1", "ConfigMap", "cm"))
 			e.syncUntilDone(t, "ns/q")
 			st := e.status(t, "q")
 			if got := pretty(st.Used); got != tc.want {

@@ -14,10 +14,11 @@
 // namespace are coalesced by the queue, after a short delay, so deleting
 // a thousand pods costs a few recounts, not a thousand.
 //
-// Pods, Services, PersistentVolumeClaims, ConfigMaps, Secrets and
-// ResourceQuotas are counted from the shared typed informers;
-// count/<resource>.<group> of any other served resource (and the legacy
+// Pods, Services, PersistentVolumeClaims and ResourceQuotas are counted
+// from the shared typed informers; count/<resource>.<group> of any other
+// served resource (and the legacy configmaps, secrets and
 // replicationcontrollers) from a metadata informer started the first
 // time a quota names it, so a resource the API server does not serve
-// costs nothing until a quota asks for it.
+// costs nothing until a quota asks for it, and counting ConfigMaps and
+// Secrets does not keep their data.
 package resourcequota
