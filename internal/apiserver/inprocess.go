@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	goruntime "runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -103,24 +106,59 @@ func (lw *prunedListerWatcher) ListWithContext(ctx context.Context, opts metav1.
 	if err != nil {
 		return nil, err
 	}
-	var items []runtime.Object
-	var scratch []byte
+	var stored []cache.Stored
 	res, err := h.cache.ListStored(ctx, copts, func(st cache.Stored) error {
-		v, err := st.Value(&scratch)
-		if err != nil {
-			return err
-		}
-		obj, err := h.objects.decodePruned(storage.KeyValue{Key: st.Key, Value: v, ModRevision: st.ModRevision, CreateRevision: st.CreateRevision}, lw.skip)
-		if err != nil {
-			return err
-		}
-		items = append(items, obj)
+		stored = append(stored, st)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	items, err := lw.decodeAll(ctx, stored)
+	if err != nil {
+		return nil, err
+	}
 	return h.typedList(items, metav1.ListMeta{ResourceVersion: res.ResourceVersion, Continue: res.Continue, RemainingItemCount: res.RemainingItemCount})
+}
+
+// decodeAll decodes stored on every core. After a restart the Node
+// authorizer's list of 200,000 pods is what the server waits on last, and
+// one goroutine decoding them got a small share of the CPU beside the
+// requests of 10,000 nodes: 7.9 s from the pods cache filled to ready.
+func (lw *prunedListerWatcher) decodeAll(ctx context.Context, stored []cache.Stored) ([]runtime.Object, error) {
+	const chunk = 256
+	items := make([]runtime.Object, len(stored))
+	var next atomic.Int64
+	g, ctx := errgroup.WithContext(ctx)
+	for range min(goruntime.GOMAXPROCS(0), len(stored)/chunk+1) {
+		g.Go(func() error {
+			var scratch []byte
+			for {
+				lo := int(next.Add(chunk)) - chunk
+				if lo >= len(stored) {
+					return nil
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				for i := lo; i < min(lo+chunk, len(stored)); i++ {
+					st := stored[i]
+					v, err := st.Value(&scratch)
+					if err != nil {
+						return err
+					}
+					kv := storage.KeyValue{Key: st.Key, Value: v, ModRevision: st.ModRevision, CreateRevision: st.CreateRevision}
+					if items[i], err = lw.h.objects.decodePruned(kv, lw.skip); err != nil {
+						return err
+					}
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 // GetObject reads one object from gvr's watch cache, as a GET with

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,5 +154,36 @@ func TestPrunedListerWatcher(t *testing.T) {
 
 	if _, err := e.api.PrunedListerWatcher(gvr, protoprune.Fields{1: nil}); err == nil {
 		t.Error("PrunedListerWatcher without metadata: want an error")
+	}
+}
+
+// A pruned list longer than one decoding chunk comes back whole, in key
+// order and pruned, however its chunks were spread over the cores.
+func TestPrunedListAcrossChunks(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pods := e.cs.CoreV1().Pods("default")
+	const n = 3*256 + 1
+	for i := range n {
+		if _, err := pods.Create(ctx, testPod(fmt.Sprintf("p%04d", i), "n1"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lw, err := e.api.PrunedListerWatcher(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, protoprune.Fields{1: {11: nil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := lw.List(metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := obj.(*corev1.PodList).Items
+	if len(items) != n {
+		t.Fatalf("listed %d pods, want %d", len(items), n)
+	}
+	for i, p := range items {
+		if want := fmt.Sprintf("p%04d", i); p.Name != want || p.Labels != nil || p.Spec.NodeName != "n1" {
+			t.Fatalf("item %d: %s with labels %v on %q, want %s without labels on n1", i, p.Name, p.Labels, p.Spec.NodeName, want)
+		}
 	}
 }
