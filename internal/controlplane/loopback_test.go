@@ -84,14 +84,23 @@ func TestLoopbackIsJudgedAsAnyClient(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rc.Host+"/api/v1/namespaces/default/pods?limit=1", nil)
-			resp, err := hc.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Errorf("listing pods as the scheduler: %d", resp.StatusCode)
+			// Until flow control has read its stored configuration, it
+			// classifies by the built-in mandatory objects, which have no
+			// UIDs yet, so the headers are empty (as upstream's are): on a
+			// loaded machine the first request can come before that.
+			var resp *http.Response
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rc.Host+"/api/v1/namespaces/default/pods?limit=1", nil)
+				if resp, err = hc.Do(req); err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("listing pods as the scheduler: %d", resp.StatusCode)
+				}
+				if resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID) != "" || time.Now().After(deadline) {
+					break
+				}
 			}
 			for _, h := range []string{flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID, flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID} {
 				if resp.Header.Get(h) == "" {
