@@ -89,7 +89,7 @@ func TestLoopbackIsJudgedAsAnyClient(t *testing.T) {
 			// UIDs yet, so the headers are empty (as upstream's are): on a
 			// loaded machine the first request can come before that.
 			var resp *http.Response
-			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			waitFor(t, 20*time.Second, "a list of pods classified by the stored FlowSchemas", func() bool {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rc.Host+"/api/v1/namespaces/default/pods?limit=1", nil)
 				if resp, err = hc.Do(req); err != nil {
 					t.Fatal(err)
@@ -98,10 +98,8 @@ func TestLoopbackIsJudgedAsAnyClient(t *testing.T) {
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("listing pods as the scheduler: %d", resp.StatusCode)
 				}
-				if resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID) != "" || time.Now().After(deadline) {
-					break
-				}
-			}
+				return resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID) != ""
+			})
 			for _, h := range []string{flowcontrolv1.ResponseHeaderMatchedFlowSchemaUID, flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID} {
 				if resp.Header.Get(h) == "" {
 					t.Errorf("no %s: the request did not pass through flow control", h)
