@@ -8,7 +8,8 @@
 # RSS every 10 s for MEASURE_SECONDS and the simulator's heartbeat counters
 # at both ends, then takes a 60-s CPU profile and a heap profile (PROFILE=0:
 # none). Results in $OUT/TAG (default /tmp/idle/TAG): summary.txt,
-# samples.txt, cpu.pprof, heap.pprof, the logs. PORT and SIMMET choose the
+# samples.txt, metrics.txt (the server's /metrics at the end; the Go
+# runtime's memory lines go into summary.txt), cpu.pprof, heap.pprof, the logs. PORT and SIMMET choose the
 # server's port and the simulator's metrics address. Needs curl and python3.
 set -u
 BIN=$1; TAG=$2; DUR=$3; shift 3
@@ -42,6 +43,8 @@ print(f"server cores {(c1-c0)/tck/el:.3f}  sim cores {(s1-s0)/tck/el:.3f}  over 
 print(f"server RSS MiB mean {sum(rs)/len(rs)/1024:.0f} max {max(rs)/1024:.0f}")
 PY
 TOKEN=$(awk '/token:/{print $2; exit}' $D/data/kubeconfig)
+curl -sk -H "Authorization: Bearer $TOKEN" -o $D/metrics.txt "https://127.0.0.1:$PORT/metrics"
+grep -E '^go_(memstats_(stack_inuse|heap_inuse|heap_alloc|next_gc|sys)_bytes|gc_duration_seconds_count|goroutines) ' $D/metrics.txt >> $D/summary.txt
 if [ "${PROFILE:-1}" = 1 ]; then
 curl -sk -H "Authorization: Bearer $TOKEN" -o $D/cpu.pprof "https://127.0.0.1:$PORT/debug/pprof/profile?seconds=60"
 curl -sk -H "Authorization: Bearer $TOKEN" -o $D/heap.pprof "https://127.0.0.1:$PORT/debug/pprof/heap?gc=1"

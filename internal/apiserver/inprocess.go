@@ -331,9 +331,20 @@ func (cw *cacheWatch) run(ctx context.Context) {
 	defer close(cw.out)
 	defer cw.w.Stop()
 	for ev := range cw.w.ResultChan() {
+		typ := ev.Type
+		obj, err := ev.Object()
+		if err != nil {
+			// A stored value that does not decode in full: end the watch
+			// with the error, as the wire does (cache.Event.Object).
+			st := apierrors.NewInternalError(err).Status()
+			typ, obj = watch.Error, &st
+		}
 		select {
-		case cw.out <- watch.Event{Type: ev.Type, Object: ev.Object}:
+		case cw.out <- watch.Event{Type: typ, Object: obj}:
 		case <-ctx.Done():
+			return
+		}
+		if typ == watch.Error {
 			return
 		}
 	}

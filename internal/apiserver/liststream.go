@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -48,16 +49,26 @@ func (s *Server) releaseListWriter(bw *bufio.Writer) {
 	s.listWriters.Put(bw)
 }
 
-// streamable reports whether the negotiated format is streamed here.
-func streamable(choice mediaChoice) bool {
-	return choice.kind == outputObject && !choice.pretty &&
-		(choice.info.MediaType == runtime.ContentTypeJSON || choice.info.MediaType == runtime.ContentTypeProtobuf)
+// streamable reports whether the negotiated format is streamed here:
+// objects as JSON or protobuf, and metadata as protobuf when the stored
+// bytes hold it (the garbage collector's and quota controller's lists).
+func (h *resourceHandler) streamable(choice mediaChoice) bool {
+	if choice.pretty {
+		return false
+	}
+	switch choice.kind {
+	case outputObject:
+		return choice.info.MediaType == runtime.ContentTypeJSON || choice.info.MediaType == runtime.ContentTypeProtobuf
+	case outputMetadata:
+		return h.storedProtobuf && choice.info.MediaType == runtime.ContentTypeProtobuf
+	}
+	return false
 }
 
 // streamList lists through the cache straight into the response.
 func (h *resourceHandler) streamList(w http.ResponseWriter, r *http.Request, choice mediaChoice, opts cache.ListOptions) error {
 	if choice.info.MediaType == runtime.ContentTypeProtobuf {
-		return h.streamProtobufList(w, r, opts)
+		return h.streamProtobufList(w, r, opts, choice.kind == outputMetadata)
 	}
 	return h.streamJSONList(w, r, opts)
 }
@@ -115,7 +126,9 @@ type pbItem struct {
 
 func (it pbItem) size() int { return it.n + len(it.suffix) }
 
-func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Request, opts cache.ListOptions) error {
+// streamProtobufList writes the list as protobuf; with metadata, as a
+// PartialObjectMetadataList (only from stored bytes: see streamable).
+func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Request, opts cache.ListOptions, metadata bool) error {
 	var items []pbItem
 	total := 0
 	var res cache.ListResult
@@ -136,10 +149,13 @@ func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Requ
 					off, n, err = envelopeObject(v, len(v))
 				}
 			}
+			it := pbItem{st: st, off: off, n: n, suffix: resourceVersionSuffix(st.ModRevision)}
+			if err == nil && metadata {
+				it, err = storedMetadata(it, st.Head(), func() ([]byte, error) { return st.Value(&scratch) })
+			}
 			if err != nil {
 				return fmt.Errorf("stored %s at revision %d: %w", st.Key, st.ModRevision, err)
 			}
-			it := pbItem{st: st, off: off, n: n, suffix: resourceVersionSuffix(st.ModRevision)}
 			items = append(items, it)
 			total += it.size()
 			return nil
@@ -177,6 +193,9 @@ func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Requ
 		listLen += 1 + varintLen(uint64(it.size())) + it.size()
 	}
 	tm := runtime.TypeMeta{APIVersion: h.res.GroupVersion.String(), Kind: h.res.Kind + "List"}
+	if metadata {
+		tm = runtime.TypeMeta{APIVersion: partialListTypeMeta.APIVersion, Kind: partialListTypeMeta.Kind}
+	}
 	tmBytes, err := tm.Marshal()
 	if err != nil {
 		return err
@@ -220,6 +239,57 @@ func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Requ
 	}
 	_, _ = bw.Write([]byte{0x1a, 0x00, 0x22, 0x00})
 	return bw.Flush()
+}
+
+// storedMetadata narrows the list item it, the object message in its
+// stored value, to the object's metadata (field 1). As encoded, fields are
+// in ascending order, so the metadata leads the message and its extent is
+// read from the uncompressed head (or the value when the head ends inside
+// the field's header); otherwise the item gets a copy of the field.
+func storedMetadata(it pbItem, head []byte, value func() ([]byte, error)) (pbItem, error) {
+	lead := func(v []byte) (int, error) {
+		msg := v[min(it.off, len(v)):min(it.off+it.n, len(v))]
+		num, typ, k := protowire.ConsumeTag(msg)
+		if k < 0 {
+			return 0, protowire.ParseError(k)
+		}
+		if num != 1 || typ != protowire.BytesType {
+			return -1, nil
+		}
+		l, m := protowire.ConsumeVarint(msg[k:])
+		if m < 0 {
+			return 0, protowire.ParseError(m)
+		}
+		if uint64(it.n-k-m) < l {
+			return 0, errors.New("malformed metadata field")
+		}
+		return k + m + int(l), nil
+	}
+	n, err := lead(head)
+	if err == nil && n >= 0 {
+		it.n = n
+		return it, nil
+	}
+	v, verr := value()
+	if verr != nil {
+		return it, verr
+	}
+	if err != nil {
+		// The head ends inside the field's header.
+		if n, err = lead(v); err != nil {
+			return it, err
+		}
+		if n >= 0 {
+			it.n = n
+			return it, nil
+		}
+	}
+	m, err := metadataField(v[it.off : it.off+it.n])
+	if err != nil {
+		return it, err
+	}
+	it.msg, it.n = append([]byte(nil), m...), len(m)
+	return it, nil
 }
 
 // unknownRaw returns the object message inside a stored value: the

@@ -9,11 +9,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/metadata"
 
 	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 	"github.com/myriad-k8s/myriad/internal/registry"
@@ -190,5 +194,110 @@ func TestEnvelopeObjectFromPrefix(t *testing.T) {
 	// A total the envelope's object cannot fit in is malformed, not cut.
 	if _, _, err := envelopeObject(value[:wantOff], wantOff+1); err == nil || errors.Is(err, errEnvelopeCut) {
 		t.Errorf("object longer than the value: %v", err)
+	}
+}
+
+// TestMetadataListFromStoredBytes checks that client-go's metadata client
+// (protobuf PartialObjectMetadataList, framed around each stored object's
+// field 1) gets what the decoded path gives: every pod's whole metadata,
+// managedFields and resourceVersion included, by label, page by page.
+func TestMetadataListFromStoredBytes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pods := e.cs.CoreV1().Pods("default")
+	for i := range 7 {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("m%d", i), Labels: map[string]string{"odd": fmt.Sprint(i%2 == 1)},
+				Annotations: map[string]string{"i": fmt.Sprint(i)}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+		}
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pods.Patch(ctx, "m3", "application/merge-patch+json", []byte(`{"metadata":{"finalizers":["x/y"]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h, ok := e.api.handler(schema.GroupVersionResource{Version: "v1", Resource: "pods"})
+	if !ok || !h.storedProtobuf {
+		t.Fatal("pods are not served from stored protobuf")
+	}
+	mc, err := metadata.NewForConfig(e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sel := range []string{"", "odd=true"} {
+		want, err := pods.List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []metav1.ObjectMeta
+		opts := metav1.ListOptions{LabelSelector: sel, Limit: 3}
+		for {
+			l, err := mc.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace("default").List(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.ResourceVersion == "" {
+				t.Fatal("list without a resourceVersion")
+			}
+			for _, it := range l.Items {
+				got = append(got, it.ObjectMeta)
+			}
+			if opts.Continue = l.Continue; opts.Continue == "" {
+				break
+			}
+		}
+		if len(got) != len(want.Items) || len(got) == 0 {
+			t.Fatalf("selector %q: %d metadata items, %d pods", sel, len(got), len(want.Items))
+		}
+		for i, p := range want.Items {
+			if !apiequality.Semantic.DeepEqual(got[i], p.ObjectMeta) || len(got[i].ManagedFields) == 0 {
+				t.Fatalf("selector %q, %s: metadata\n%v\nwant\n%v", sel, p.Name, got[i], p.ObjectMeta)
+			}
+		}
+	}
+}
+
+// TestStoredMetadata: a list item narrowed to its metadata, from the head
+// when it holds the field's header, from the value when the head ends
+// inside it, and as a copy when the metadata does not lead the message.
+func TestStoredMetadata(t *testing.T) {
+	meta := []byte{0x0a, 0x03, 0x32, 0x01, 0x37} // field 1: {6: "7"}
+	spec := []byte{0x12, 0x02, 0x08, 0x01}       // field 2
+	prefix := []byte("envelope")
+	cases := []struct {
+		name    string
+		msg     []byte
+		headLen int
+		want    []byte
+		copied  bool
+	}{
+		{"leading, head holds it", append(slices.Clone(meta), spec...), 2, meta, false},
+		{"leading, head cut in the header", append(slices.Clone(meta), spec...), 1, meta, false},
+		{"leading, no head", append(slices.Clone(meta), spec...), 0, meta, false},
+		{"after another field", append(slices.Clone(spec), meta...), 9, meta, true},
+		{"no metadata", slices.Clone(spec), 9, nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := append(slices.Clone(prefix), c.msg...)
+			head := v[:min(len(prefix)+c.headLen, len(v))]
+			it := pbItem{off: len(prefix), n: len(c.msg)}
+			got, err := storedMetadata(it, head, func() ([]byte, error) { return v, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := got.msg
+			if b == nil && !c.copied {
+				b = v[got.off : got.off+got.n]
+			}
+			if !bytes.Equal(b, c.want) || got.n != len(c.want) || (got.msg != nil) != (c.copied && c.want != nil) {
+				t.Fatalf("got %x (n %d, copied %v), want %x", b, got.n, got.msg != nil, c.want)
+			}
+		})
+	}
+	if _, err := storedMetadata(pbItem{off: 0, n: 3}, nil, func() ([]byte, error) { return []byte{0x0a, 0x05, 0x00}, nil }); err == nil {
+		t.Fatal("a metadata field longer than the message: no error")
 	}
 }

@@ -189,7 +189,7 @@ func (h *resourceHandler) list(w http.ResponseWriter, r *http.Request, ns string
 		Limit:                opts.Limit,
 		Continue:             opts.Continue,
 	}
-	if streamable(choice) {
+	if h.streamable(choice) {
 		if err := h.streamList(w, r, choice, copts); err != nil {
 			h.s.writeError(w, r, err)
 		}

@@ -52,7 +52,6 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ns, name
 		Field:             field,
 		AllowBookmarks:    opts.AllowWatchBookmarks,
 		SendInitialEvents: opts.SendInitialEvents,
-		InitialStored:     h.watchesStored(choice),
 	})
 	if err != nil {
 		h.s.writeError(w, r, err)
@@ -68,7 +67,7 @@ func (h *resourceHandler) watch(w http.ResponseWriter, r *http.Request, ns, name
 		flusher.Flush()
 	}
 	frames := choice.info.StreamSerializer.Framer.NewFrameWriter(w)
-	var scratch []byte // decompressing stored initial events
+	var scratch []byte // decompressing stored values
 	ch := watcher.ResultChan()
 	for {
 		select {
@@ -114,18 +113,20 @@ func watchContentType(choice mediaChoice) string {
 }
 
 // writeEvent writes one framed event. The frame bytes are produced once per
-// event and format and shared by every watcher (serialize once).
+// event and format and shared by every watcher (serialize once); a
+// protobuf watcher of a resource whose stored bytes are its encoding gets
+// them passed through, without a decode.
 func (h *resourceHandler) writeEvent(frames interface{ Write([]byte) (int, error) }, choice mediaChoice, ev *cache.Event, scratch *[]byte) bool {
-	var data []byte
-	var err error
-	if ev.Stored != nil {
-		// One watcher's initial event: nothing to share.
-		data, err = h.storedWatchEvent(ev, scratch)
-	} else {
-		data, err = ev.Encoded(choice.memoKey(), func(obj runtime.Object) ([]byte, error) {
-			return h.encodeWatchEvent(choice, ev.Type, obj)
-		})
-	}
+	data, err := ev.Encoded(choice.memoKey(), func() ([]byte, error) {
+		if ev.Stored != nil && h.watchesStored(choice) {
+			return h.storedWatchEvent(ev, choice, scratch)
+		}
+		obj, err := ev.Object()
+		if err != nil {
+			return nil, err
+		}
+		return h.encodeWatchEvent(choice, ev.Type, obj)
+	})
 	if err != nil {
 		h.s.log.Warn("encoding watch event failed", "resource", h.res.Resource, "err", err)
 		return false

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 
 	"github.com/myriad-k8s/myriad/internal/bench/benchutil"
 	"github.com/myriad-k8s/myriad/internal/cache"
@@ -79,7 +81,7 @@ func TestWatchListFromStoredBytes(t *testing.T) {
 	}
 	var scratch []byte
 	for i := range stored {
-		got, err := h.storedWatchEvent(&cache.Event{Type: watch.Added, Stored: &stored[i], Revision: stored[i].ModRevision}, &scratch)
+		got, err := h.storedWatchEvent(&cache.Event{Type: watch.Added, Stored: &stored[i], Revision: stored[i].ModRevision}, choice, &scratch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,6 +140,101 @@ func TestWatchListFromStoredBytes(t *testing.T) {
 			if want := p.ResourceVersion + " " + p.Labels["touched"] + " " + p.Spec.NodeName + " "; rv != want {
 				t.Fatalf("%s: watch gave %q, GET %q", name, rv, want)
 			}
+		}
+	}
+}
+
+// TestLiveWatchEventsFromStoredBytes checks that a change's events
+// reach protobuf watchers of objects and of metadata (framed around the
+// stored bytes) and a JSON one (encoded from the decoded object) alike:
+// ADDED, MODIFIED, an update out of a label selector as DELETED, and
+// DELETED, each with its own revision as the object's resourceVersion and
+// the same metadata, managedFields included.
+func TestLiveWatchEventsFromStoredBytes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := e.cs
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "lw"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"protobuf", "JSON", "metadata"}
+	opts := metav1.ListOptions{LabelSelector: "app=a"}
+	var watchers []watch.Interface
+	for _, wc := range []kubernetes.Interface{e.proto, e.cs} {
+		w, err := wc.CoreV1().Pods("lw").Watch(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		watchers = append(watchers, w)
+	}
+	mc, err := metadata.NewForConfig(e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := mc.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace("lw").Watch(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mw.Stop()
+	watchers = append(watchers, mw)
+
+	pods := c.CoreV1().Pods("lw")
+	p, err := pods.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "a"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ADDED " + p.ResourceVersion + " a"}
+	if p, err = pods.Patch(ctx, "p", "application/merge-patch+json", []byte(`{"metadata":{"annotations":{"x":"1"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "MODIFIED "+p.ResourceVersion+" a")
+	modified := p.ObjectMeta
+	if p, err = pods.Patch(ctx, "p", "application/merge-patch+json", []byte(`{"metadata":{"labels":{"app":"b"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Leaving the selector: the last version it matched, at the update's
+	// revision.
+	want = append(want, "DELETED "+p.ResourceVersion+" a")
+	if _, err = pods.Patch(ctx, "p", "application/merge-patch+json", []byte(`{"metadata":{"labels":{"app":"a"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	if err := pods.Delete(ctx, "p", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range watchers {
+		var got []string
+		var metas []metav1.ObjectMeta
+		for len(got) < 5 {
+			ev, ok := <-w.ResultChan()
+			if !ok {
+				t.Fatalf("%s watcher ended after %v", names[i], got)
+			}
+			var m metav1.ObjectMeta
+			switch o := ev.Object.(type) {
+			case *corev1.Pod:
+				m = o.ObjectMeta
+			case *metav1.PartialObjectMetadata:
+				m = o.ObjectMeta
+			default:
+				t.Fatalf("%s watcher: %s %T", names[i], ev.Type, ev.Object)
+			}
+			got = append(got, string(ev.Type)+" "+m.ResourceVersion+" "+m.Labels["app"])
+			metas = append(metas, m)
+		}
+		// The re-add and the delete: their revisions come from the events.
+		if got[3] != "ADDED "+metas[3].ResourceVersion+" a" || !strings.HasPrefix(got[4], "DELETED ") || metas[4].ResourceVersion == metas[3].ResourceVersion {
+			t.Fatalf("%s watcher: re-add and delete %q", names[i], got[3:])
+		}
+		if fmt.Sprint(got[:3]) != fmt.Sprint(want) {
+			t.Fatalf("%s watcher: got %q, want %q", names[i], got[:3], want)
+		}
+		if !apiequality.Semantic.DeepEqual(metas[1], modified) {
+			t.Fatalf("%s watcher: MODIFIED metadata\n%v\nwant (the patch's answer)\n%v", names[i], metas[1], modified)
 		}
 	}
 }
@@ -210,4 +307,35 @@ func BenchmarkWatchListPods(b *testing.B) {
 			done()
 		})
 	}
+}
+
+// FuzzMetadataField: any bytes give field 1's entries or an error, never a
+// panic; what it returns parses as the stored object's metadata would.
+func FuzzMetadataField(f *testing.F) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"a": "b"}},
+		Spec: corev1.PodSpec{NodeName: "n"}}
+	raw, err := p.Marshal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(raw)
+	f.Add([]byte{0x0a, 0x00, 0x12, 0x00, 0x0a, 0x02, 0x0a, 0x00})
+	f.Add([]byte{0x0a, 0x05})
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		got, err := metadataField(msg)
+		if err != nil {
+			return
+		}
+		var pm metav1.PartialObjectMetadata
+		var whole corev1.Pod
+		if whole.Unmarshal(msg) != nil {
+			return // field 1 framed right, another field not a Pod's
+		}
+		if err := pm.Unmarshal(got); err != nil {
+			t.Fatalf("metadata of a message that parses as a Pod does not parse: %v", err)
+		}
+		if !apiequality.Semantic.DeepEqual(pm.ObjectMeta, whole.ObjectMeta) {
+			t.Fatalf("metadata %v, the whole message's %v", pm.ObjectMeta, whole.ObjectMeta)
+		}
+	})
 }

@@ -315,7 +315,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 				if ev.Type != "MODIFIED" {
 					continue
 				}
-				sent, _ := strconv.ParseInt(ev.Object.(*corev1.Pod).Annotations["bench/sent"], 10, 64)
+				sent, _ := strconv.ParseInt(evObj(ev).(*corev1.Pod).Annotations["bench/sent"], 10, 64)
 				local = append(local, time.Since(time.Unix(0, sent)))
 				got.Add(1)
 			}

@@ -79,9 +79,9 @@ func TestUndecodableValue(t *testing.T) {
 	}
 	for name, w := range map[string]*Watcher{"unfiltered": all, "app=a (matched the last good version)": byApp} {
 		ev := next(t, w)
-		st, ok := ev.Object.(*metav1.Status)
+		st, ok := evObj(ev).(*metav1.Status)
 		if ev.Type != watch.Error || !ok || st.Code != 500 || !strings.Contains(st.Message, key) {
-			t.Fatalf("%s watcher: %s %#v, want a 500 error event naming %s", name, ev.Type, ev.Object, key)
+			t.Fatalf("%s watcher: %s %#v, want a 500 error event naming %s", name, ev.Type, evObj(ev), key)
 		}
 		if _, open := <-w.ResultChan(); open {
 			t.Fatalf("%s watcher still open after its error event", name)
@@ -128,8 +128,8 @@ func TestUndecodableAtStart(t *testing.T) {
 	del := e.delete("ns", "junk")
 	e.waitRev(del)
 	ev := next(t, later)
-	if p, ok := ev.Object.(*corev1.Pod); ev.Type != watch.Deleted || !ok || p.Namespace != "ns" || p.Name != "junk" || p.ResourceVersion != strconv.FormatInt(del, 10) {
-		t.Fatalf("delete of an undecodable object: %s %#v, want DELETED ns/junk at %d", ev.Type, ev.Object, del)
+	if p, ok := evObj(ev).(*corev1.Pod); ev.Type != watch.Deleted || !ok || p.Namespace != "ns" || p.Name != "junk" || p.ResourceVersion != strconv.FormatInt(del, 10) {
+		t.Fatalf("delete of an undecodable object: %s %#v, want DELETED ns/junk at %d", ev.Type, evObj(ev), del)
 	}
 	if _, err := e.c.Get(ctx, key, ""); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get after delete: %v, want not found", err)

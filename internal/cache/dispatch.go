@@ -115,7 +115,7 @@ func errorEvent(err error) *Event {
 		status = apierrors.NewInternalError(err)
 	}
 	st := status.Status()
-	return &Event{Type: watch.Error, Object: &st}
+	return &Event{Type: watch.Error, obj: &st}
 }
 
 // dispatchKeys appends the registry buckets an entry concerns.
@@ -286,7 +286,7 @@ func (c *Cache) bookmarkEvent(rev int64, initialEnd bool) *Event {
 			m.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
 		}
 	}
-	return &Event{Type: watch.Bookmark, Object: obj, Revision: rev}
+	return &Event{Type: watch.Bookmark, obj: obj, Revision: rev}
 }
 
 // describeWatchers says what the first few of ws watched ("all", or the

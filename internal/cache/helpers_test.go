@@ -257,7 +257,7 @@ func describe(ev *Event) string {
 	if ev.Type == "BOOKMARK" || ev.Type == "ERROR" {
 		return fmt.Sprintf("%s@%d", ev.Type, ev.Revision)
 	}
-	p := ev.Object.(*corev1.Pod)
+	p := evObj(ev).(*corev1.Pod)
 	return fmt.Sprintf("%s %s/%s@%s", ev.Type, p.Namespace, p.Name, p.ResourceVersion)
 }
 
@@ -274,4 +274,14 @@ func expectEmpty(t testing.TB, w *Watcher) {
 		t.Fatal("watch channel closed unexpectedly")
 	default:
 	}
+}
+
+// evObj is ev's object; a decode failure panics (the tests' values all
+// decode).
+func evObj(ev *Event) runtime.Object {
+	obj, err := ev.Object()
+	if err != nil {
+		panic(err)
+	}
+	return obj
 }

@@ -90,7 +90,7 @@ func TestCompactionForcesRelist(t *testing.T) {
 	if final == nil || final.Type != watch.Error {
 		t.Fatalf("last event %v, want an ERROR", final)
 	}
-	if st := final.Object.(*metav1.Status); st.Code != 410 || st.Reason != metav1.StatusReasonExpired {
+	if st := evObj(final).(*metav1.Status); st.Code != 410 || st.Reason != metav1.StatusReasonExpired {
 		t.Fatalf("status %+v", st)
 	}
 	e.waitRev(last)

@@ -124,7 +124,7 @@ func TestWatchersRebuildListedState(t *testing.T) {
 						initial = false
 					}
 					last = max(last, ev.Revision)
-					p := ev.Object.(*corev1.Pod)
+					p := evObj(ev).(*corev1.Pod)
 					k := p.Namespace + "/" + p.Name
 					if ev.Type == watch.Deleted {
 						delete(state, k)

@@ -245,7 +245,7 @@ func TestReadsAgreeWithAndWithoutCompression(t *testing.T) {
 			defer w.Stop()
 			next(t, w) // listed, as the watch's initial state
 			e.waitRev(e.create(newPod("ns", "watched", "n2", map[string]string{"app": "b"})))
-			if ev := next(t, w); ev.Object.(*corev1.Pod).Name != "watched" {
+			if ev := next(t, w); evObj(ev).(*corev1.Pod).Name != "watched" {
 				t.Fatalf("watch event for %s", describe(ev))
 			}
 

@@ -43,12 +43,6 @@ type WatchOptions struct {
 	// must not be ended for a burst they would then answer with a relist
 	// of everything.
 	Buffer int
-	// InitialStored lets the initial ADDED events carry the stored value
-	// (Event.Stored) instead of a decoded object, for a consumer that
-	// passes stored bytes through to the wire as ListStored's do: a
-	// relist by WatchList then costs no decode and no encode per object.
-	// Ignored by a cache that retains decoded objects.
-	InitialStored bool
 }
 
 // Watcher is one watch on the cache. Events arrive on ResultChan in
@@ -352,7 +346,6 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	if !added {
 		return nil, ErrStopped
 	}
-	stored := opts.InitialStored && !c.cfg.RetainObjects
 	run := func() {
 		w.runInitial(func(emit func(*Event) bool) bool {
 			if snap != nil {
@@ -361,12 +354,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 					if !pred.matches(e) {
 						return true
 					}
-					if stored && undecodableErr(e) == nil {
-						st := c.stored(e)
-						ok = emit(&Event{Type: watch.Added, Stored: &st, Revision: e.rev})
-						return ok
-					}
-					obj, err := c.object(e)
+					ev, err := c.changeEvent(watch.Added, e, e.rev)
 					if err != nil {
 						// This goroutine owns out until the watch goes live:
 						// the error is sent like the initial events, not
@@ -377,7 +365,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 						ok = false
 						return false
 					}
-					ok = emit(&Event{Type: watch.Added, Object: obj, Revision: e.rev})
+					ok = emit(ev)
 					return ok
 				})
 				if !ok {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -70,7 +72,7 @@ func TestWatchResourceVersions(t *testing.T) {
 		defer w.Stop()
 		next(t, w)
 		bm := next(t, w)
-		m, _ := meta.Accessor(bm.Object)
+		m, _ := meta.Accessor(evObj(bm))
 		if bm.Type != watch.Bookmark || m.GetAnnotations()[initialEventsEndAnnotation] != "true" || m.GetResourceVersion() != rv(r4) || m.GetName() != "" {
 			t.Fatalf("bookmark %s %+v", describe(bm), m)
 		}
@@ -166,7 +168,7 @@ func TestWatchIndexDispatch(t *testing.T) {
 	}
 	expectEmpty(t, wa)
 	for i := range 20 {
-		if ev := next(t, wb); ev.Object.(*corev1.Pod).Spec.NodeName != "B" {
+		if ev := next(t, wb); evObj(ev).(*corev1.Pod).Spec.NodeName != "B" {
 			t.Fatalf("event %d for B: %s", i, describe(ev))
 		}
 	}
@@ -211,7 +213,7 @@ func TestBookmarks(t *testing.T) {
 	if bm.Type != watch.Bookmark || bm.Revision < other {
 		t.Fatalf("got %s, want a bookmark at >= %d", describe(bm), other)
 	}
-	if m, _ := meta.Accessor(bm.Object); m.GetResourceVersion() != formatRV(bm.Revision) {
+	if m, _ := meta.Accessor(evObj(bm)); m.GetResourceVersion() != formatRV(bm.Revision) {
 		t.Fatalf("bookmark object rv %s", m.GetResourceVersion())
 	}
 	expectEmpty(t, noBookmarks)
@@ -304,7 +306,7 @@ func TestSerializeOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for _, format := range []string{"json", "protobuf"} {
-				if _, err := ev.Encoded(format, func(obj runtime.Object) ([]byte, error) {
+				if _, err := ev.Encoded(format, func() ([]byte, error) {
 					calls.Add(1)
 					return []byte(format), nil
 				}); err != nil {
@@ -321,6 +323,59 @@ func TestSerializeOnce(t *testing.T) {
 	}
 	if got := calls.Load(); got != 2 {
 		t.Fatalf("encode called %d times for %d watchers and 2 formats, want 2", got, n)
+	}
+}
+
+// Events of a cache that keeps stored bytes carry them and decode only
+// when asked, once for every watcher: a consumer that passes the bytes
+// through never pays for a decode. A delete's object has the delete's
+// revision.
+func TestEventsDecodeOnDemand(t *testing.T) {
+	var decodes atomic.Int64
+	e := newEnv(t, func(cfg *Config) {
+		dec := cfg.Decode
+		cfg.Decode = func(kv storage.KeyValue) (runtime.Object, error) {
+			decodes.Add(1)
+			return dec(kv)
+		}
+	})
+	ws := make([]*Watcher, 3)
+	for i := range ws {
+		w, err := e.c.Watch(e.ctx, WatchOptions{ResourceVersion: formatRV(e.c.Revision())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		ws[i] = w
+	}
+	created := e.create(newPod("ns", "a", "n1", nil))
+	deleted := e.delete("ns", "a")
+	before := decodes.Load()
+	for _, want := range []struct {
+		typ string
+		rev int64
+	}{{"ADDED", created}, {"DELETED", deleted}} {
+		var evs []*Event
+		for _, w := range ws {
+			evs = append(evs, next(t, w))
+		}
+		ev := evs[0]
+		if string(ev.Type) != want.typ || ev.Revision != want.rev || ev.Stored == nil || ev.Stored.Key != podKey("ns", "a") {
+			t.Fatalf("%s event: %s at %d, stored %v", want.typ, ev.Type, ev.Revision, ev.Stored != nil)
+		}
+		if got := decodes.Load(); got != before {
+			t.Fatalf("%s: %d decodes before any consumer asked", want.typ, got-before)
+		}
+		for _, ev := range evs {
+			p := evObj(ev).(*corev1.Pod)
+			if p.Name != "a" || p.ResourceVersion != formatRV(want.rev) {
+				t.Fatalf("%s object: %s at %s, want a at %d", want.typ, p.Name, p.ResourceVersion, want.rev)
+			}
+		}
+		if got := decodes.Load(); got != before+1 {
+			t.Fatalf("%s: %d decodes for %d watchers, want 1", want.typ, got-before, len(ws))
+		}
+		before++
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -27,15 +28,13 @@ type winEvent struct {
 // that made the object start matching its selector).
 func (w *winEvent) addedEvent(c *Cache) (*Event, error) {
 	return w.lazy(&w.added, func() (*Event, error) {
-		obj, err := c.object(w.cur)
-		return &Event{Type: watch.Added, Object: obj, Revision: w.rev}, err
+		return c.changeEvent(watch.Added, w.cur, w.rev)
 	})
 }
 
 func (w *winEvent) modifiedEvent(c *Cache) (*Event, error) {
 	return w.lazy(&w.modified, func() (*Event, error) {
-		obj, err := c.object(w.cur)
-		return &Event{Type: watch.Modified, Object: obj, Revision: w.rev}, err
+		return c.changeEvent(watch.Modified, w.cur, w.rev)
 	})
 }
 
@@ -47,20 +46,48 @@ func (w *winEvent) deletedEvent(c *Cache) (*Event, error) {
 		if undecodableErr(w.prev) != nil {
 			// Deleting an undecodable object is how it is repaired: say
 			// so with what the key tells (corrupt.go).
-			return &Event{Type: watch.Deleted, Object: c.stub(w.prev, w.rev), Revision: w.rev}, nil
+			return &Event{Type: watch.Deleted, obj: c.stub(w.prev, w.rev), Revision: w.rev}, nil
 		}
-		obj, err := c.object(w.prev)
+		return c.changeEvent(watch.Deleted, w.prev, w.rev)
+	})
+}
+
+// changeEvent is the event of type typ at revision rev showing e (for a
+// delete, the last version, at the delete's revision). The object is
+// decoded only when a consumer asks for it (Event.Object): one that passes
+// Stored through never does. e must be decodable.
+func (c *Cache) changeEvent(typ watch.EventType, e *entry, rev int64) (*Event, error) {
+	if err := undecodableErr(e); err != nil {
+		return nil, err
+	}
+	if e.obj != nil {
+		// Retained: shared with readers, so a different revision goes on
+		// a copy.
+		obj := e.obj
+		if rev != e.rev {
+			obj = withRevision(obj.DeepCopyObject(), rev)
+		}
+		return &Event{Type: typ, obj: obj, Revision: rev}, nil
+	}
+	st := c.stored(e)
+	return &Event{Type: typ, Stored: &st, Revision: rev, decode: func() (runtime.Object, error) {
+		obj, err := c.object(e)
 		if err != nil {
 			return nil, err
 		}
-		if w.prev.obj != nil {
-			obj = obj.DeepCopyObject() // retained objects are shared
+		if rev != e.rev {
+			obj = withRevision(obj, rev) // decoded for this event alone
 		}
-		if m, err := meta.Accessor(obj); err == nil {
-			m.SetResourceVersion(formatRV(w.rev))
-		}
-		return &Event{Type: watch.Deleted, Object: obj, Revision: w.rev}, nil
-	})
+		return obj, nil
+	}}, nil
+}
+
+// withRevision sets obj's metadata.resourceVersion to rev and returns it.
+func withRevision(obj runtime.Object, rev int64) runtime.Object {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetResourceVersion(formatRV(rev))
+	}
+	return obj
 }
 
 func (w *winEvent) lazy(p *atomic.Pointer[Event], build func() (*Event, error)) (*Event, error) {
