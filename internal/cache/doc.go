@@ -48,7 +48,11 @@
 // running pod instead of 6 KB — so a million objects fit the design's
 // memory budget; Config.CompressValues (the API server sets it) keeps
 // those bytes S2-compressed, two thirds of their size for a typical pod,
-// decompressing per read (value.go). Config.RetainObjects keeps decoded
+// decompressing per read (value.go). Watch events carry the stored
+// value (Event.Stored) and decode it only when a consumer asks
+// (Event.Object), once for all the watchers sharing the event: a consumer
+// that passes stored bytes through to the wire never decodes them.
+// Config.RetainObjects keeps decoded
 // objects instead, for
 // types where read CPU matters more. Objects handed out by Get, List and
 // watch events must be treated as read-only either way: watch events are
