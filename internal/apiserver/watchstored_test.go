@@ -268,47 +268,31 @@ func decodeWatchFrame(t *testing.T, frame []byte) (watch.EventType, *corev1.Pod)
 // the stored bytes, or decoded and encoded per pod. The process CPU includes
 // the client's decoding, the same in both.
 func BenchmarkWatchListPods(b *testing.B) {
-	e := newEnv(b)
+	const n = 5000
+	e, h := benchPodsHandler(b, n)
 	ctx := context.Background()
 	pods := e.proto.CoreV1().Pods("default")
-	const n = 5000
-	for i := range int64(n) {
-		if _, err := pods.Create(ctx, benchPod(i), metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	h, ok := e.api.handler(schema.GroupVersionResource{Version: "v1", Resource: "pods"})
-	if !ok || !h.storedProtobuf {
-		b.Fatal("pods are not served from stored protobuf")
-	}
-	for _, stored := range []bool{true, false} {
-		b.Run(map[bool]string{true: "stored", false: "decoded"}[stored], func(b *testing.B) {
-			h.storedProtobuf = stored
-			defer func() { h.storedProtobuf = true }()
-			yes := true
-			b.ReportAllocs()
-			done := benchutil.ReportCPU(b)
-			for b.Loop() {
-				w, err := pods.Watch(ctx, metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				got := 0
-				for ev := range w.ResultChan() {
-					if ev.Type == watch.Added {
-						got++
-					} else if ev.Type == watch.Bookmark {
-						break
-					}
-				}
-				w.Stop()
-				if got != n {
-					b.Fatalf("%d initial events, want %d", got, n)
+	yes := true
+	storedOrDecoded(b, h, func(b *testing.B) {
+		for b.Loop() {
+			w, err := pods.Watch(ctx, metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			got := 0
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Added {
+					got++
+				} else if ev.Type == watch.Bookmark {
+					break
 				}
 			}
-			done()
-		})
-	}
+			w.Stop()
+			if got != n {
+				b.Fatalf("%d initial events, want %d", got, n)
+			}
+		}
+	})
 }
 
 // BenchmarkLeaseRenewalWatched is one Lease renewal (an update over
@@ -335,37 +319,30 @@ func BenchmarkLeaseRenewalWatched(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, stored := range []bool{true, false} {
-		b.Run(map[bool]string{true: "stored", false: "decoded"}[stored], func(b *testing.B) {
-			h.storedProtobuf = stored
-			defer func() { h.storedProtobuf = true }()
-			tw, err := leases.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
-			if err != nil {
+	storedOrDecoded(b, h, func(b *testing.B) {
+		tw, err := leases.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tw.Stop()
+		mw, err := mc.Resource(coordinationv1.SchemeGroupVersion.WithResource("leases")).Namespace("default").Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer mw.Stop()
+		for b.Loop() {
+			now := metav1.NewMicroTime(time.Now())
+			l.Spec.RenewTime = &now
+			if l, err = leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 				b.Fatal(err)
 			}
-			defer tw.Stop()
-			mw, err := mc.Resource(coordinationv1.SchemeGroupVersion.WithResource("leases")).Namespace("default").Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer mw.Stop()
-			b.ReportAllocs()
-			done := benchutil.ReportCPU(b)
-			for b.Loop() {
-				now := metav1.NewMicroTime(time.Now())
-				l.Spec.RenewTime = &now
-				if l, err = leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
-					b.Fatal(err)
-				}
-				for _, w := range []watch.Interface{tw, mw} {
-					if ev := <-w.ResultChan(); ev.Type != watch.Modified {
-						b.Fatalf("%s event", ev.Type)
-					}
+			for _, w := range []watch.Interface{tw, mw} {
+				if ev := <-w.ResultChan(); ev.Type != watch.Modified {
+					b.Fatalf("%s event", ev.Type)
 				}
 			}
-			done()
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkMetadataListPods lists 5,000 pods' metadata over protobuf (the
@@ -373,12 +350,33 @@ func BenchmarkLeaseRenewalWatched(b *testing.B) {
 // stored bytes, or decoded pods turned into PartialObjectMetadata and
 // encoded.
 func BenchmarkMetadataListPods(b *testing.B) {
-	e := newEnv(b)
-	ctx := context.Background()
-	pods := e.proto.CoreV1().Pods("default")
 	const n = 5000
+	e, h := benchPodsHandler(b, n)
+	mc, err := metadata.NewForConfig(e.cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pods := mc.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace("default")
+	storedOrDecoded(b, h, func(b *testing.B) {
+		for b.Loop() {
+			l, err := pods.List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(l.Items) != n {
+				b.Fatalf("%d items, want %d", len(l.Items), n)
+			}
+		}
+	})
+}
+
+// benchPodsHandler is an env holding n benchmark pods and its pods
+// handler, which serves them from stored protobuf.
+func benchPodsHandler(b *testing.B, n int) (*testEnv, *resourceHandler) {
+	e := newEnv(b)
+	pods := e.proto.CoreV1().Pods("default")
 	for i := range int64(n) {
-		if _, err := pods.Create(ctx, benchPod(i), metav1.CreateOptions{}); err != nil {
+		if _, err := pods.Create(context.Background(), benchPod(i), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -386,25 +384,20 @@ func BenchmarkMetadataListPods(b *testing.B) {
 	if !ok || !h.storedProtobuf {
 		b.Fatal("pods are not served from stored protobuf")
 	}
-	mc, err := metadata.NewForConfig(e.cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	return e, h
+}
+
+// storedOrDecoded runs op as two sub-benchmarks, "stored" and "decoded"
+// (h passing stored bytes through, or not), with allocations and process
+// CPU per op reported.
+func storedOrDecoded(b *testing.B, h *resourceHandler, op func(b *testing.B)) {
 	for _, stored := range []bool{true, false} {
 		b.Run(map[bool]string{true: "stored", false: "decoded"}[stored], func(b *testing.B) {
 			h.storedProtobuf = stored
 			defer func() { h.storedProtobuf = true }()
 			b.ReportAllocs()
 			done := benchutil.ReportCPU(b)
-			for b.Loop() {
-				l, err := mc.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace("default").List(ctx, metav1.ListOptions{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(l.Items) != n {
-					b.Fatalf("%d items, want %d", len(l.Items), n)
-				}
-			}
+			op(b)
 			done()
 		})
 	}
