@@ -9,8 +9,9 @@
 # at both ends, then takes a 60-s CPU profile and a heap profile (PROFILE=0:
 # none). Results in $OUT/TAG (default /tmp/idle/TAG): summary.txt,
 # samples.txt, metrics.txt (the server's /metrics at the end; the Go
-# runtime's memory lines go into summary.txt), cpu.pprof, heap.pprof, the logs. PORT and SIMMET choose the
-# server's port and the simulator's metrics address. Needs curl and python3.
+# runtime's memory lines go into summary.txt), cpu.pprof, heap.pprof, the
+# logs. PORT and SIMMET choose the server's port and the simulator's
+# metrics address. Needs curl and python3.
 set -u
 BIN=$1; TAG=$2; DUR=$3; shift 3
 D=${OUT:-/tmp/idle}/$TAG; rm -rf $D; mkdir -p $D

@@ -243,50 +243,35 @@ func (h *resourceHandler) streamProtobufList(w http.ResponseWriter, r *http.Requ
 
 // storedMetadata narrows the list item it, the object message in its
 // stored value, to the object's metadata (field 1). As encoded, fields are
-// in ascending order, so the metadata leads the message and its extent is
-// read from the uncompressed head (or the value when the head ends inside
-// the field's header); otherwise the item gets a copy of the field.
+// in ascending order, so the metadata leads the message: its extent is
+// read from the uncompressed head when that holds the field's header, else
+// found in the value (metadataField), where a metadata field that does not
+// lead the message, or comes in parts, is copied out.
 func storedMetadata(it pbItem, head []byte, value func() ([]byte, error)) (pbItem, error) {
-	lead := func(v []byte) (int, error) {
-		msg := v[min(it.off, len(v)):min(it.off+it.n, len(v))]
-		num, typ, k := protowire.ConsumeTag(msg)
-		if k < 0 {
-			return 0, protowire.ParseError(k)
-		}
-		if num != 1 || typ != protowire.BytesType {
-			return -1, nil
-		}
-		l, m := protowire.ConsumeVarint(msg[k:])
-		if m < 0 {
-			return 0, protowire.ParseError(m)
-		}
-		if uint64(it.n-k-m) < l {
-			return 0, errors.New("malformed metadata field")
-		}
-		return k + m + int(l), nil
-	}
-	n, err := lead(head)
-	if err == nil && n >= 0 {
-		it.n = n
-		return it, nil
-	}
-	v, verr := value()
-	if verr != nil {
-		return it, verr
-	}
-	if err != nil {
-		// The head ends inside the field's header.
-		if n, err = lead(v); err != nil {
-			return it, err
-		}
-		if n >= 0 {
-			it.n = n
+	msg := head[min(it.off, len(head)):min(it.off+it.n, len(head))]
+	if num, typ, k := protowire.ConsumeTag(msg); k > 0 && num == 1 && typ == protowire.BytesType {
+		if l, m := protowire.ConsumeVarint(msg[k:]); m > 0 {
+			if uint64(it.n-k-m) < l {
+				return it, errors.New("malformed metadata field")
+			}
+			it.n = k + m + int(l)
 			return it, nil
 		}
+	}
+	v, err := value()
+	if err == nil && len(v) < it.off+it.n {
+		err = errors.New("shorter than its envelope says")
+	}
+	if err != nil {
+		return it, err
 	}
 	m, err := metadataField(v[it.off : it.off+it.n])
 	if err != nil {
 		return it, err
+	}
+	if len(m) > 0 && &m[0] == &v[it.off] {
+		it.n = len(m) // leads the message, in one part: the stored bytes serve
+		return it, nil
 	}
 	it.msg, it.n = append([]byte(nil), m...), len(m)
 	return it, nil
