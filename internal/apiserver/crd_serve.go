@@ -323,7 +323,7 @@ func (s *Server) newCustomHandler(res *registry.Resource, codec *crCodec, indexe
 	// Every served version has its own cache over the one prefix; its
 	// metrics name carries the version so they do not collide.
 	metricsName := schema.GroupResource{Group: res.GroupVersion.String(), Resource: res.Resource}
-	if err := s.attachCache(h, st, metricsName, indexedFields); err != nil {
+	if err := s.attachCache(h, st, metricsName, indexedFields, ""); err != nil {
 		return nil, err
 	}
 	if err := h.cache.Start(context.Background()); err != nil {

@@ -72,6 +72,16 @@ type Config struct {
 	// ServiceAccount admission plugin (see ServiceAccountConfig). Nil:
 	// neither — a server without a signing key.
 	ServiceAccounts *ServiceAccountConfig
+	// CacheImageDir, if set, is where the built-in resources' caches save
+	// their state when the server stops and read it back at the next
+	// start instead of listing and decoding the store (cache.Config's
+	// ImageFile; cacheimage.go). Images are only checked against the
+	// store's revisions, so set it only to a directory that belongs to
+	// Store and Shards (the control plane does over its embedded store).
+	CacheImageDir string
+	// CacheImageTag names the binary writing and reading images (its
+	// build ID): an image another build wrote is not used.
+	CacheImageTag string
 	// IndexedLabels are label keys the caches index besides "app".
 	IndexedLabels []string
 	// CompactionInterval is how often history older than one interval is
@@ -239,7 +249,12 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 	// Encryption is chosen by the stored resource, which every version
 	// served over the same keys shares.
 	storedGR := s.cfg.Registry.StorageResource(res).GroupVersionResource().GroupResource()
-	st := s.cfg.Encryption.Wrap(storedGR, s.storeForResource(storedGR))
+	base := s.storeForResource(storedGR)
+	st := s.cfg.Encryption.Wrap(storedGR, base)
+	image, err := s.cacheImageFile(cacheMetricsName(res, conv), st != base)
+	if err != nil {
+		return nil, err
+	}
 	h := &resourceHandler{s: s, res: res, fields: s.fields, objects: newObjectStore(res, st, s.codecs.storage, s.serverMetrics, conv)}
 	indexedFields := []string{}
 	if res.SelectableFields != nil {
@@ -247,15 +262,16 @@ func (s *Server) newResourceHandler(res *registry.Resource) (*resourceHandler, e
 			indexedFields = append(indexedFields, "spec.nodeName")
 		}
 	}
-	if err := s.attachCache(h, st, cacheMetricsName(res, conv), indexedFields); err != nil {
+	if err := s.attachCache(h, st, cacheMetricsName(res, conv), indexedFields, image); err != nil {
 		return nil, err
 	}
 	return h, nil
 }
 
 // attachCache gives h its watch cache over st, indexing indexedFields
-// besides the labels; metricsName names it in metrics.
-func (s *Server) attachCache(h *resourceHandler, st storage.Store, metricsName schema.GroupResource, indexedFields []string) error {
+// besides the labels; metricsName names it in metrics. imageFile is where
+// it keeps its image ("": none).
+func (s *Server) attachCache(h *resourceHandler, st storage.Store, metricsName schema.GroupResource, indexedFields []string, imageFile string) error {
 	res := h.res
 	c, err := cache.New(cache.Config{
 		Store:         st,
@@ -273,6 +289,8 @@ func (s *Server) attachCache(h *resourceHandler, st storage.Store, metricsName s
 		Decode:         h.objects.decode,
 		DecodeForIndex: h.objects.decodeForIndex,
 		CompressValues: true, // at a million objects the stored bytes are most of the memory
+		ImageFile:      imageFile,
+		ImageTag:       s.cfg.CacheImageTag,
 		Attrs:          h.attrs,
 		IndexedFields:  indexedFields,
 		IndexedLabels:  append([]string{"app"}, s.cfg.IndexedLabels...),
@@ -364,6 +382,7 @@ func (s *Server) Stop() {
 	for _, h := range s.handlers {
 		h.cache.Stop()
 	}
+	s.saveCacheImages()
 	s.wg.Wait()
 	// After the CRD controller (in wg) is done: it starts caches.
 	s.stopCustomResources()

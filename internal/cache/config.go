@@ -75,6 +75,17 @@ type Config struct {
 	// most of the cache's memory (docs/bench/cache.md).
 	CompressValues bool
 
+	// ImageFile, if set, is where SaveImage writes the cache's state at a
+	// clean stop, and where the next start reads it back instead of
+	// listing and decoding every object of the store (image.go). It must
+	// belong to Store: an image is only checked against the store's
+	// revisions. Ignored with RetainObjects.
+	ImageFile string
+	// ImageTag names what writes and reads images: an image whose tag
+	// differs is not used. Set it to something that changes whenever
+	// Attrs, the indexes or the stored layout may (the binary's build ID).
+	ImageTag string
+
 	// MinEvents is the smallest event window kept (default 1,000 events).
 	MinEvents int
 	// MaxEvents bounds the window whatever the churn (default 200,000).

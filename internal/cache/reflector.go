@@ -65,30 +65,21 @@ func (c *Cache) tickPeriod() time.Duration {
 // listAndWatch loads the prefix and follows it until the store watch can
 // no longer be resumed from the cache's revision.
 func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
-	listStart := time.Now()
-	kvs, rev, err := c.cfg.Store.List(ctx, c.cfg.Prefix)
-	if err != nil {
-		return fmt.Errorf("list %s: %w", c.cfg.Prefix, err)
+	var (
+		st  *state
+		rev int64
+		sw  storage.Watcher
+		ok  bool
+	)
+	if !r.initialized {
+		st, rev, ok = c.loadImage(ctx)
 	}
-	listed := time.Since(listStart)
-	var sw storage.Watcher
-	if rev == 0 {
-		// A brand-new store: watch "from now" before publishing anything,
-		// then make sure now is still revision 0.
-		if sw, err = c.watchFrom(ctx, 0); err != nil {
+	if !ok {
+		var err error
+		if st, rev, sw, err = c.listStore(ctx); err != nil {
 			return err
 		}
 	}
-	st := newState(c.cfg.Prefix, c.cfg.IndexedFields, c.cfg.IndexedLabels)
-	for _, e := range c.newEntries(kvs) {
-		st.put(e)
-	}
-	// A restart's time goes here at a million objects: say how much, and
-	// whether reading the store or decoding took it.
-	if took := time.Since(listStart); took >= time.Second {
-		c.cfg.Logger.Info("filled from the store", "objects", len(kvs), "list", listed.Round(time.Millisecond), "took", took.Round(time.Millisecond))
-	}
-	kvs = nil // let the raw values go before the watch starts
 
 	// The window restarts at the list, refilled from the store's history
 	// before it where there is some (prefill.go): a client that was a
@@ -96,6 +87,7 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 	// re-listing.
 	pf := prefilled{win: newWindow(c.cfg.MinEvents, c.cfg.MaxEvents, c.cfg.ReconnectInterval, rev), sw: sw}
 	if sw == nil {
+		var err error
 		if pf, err = c.prefill(ctx, st, rev); err != nil {
 			return err
 		}
@@ -124,6 +116,7 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 
 	from := rev
 	for {
+		var err error
 		if sw == nil {
 			if sw, err = c.watchFrom(ctx, from); err != nil {
 				return err
@@ -155,6 +148,36 @@ func (c *Cache) listAndWatch(ctx context.Context, r *reflector) error {
 			}
 		}
 	}
+}
+
+// listStore reads the prefix from the store into a new state, with the
+// revision it is at; at revision 0 it also returns the store watch from
+// it, started before anything is published.
+func (c *Cache) listStore(ctx context.Context) (*state, int64, storage.Watcher, error) {
+	listStart := time.Now()
+	kvs, rev, err := c.cfg.Store.List(ctx, c.cfg.Prefix)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("list %s: %w", c.cfg.Prefix, err)
+	}
+	listed := time.Since(listStart)
+	var sw storage.Watcher
+	if rev == 0 {
+		// A brand-new store: watch "from now" before publishing anything,
+		// then make sure now is still revision 0.
+		if sw, err = c.watchFrom(ctx, 0); err != nil {
+			return nil, 0, nil, err
+		}
+	}
+	st := newState(c.cfg.Prefix, c.cfg.IndexedFields, c.cfg.IndexedLabels)
+	for _, e := range c.newEntries(kvs) {
+		st.put(e)
+	}
+	// A restart's time goes here at a million objects: say how much, and
+	// whether reading the store or decoding took it.
+	if took := time.Since(listStart); took >= time.Second {
+		c.cfg.Logger.Info("filled from the store", "objects", len(kvs), "list", listed.Round(time.Millisecond), "took", took.Round(time.Millisecond))
+	}
+	return st, rev, sw, nil
 }
 
 // errStoreMoved: the store was written between a list at revision 0 and a
