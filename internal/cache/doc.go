@@ -31,6 +31,14 @@
 // cache reads the whole range (prefill.go; docs/bench/cache.md). Should the
 // history be compacted meanwhile, the window starts at R as it used to.
 //
+// A start need not list the store at all: with Config.ImageFile, a clean
+// stop saves the cache's state (SaveImage: keys, revisions, labels and
+// fields, the compressed values and their dictionary) and the next start
+// reads that file, the prefix's state at the revision R it was saved at,
+// instead of listing and decoding every object, then follows the store
+// from R like after a list at R (image.go). At a million objects that is
+// most of a restart.
+//
 // Reads follow the Kubernetes resourceVersion rules. A read with no
 // resourceVersion is consistent: the cache asks the store for its current
 // revision (rv@t0) and, if it is behind, requests a progress notification and

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/myriad-k8s/myriad/internal/storage"
 )
@@ -402,4 +404,45 @@ func FuzzParseImage(f *testing.F) {
 
 func crcBytes(body []byte) []byte {
 	return binary.LittleEndian.AppendUint32(nil, crc32.Checksum(body, imageCRC))
+}
+
+// BenchmarkImageParse: reading back an image of benchPods() pods (200,000;
+// MYRIAD_BENCH_PODS for fewer), what a restart does per cache instead of
+// listing and decoding the store.
+func BenchmarkImageParse(b *testing.B) {
+	codec := newPodCodec(b)
+	c, err := New(Config{
+		Store: &listCountingStore{}, Prefix: podPrefix,
+		NewFunc:        func() runtime.Object { return &corev1.Pod{} },
+		Decode:         codec.decode,
+		Attrs:          podAttrs,
+		IndexedFields:  []string{"spec.nodeName"},
+		CompressValues: true,
+		ImageFile:      "unused",
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := benchPods()
+	kvs := make([]storage.KeyValue, n)
+	for i := range kvs {
+		p := benchPod(i)
+		kvs[i] = storage.KeyValue{Key: podKey(p.Namespace, p.Name), Value: codec.encode(b, p), ModRevision: int64(i + 1), CreateRevision: int64(i + 1)}
+	}
+	st := newState(podPrefix, c.cfg.IndexedFields, c.cfg.IndexedLabels)
+	for _, e := range c.newEntries(kvs) {
+		st.put(e)
+	}
+	var img bytes.Buffer
+	if _, err := c.writeImage(context.Background(), &img, st, int64(n)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(img.Len())/float64(n), "image-B/object")
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := c.parseImage(img.Bytes()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/object")
 }

@@ -68,6 +68,8 @@ type Store struct {
 	writeErr atomic.Pointer[error]
 
 	hub *hub
+	// history shares replays' reads of the history log (historyshare.go).
+	history historyShare
 
 	// pacer paces compactions (pacing.go); nil when Options.CompactionYield
 	// disables it.

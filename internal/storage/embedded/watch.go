@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -154,18 +153,16 @@ func (w *watcher) serve(cursor int64, catchup []storage.Event, registered bool) 
 		if ok {
 			break
 		}
-		events, err := w.s.readHistory(w.ctx, cursor, w.s.opts.ReplayChunk, w.prefix)
+		events, last, err := w.s.readHistoryShared(w.ctx, cursor, w.prefix)
 		if err != nil {
 			return w.ended(err)
 		}
 		for _, ev := range events {
-			if strings.HasPrefix(ev.Key, w.prefix) {
-				if err := deliver(ev); err != nil {
-					return w.ended(err)
-				}
+			if err := deliver(ev); err != nil {
+				return w.ended(err)
 			}
-			cursor = ev.Revision
 		}
+		cursor = max(cursor, last)
 	}
 	for _, ev := range catchup {
 		if err := deliver(ev); err != nil {
@@ -204,10 +201,12 @@ func (w *watcher) ended(err error) error {
 }
 
 // readHistory reads up to limit history events after revision after, from
-// one Pebble snapshot. Events for keys without prefix carry no values. It fails with a CompactedError if that history is
-// gone, and with ErrCorrupt if a revision is missing from the log (the log is
+// one Pebble snapshot: every key's, with their values but not their
+// previous values (readHistoryShared adds those for the events it
+// returns). It fails with a CompactedError if that history is gone, and
+// with ErrCorrupt if a revision is missing from the log (the log is
 // contiguous by construction).
-func (s *Store) readHistory(ctx context.Context, after int64, limit int, prefix string) ([]storage.Event, error) {
+func (s *Store) readHistory(ctx context.Context, after int64, limit int) ([]storage.Event, error) {
 	var events []storage.Event
 	// Only published revisions are read: they are durable (the writer
 	// publishes after the fsync), whereas the snapshot may also hold the
@@ -238,17 +237,9 @@ func (s *Store) readHistory(ctx context.Context, after int64, limit int, prefix 
 			if err != nil {
 				return fmt.Errorf("embedded: watch replay at revision %d: %w", want, err)
 			}
-			ev, err := decodeHistoryFor(it.Key(), v, prefix)
+			ev, err := decodeHistoryFor(it.Key(), v, "")
 			if err != nil {
 				return err
-			}
-			if ev.PrevModRevision != 0 && strings.HasPrefix(ev.Key, prefix) {
-				// Compaction keeps the record holding the previous value
-				// until it compacts past this event, and this event is
-				// above the snapshot's compacted revision.
-				if err := readPrevValue(snap, &ev); err != nil {
-					return err
-				}
 			}
 			if ev.Revision != want {
 				return fmt.Errorf("embedded: history jumps from revision %d to %d: %w", want-1, ev.Revision, storage.ErrCorrupt)
