@@ -128,7 +128,7 @@ func imageSnapshot(t *testing.T, c kubernetes.Interface) map[string][]string {
 			FieldSelector: "spec.restartPolicy!=Always,status.phase=Pending", LabelSelector: "tier=web",
 		},
 		"pods unscheduled": {FieldSelector: "spec.nodeName="},
-		"pods p07": {FieldSelector: "metadata.name=p07"},
+		"pods p07":         {FieldSelector: "metadata.name=p07"},
 	} {
 		pods, err := c.CoreV1().Pods("img").List(ctx, opts)
 		if err != nil {

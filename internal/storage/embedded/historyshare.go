@@ -54,7 +54,7 @@ type sharedChunk struct {
 	// base when history was compacted past that, last below the next
 	// base when history ended there.
 	from, last int64
-	err    error
+	err        error
 }
 
 // readHistoryShared returns the events of prefix after revision after in
