@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -142,27 +141,26 @@ func (s *Server) namespaceForAdmission(ctx context.Context, name string) (runtim
 	return obj, err
 }
 
-// loadServiceAllocations gives the allocator what the stored Services
-// hold, before the server takes writes.
-func (s *Server) loadServiceAllocations(ctx context.Context) error {
-	h, ok := s.handlers[servicesGVR]
-	if !ok {
-		return nil
-	}
+// storedServices lists and decodes every stored Service. One that does
+// not decode fails the list when strict, else is left out (the cache
+// reports it).
+func storedServices(ctx context.Context, h *resourceHandler, strict bool) ([]*corev1.Service, error) {
 	kvs, _, err := h.objects.store.List(ctx, h.objects.prefix())
 	if err != nil {
-		return fmt.Errorf("loading service allocations: %w", err)
+		return nil, err
 	}
 	svcs := make([]*corev1.Service, 0, len(kvs))
 	for _, kv := range kvs {
 		obj, err := h.objects.decode(kv)
 		if err != nil {
-			return err
+			if strict {
+				return nil, err
+			}
+			continue
 		}
 		svcs = append(svcs, obj.(*corev1.Service))
 	}
-	s.services.Load(svcs)
-	return nil
+	return svcs, nil
 }
 
 // attributes describe a write of h's resource for the admission chain. A

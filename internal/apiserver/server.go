@@ -343,8 +343,7 @@ func (s *Server) Start(ctx context.Context) error {
 		name string
 		run  func() error
 	}{
-		{"service allocations", func() error { return s.loadServiceAllocations(ctx) }},
-		{"service allocation claims", func() error { return s.startServiceClaims(ctx) }},
+		{"service allocations", func() error { return s.startServiceAllocations(ctx) }},
 		// Before bootstrap: its writes go through the webhook and policy
 		// plugins, which wait for their informers.
 		{"extension admission", s.startExtensionAdmission},
