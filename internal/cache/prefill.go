@@ -108,8 +108,8 @@ func (c *Cache) prefill(ctx context.Context, st *state, listRev int64) (prefille
 		}
 	}
 	win := c.windowFromHistory(st, from, hist)
-	c.cfg.Logger.Info("prefilled the event window from store history",
-		"from", win.startRev, "to", listRev, "events", win.len(), "took", time.Since(start))
+	c.logTimed(start, "prefilled the event window from store history",
+		"from", win.startRev, "to", listRev, "events", win.len())
 	return prefilled{win: win, sw: sw, pending: pending}, nil
 }
 
