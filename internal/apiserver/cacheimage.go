@@ -33,10 +33,28 @@ func (s *Server) cacheImageFile(metricsName schema.GroupResource, encrypted bool
 		}
 		return "", nil
 	}
-	if err := os.MkdirAll(s.cfg.CacheImageDir, 0o700); err != nil {
-		return "", fmt.Errorf("cache image directory: %w", err)
-	}
 	return file, nil
+}
+
+// prepareCacheImageDir makes Config.CacheImageDir and removes what a
+// stop cut short left there (SaveImage's temporary files).
+func (s *Server) prepareCacheImageDir() error {
+	if s.cfg.CacheImageDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(s.cfg.CacheImageDir, 0o700); err != nil {
+		return fmt.Errorf("cache image directory: %w", err)
+	}
+	left, err := filepath.Glob(filepath.Join(s.cfg.CacheImageDir, "*.tmp*"))
+	if err != nil {
+		return fmt.Errorf("cache image directory: %w", err)
+	}
+	for _, f := range left {
+		if err := os.Remove(f); err != nil {
+			return fmt.Errorf("cache image directory: %w", err)
+		}
+	}
+	return nil
 }
 
 // saveCacheImages has every stopped built-in cache save its image, on

@@ -216,6 +216,9 @@ func New(cfg Config) (*Server, error) {
 	if s.fields, err = newFieldTracker(cfg.Scheme, cfg.Registry, tc, s.log.Warn); err != nil {
 		return nil, err
 	}
+	if err := s.prepareCacheImageDir(); err != nil {
+		return nil, err
+	}
 	for _, res := range cfg.Registry.Resources() {
 		h, err := s.newResourceHandler(res)
 		if err != nil {

@@ -41,22 +41,28 @@ const imageMagic = "myriad watch cache image\x00v1\x00"
 
 var imageCRC = crc32.MakeTable(crc32.Castagnoli)
 
-// imageWriteBuffer is the bufio size SaveImage writes through.
+// imageWriteBuffer is how much SaveImage collects before each write.
 const imageWriteBuffer = 1 << 20
 
-// ErrNoImage reports that SaveImage wrote nothing: the cache never
-// became ready, keeps objects SaveImage cannot write, or has no
-// Config.ImageFile.
+// ErrNoImage reports that SaveImage wrote nothing: the cache has no
+// Config.ImageFile, keeps decoded objects (RetainObjects), or never became
+// ready.
 var ErrNoImage = errors.New("cache: no image to save")
 
 // SaveImage writes the cache's state to Config.ImageFile, for the next
 // start with the same file and tag to read instead of listing the store.
-// Call it after Stop, when the state no longer moves. It writes to a
+// It must be called after Stop, when the state no longer moves. It writes to a
 // temporary file renamed into place, without fsync: a file lost or cut
 // short by a crash fails its checksum and the next start lists the store.
 func (c *Cache) SaveImage(ctx context.Context) error {
 	if c.cfg.ImageFile == "" || c.cfg.RetainObjects {
 		return ErrNoImage
+	}
+	c.life.Lock()
+	stopped := c.life.stopped
+	c.life.Unlock()
+	if !stopped {
+		return errors.New("cache: SaveImage before Stop")
 	}
 	select {
 	case <-c.ready:
@@ -87,6 +93,14 @@ func (c *Cache) SaveImage(ctx context.Context) error {
 	}
 	c.logTimed(start, "saved the cache image", "objects", st.all.Len(), "rev", rev, "bytes", n)
 	return nil
+}
+
+// ImageFile is where the cache keeps its image ("": it keeps none).
+func (c *Cache) ImageFile() string {
+	if c.cfg.RetainObjects {
+		return ""
+	}
+	return c.cfg.ImageFile
 }
 
 // imageWriter appends an image's fields to w, keeping the checksum of

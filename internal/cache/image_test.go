@@ -340,7 +340,7 @@ func editFile(t *testing.T, file string, edit func([]byte) []byte) {
 	}
 }
 
-func TestSaveImageNeedsAReadyCache(t *testing.T) {
+func TestSaveImageNeedsAStoppedReadyCache(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "pods.img")
 	e := newEnv(t, nil)
 	c, err := New(e.config(withImage(file)))
@@ -354,6 +354,10 @@ func TestSaveImageNeedsAReadyCache(t *testing.T) {
 	e.c.Stop()
 	if err := e.c.SaveImage(e.ctx); !errors.Is(err, ErrNoImage) {
 		t.Errorf("SaveImage without ImageFile: %v, want ErrNoImage", err)
+	}
+	running := newEnv(t, withImage(file))
+	if err := running.c.SaveImage(running.ctx); err == nil {
+		t.Error("SaveImage of a running cache succeeded; it must be stopped first")
 	}
 }
 
