@@ -18,9 +18,12 @@ import (
 // After an API server restart every watch cache (dozens: one per resource
 // type) replays the same last PrefillRevisions at once, each reading and
 // checksumming all of those records for the few of its own. Replays read
-// history in chunks aligned to Options.ReplayChunk revisions; a chunk is
-// read from disk once, every prefix's events in it kept, and the watchers
-// wanting it share that read. The last sharedChunks chunks stay in memory
+// history in chunks aligned to Options.ReplayChunk revisions; a whole
+// chunk is read from disk once, every prefix's events in it kept, and the
+// watchers wanting it share that read. The last, incomplete chunk is
+// not shared: a watcher lagging behind the writes reads it from where it
+// is, for its own prefix, as every watcher did before, rather than
+// re-reading the chunk from its start each time it grew. The last sharedChunks chunks stay in memory
 // (their values are shared with the events delivered, which watchers must
 // not modify anyway: storage.Event).
 
@@ -58,17 +61,30 @@ type sharedChunk struct {
 }
 
 // readHistoryShared returns the events of prefix after revision after in
-// the chunk holding after+1, with their previous values, and the last
-// revision the read covered (events of other prefixes up to it are
-// skipped, not returned). It fails as readHistory does.
+// the chunk holding after+1 (shared when it is whole), with their
+// previous values, and the last revision the read covered (events of
+// other prefixes up to it are skipped, not returned). It fails as
+// readHistory does.
 func (s *Store) readHistoryShared(ctx context.Context, after int64, prefix string) ([]storage.Event, int64, error) {
-	base := after - after%int64(s.opts.ReplayChunk)
-	ch, err := s.historyChunk(ctx, base, after)
-	if err != nil {
-		return nil, 0, err
+	size := int64(s.opts.ReplayChunk)
+	base := after - after%size
+	var events []storage.Event
+	var last int64
+	if base+size <= s.hub.currentRevision() {
+		ch, err := s.historyChunk(ctx, base, after)
+		if err != nil {
+			return nil, 0, err
+		}
+		events, last = ch.events, ch.last
+	} else {
+		var err error
+		if events, err = s.readHistory(ctx, after, s.opts.ReplayChunk, prefix); err != nil {
+			return nil, 0, err
+		}
+		last = events[len(events)-1].Revision // readHistory returns at least one
 	}
 	var out []storage.Event
-	for _, ev := range ch.events {
+	for _, ev := range events {
 		if ev.Revision <= after || !strings.HasPrefix(ev.Key, prefix) {
 			continue
 		}
@@ -85,7 +101,7 @@ func (s *Store) readHistoryShared(ctx context.Context, after int64, prefix strin
 	if comp := s.compacted.Load(); after < comp {
 		return nil, 0, fmt.Errorf("embedded: watch replay: %w", &storage.CompactedError{Requested: after, Compacted: comp})
 	}
-	return out, ch.last, nil
+	return out, last, nil
 }
 
 // replayErr is err, or a compaction error when compaction has passed
@@ -145,7 +161,7 @@ func (s *Store) historyChunk(ctx context.Context, base, after int64) (*sharedChu
 		// above it (a reader below it fails with a CompactedError).
 		ch.from = max(base, min(s.compacted.Load(), after))
 		h.reads.Add(1)
-		ch.events, ch.err = s.readHistory(context.WithoutCancel(ctx), ch.from, int(base+size-ch.from))
+		ch.events, ch.err = s.readHistory(context.WithoutCancel(ctx), ch.from, int(base+size-ch.from), "")
 		if n := len(ch.events); n > 0 {
 			ch.last = ch.events[n-1].Revision
 		}

@@ -201,12 +201,12 @@ func (w *watcher) ended(err error) error {
 }
 
 // readHistory reads up to limit history events after revision after, from
-// one Pebble snapshot: every key's, with their values but not their
-// previous values (readHistoryShared adds those for the events it
-// returns). It fails with a CompactedError if that history is gone, and
+// one Pebble snapshot: every key's, with their values if they have prefix,
+// but not their previous values (readHistoryShared adds those for the
+// events it returns). It fails with a CompactedError if that history is gone, and
 // with ErrCorrupt if a revision is missing from the log (the log is
 // contiguous by construction).
-func (s *Store) readHistory(ctx context.Context, after int64, limit int) ([]storage.Event, error) {
+func (s *Store) readHistory(ctx context.Context, after int64, limit int, prefix string) ([]storage.Event, error) {
 	var events []storage.Event
 	// Only published revisions are read: they are durable (the writer
 	// publishes after the fsync), whereas the snapshot may also hold the
@@ -237,7 +237,7 @@ func (s *Store) readHistory(ctx context.Context, after int64, limit int) ([]stor
 			if err != nil {
 				return fmt.Errorf("embedded: watch replay at revision %d: %w", want, err)
 			}
-			ev, err := decodeHistoryFor(it.Key(), v, "")
+			ev, err := decodeHistoryFor(it.Key(), v, prefix)
 			if err != nil {
 				return err
 			}
