@@ -127,7 +127,15 @@ func (e *env) config(mutate func(*Config)) Config {
 
 func (e *env) startCache(mutate func(*Config)) *env {
 	e.t.Helper()
-	c, err := New(e.config(mutate))
+	e.c = e.newReadyCache(e.config(mutate))
+	return e
+}
+
+// newReadyCache starts a cache with cfg, stopped at the test's end, and
+// waits until it is ready.
+func (e *env) newReadyCache(cfg Config) *Cache {
+	e.t.Helper()
+	c, err := New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -138,8 +146,7 @@ func (e *env) startCache(mutate func(*Config)) *env {
 	if err := c.WaitReady(e.ctx); err != nil {
 		e.t.Fatal(err)
 	}
-	e.c = c
-	return e
+	return c
 }
 
 func (e *env) create(p *corev1.Pod) int64 {

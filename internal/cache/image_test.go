@@ -121,20 +121,10 @@ func (e *env) restart(mutate func(*Config)) (*Cache, int64) {
 func (e *env) startFrom(mutate func(*Config)) (*Cache, int64) {
 	e.t.Helper()
 	counting := &listCountingStore{Store: e.store}
-	c, err := New(e.config(func(cfg *Config) {
+	c := e.newReadyCache(e.config(func(cfg *Config) {
 		mutate(cfg)
 		cfg.Store = counting
 	}))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := c.Start(e.ctx); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(c.Stop)
-	if err := c.WaitReady(e.ctx); err != nil {
-		e.t.Fatal(err)
-	}
 	return c, counting.lists.Load()
 }
 
@@ -146,6 +136,20 @@ func (e *env) waitStore() {
 		e.t.Fatal(err)
 	}
 	e.waitRev(rev)
+}
+
+// savedEnv is a cache of pods pods with an image at file, stopped and its
+// image saved.
+func savedEnv(t testing.TB, file string, pods int) *env {
+	t.Helper()
+	e := newEnv(t, withImage(file))
+	e.createPods(0, pods)
+	e.waitStore()
+	e.c.Stop()
+	if err := e.c.SaveImage(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 func withImage(file string) func(*Config) {
@@ -200,14 +204,8 @@ func TestImageRestoresTheState(t *testing.T) {
 // its watch from the image's revision, and its window covers them.
 func TestImageFollowsLaterWrites(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "pods.img")
-	e := newEnv(t, withImage(file))
-	e.createPods(0, 20)
-	e.waitStore()
+	e := savedEnv(t, file, 20)
 	saved := e.c.Revision()
-	e.c.Stop()
-	if err := e.c.SaveImage(e.ctx); err != nil {
-		t.Fatal(err)
-	}
 	e.update(imagePod(3))
 	e.delete("ns1", "pod-0004")
 	last := e.create(imagePod(20))
@@ -282,13 +280,7 @@ func TestImageNotUsed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "pods.img")
-			e := newEnv(t, withImage(file))
-			e.createPods(0, 30)
-			e.waitStore()
-			e.c.Stop()
-			if err := e.c.SaveImage(e.ctx); err != nil {
-				t.Fatal(err)
-			}
+			e := savedEnv(t, file, 30)
 			if tc.spoil != nil {
 				tc.spoil(t, e, file)
 			}
@@ -313,13 +305,7 @@ func TestImageNotUsed(t *testing.T) {
 	t.Run("a newer store's", func(t *testing.T) {
 		// An image at a revision the store has not reached cannot be its.
 		file := filepath.Join(t.TempDir(), "pods.img")
-		e := newEnv(t, withImage(file))
-		e.createPods(0, 30)
-		e.waitStore()
-		e.c.Stop()
-		if err := e.c.SaveImage(e.ctx); err != nil {
-			t.Fatal(err)
-		}
+		e := savedEnv(t, file, 30)
 		e.store = openStore(t)
 		e.create(imagePod(1))
 		c, lists := e.startFrom(withImage(file))
@@ -365,15 +351,7 @@ func TestSaveImageNeedsAStoppedReadyCache(t *testing.T) {
 // yields a state whose entries are well formed.
 func FuzzParseImage(f *testing.F) {
 	file := filepath.Join(f.TempDir(), "pods.img")
-	e := newEnv(f, withImage(file))
-	for i := range 5 {
-		e.create(imagePod(i))
-	}
-	e.waitStore()
-	e.c.Stop()
-	if err := e.c.SaveImage(e.ctx); err != nil {
-		f.Fatal(err)
-	}
+	e := savedEnv(f, file, 5)
 	b, err := os.ReadFile(file)
 	if err != nil {
 		f.Fatal(err)
