@@ -157,10 +157,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		popts.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return policy }
 	}
 	popts.EnsureDefaults()
+	start := time.Now()
 	db, err := pebble.Open(opts.Dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: opening pebble in %s: %w", opts.Dir, err)
 	}
+	opened := time.Since(start)
 	err = checkFormat(db, opts.Dir)
 	if err == nil {
 		err = removeCheckpointTmp(opts.FS, opts.Dir)
@@ -186,6 +188,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			index, err = loadKeyIndex(db, cur, comp, ckpt, opts.Logger)
 		}
 		if err == nil {
+			// A restart waits for this: say what it took (Pebble's open
+			// replays its write-ahead log).
+			opts.Logger.Info("embedded store opened", "revision", cur, "pebble", opened.Round(time.Millisecond), "took", time.Since(start).Round(time.Millisecond))
 			s := &Store{
 				pebbleOpts:     popts,
 				index:          index,
