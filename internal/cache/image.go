@@ -1,11 +1,13 @@
 package cache
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"log/slog"
@@ -81,7 +83,11 @@ func (c *Cache) SaveImage(ctx context.Context) error {
 		return fmt.Errorf("cache image %s: %w", c.cfg.ImageFile, err)
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
-	n, err := c.writeImage(ctx, tmp, st, rev)
+	err = c.writeImage(ctx, tmp, st, rev)
+	var n int64
+	if fi, serr := tmp.Stat(); serr == nil {
+		n = fi.Size()
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -103,45 +109,32 @@ func (c *Cache) ImageFile() string {
 	return c.cfg.ImageFile
 }
 
-// imageWriter appends an image's fields to w, keeping the checksum of
-// everything written; the first error sticks.
+// imageWriter writes an image's fields through a buffer (which keeps the
+// first error), hashing everything it writes.
 type imageWriter struct {
-	w   io.Writer
-	crc uint32
-	n   int64
-	buf []byte
-	err error
+	*bufio.Writer
+	crc hash.Hash32
 }
 
-func (iw *imageWriter) flushIfFull() {
-	if len(iw.buf) < imageWriteBuffer || iw.err != nil {
-		return
-	}
-	iw.flush()
+func newImageWriter(w io.Writer) *imageWriter {
+	crc := crc32.New(imageCRC)
+	return &imageWriter{Writer: bufio.NewWriterSize(io.MultiWriter(w, crc), imageWriteBuffer), crc: crc}
 }
 
-func (iw *imageWriter) flush() {
-	if iw.err != nil {
-		return
-	}
-	iw.crc = crc32.Update(iw.crc, imageCRC, iw.buf)
-	_, iw.err = iw.w.Write(iw.buf)
-	iw.n += int64(len(iw.buf))
-	iw.buf = iw.buf[:0]
+func (iw *imageWriter) uvarint(v uint64) {
+	_, _ = iw.Write(binary.AppendUvarint(iw.AvailableBuffer(), v))
 }
-
-func (iw *imageWriter) uvarint(v uint64) { iw.buf = binary.AppendUvarint(iw.buf, v) }
-func (iw *imageWriter) varint(v int64)   { iw.buf = binary.AppendVarint(iw.buf, v) }
+func (iw *imageWriter) varint(v int64) { _, _ = iw.Write(binary.AppendVarint(iw.AvailableBuffer(), v)) }
 func (iw *imageWriter) bytes(b []byte) {
 	iw.uvarint(uint64(len(b)))
-	iw.buf = append(iw.buf, b...)
+	_, _ = iw.Write(b)
 }
 func (iw *imageWriter) string(s string) {
 	iw.uvarint(uint64(len(s)))
-	iw.buf = append(iw.buf, s...)
+	_, _ = iw.WriteString(s)
 }
 
-// writeImage writes st at rev to w and returns the bytes written:
+// writeImage writes st at rev to w:
 //
 //	magic | tag | prefix | compressed | rev | count | dictionary
 //	count × (key below prefix | rev | create rev | size | nlabels | attrs | raw)
@@ -149,9 +142,9 @@ func (iw *imageWriter) string(s string) {
 //
 // Strings and byte fields are a uvarint length and the bytes; numbers
 // varints. The dictionary is s2.Dict.Bytes, empty when there is none.
-func (c *Cache) writeImage(ctx context.Context, w io.Writer, st *state, rev int64) (int64, error) {
-	iw := &imageWriter{w: w, buf: make([]byte, 0, imageWriteBuffer+64<<10)}
-	iw.buf = append(iw.buf, imageMagic...)
+func (c *Cache) writeImage(ctx context.Context, w io.Writer, st *state, rev int64) error {
+	iw := newImageWriter(w)
+	_, _ = iw.WriteString(imageMagic)
 	iw.string(c.cfg.ImageTag)
 	iw.string(c.cfg.Prefix)
 	iw.uvarint(boolByte(c.cfg.CompressValues))
@@ -179,18 +172,16 @@ func (c *Cache) writeImage(ctx context.Context, w io.Writer, st *state, rev int6
 		iw.uvarint(uint64(e.nlabels))
 		iw.string(e.attrs)
 		iw.bytes(e.raw)
-		iw.flushIfFull()
-		return iw.err == nil
+		return true
 	})
 	if bad != nil {
-		return 0, bad
+		return bad
 	}
-	iw.flush()
-	if iw.err != nil {
-		return 0, iw.err
+	if err := iw.Flush(); err != nil {
+		return err
 	}
-	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, iw.crc))
-	return iw.n + 4, err
+	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, iw.crc.Sum32()))
+	return err
 }
 
 func boolByte(b bool) uint64 {
