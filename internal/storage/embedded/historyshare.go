@@ -90,23 +90,24 @@ func (s *Store) readHistoryShared(ctx context.Context, after int64, prefix strin
 		}
 		if ev.PrevModRevision != 0 {
 			if err := readPrevValue(s.db, &ev); err != nil {
-				return nil, 0, s.replayErr(after, err)
+				// What made it unreadable may be a compaction since.
+				return nil, 0, s.compactedPast(after, err)
 			}
 		}
 		out = append(out, ev)
 	}
-	// The previous values read from the live database are those of
-	// revisions above the compacted one only if it did not pass after
-	// meanwhile (readHistory reads them from one snapshot instead).
-	if comp := s.compacted.Load(); after < comp {
-		return nil, 0, fmt.Errorf("embedded: watch replay: %w", &storage.CompactedError{Requested: after, Compacted: comp})
+	// The previous values were read from the live database, not from the
+	// snapshot the events came from: they are the events' only if
+	// compaction did not pass after meanwhile.
+	if err := s.compactedPast(after, nil); err != nil {
+		return nil, 0, err
 	}
 	return out, last, nil
 }
 
-// replayErr is err, or a compaction error when compaction has passed
-// after since (which is what made a previous value unreadable).
-func (s *Store) replayErr(after int64, err error) error {
+// compactedPast is a CompactedError when compaction has passed after,
+// else err.
+func (s *Store) compactedPast(after int64, err error) error {
 	if comp := s.compacted.Load(); after < comp {
 		return fmt.Errorf("embedded: watch replay: %w", &storage.CompactedError{Requested: after, Compacted: comp})
 	}
