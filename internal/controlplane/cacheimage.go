@@ -9,15 +9,18 @@ import (
 	"path/filepath"
 )
 
-// cacheImageDir is where the API server's caches keep their images over
-// the embedded store: beside the store, in the data directory that owns
-// it. Over etcd there is none: a directory cannot tell one etcd cluster's
-// revisions from another's.
-func cacheImageDir(cfg Config) string {
+// cacheImages says where the API server's caches keep their images and
+// with which tag: over the embedded store, beside the store, in the data
+// directory that owns it. Over etcd they keep none ("", ""): a directory
+// cannot tell one etcd cluster's revisions from another's.
+func cacheImages(cfg Config) (dir, tag string, err error) {
 	if cfg.Storage != "embedded" {
-		return ""
+		return "", "", nil
 	}
-	return filepath.Join(cfg.DataDir, "cache-images")
+	if tag, err = buildTag(); err != nil {
+		return "", "", err
+	}
+	return filepath.Join(cfg.DataDir, "cache-images"), tag, nil
 }
 
 // buildTag names this binary for cache images: the Go build ID, which

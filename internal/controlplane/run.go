@@ -95,12 +95,12 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	escalation := rbacrestriction.New(late, late, func(ctx context.Context, gvr schema.GroupVersionResource, ns, name, rv string) (k8sruntime.Object, error) {
 		return api.GetObject(ctx, gvr, ns, name, rv)
 	})
-	imageTag, err := buildTag()
+	imageDir, imageTag, err := cacheImages(cfg)
 	if err != nil {
 		return err
 	}
 	api, err = apiserver.New(apiserver.Config{
-		CacheImageDir: cacheImageDir(cfg), CacheImageTag: imageTag,
+		CacheImageDir: imageDir, CacheImageTag: imageTag,
 		Store: stores.main, Shards: stores.shards, CompactionInterval: cfg.Etcd.CompactionInterval, StoreRecordsMetrics: cfg.Storage == "etcd", Registry: reg, Scheme: scheme,
 		ServiceClusterIPRange: cfg.ServiceClusterIPRange, ServiceNodePortRange: cfg.ServiceNodePortRange,
 		IndexedLabels: cfg.IndexedLabels, EventTTL: cfg.EventTTL, Logger: log.With("component", "apiserver"), Metrics: metrics,
