@@ -1,13 +1,11 @@
 package cache
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 	"log/slog"
@@ -83,11 +81,7 @@ func (c *Cache) SaveImage(ctx context.Context) error {
 		return fmt.Errorf("cache image %s: %w", c.cfg.ImageFile, err)
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
-	err = c.writeImage(ctx, tmp, st, rev)
-	var n int64
-	if fi, serr := tmp.Stat(); serr == nil {
-		n = fi.Size()
-	}
+	n, err := c.writeImage(ctx, tmp, st, rev)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -109,32 +103,45 @@ func (c *Cache) ImageFile() string {
 	return c.cfg.ImageFile
 }
 
-// imageWriter writes an image's fields through a buffer (which keeps the
-// first error), hashing everything it writes.
+// imageWriter appends an image's fields to w, keeping the checksum of
+// everything written; the first error sticks.
 type imageWriter struct {
-	*bufio.Writer
-	crc hash.Hash32
+	w   io.Writer
+	crc uint32
+	n   int64
+	buf []byte
+	err error
 }
 
-func newImageWriter(w io.Writer) *imageWriter {
-	crc := crc32.New(imageCRC)
-	return &imageWriter{Writer: bufio.NewWriterSize(io.MultiWriter(w, crc), imageWriteBuffer), crc: crc}
+func (iw *imageWriter) flushIfFull() {
+	if len(iw.buf) < imageWriteBuffer || iw.err != nil {
+		return
+	}
+	iw.flush()
 }
 
-func (iw *imageWriter) uvarint(v uint64) {
-	_, _ = iw.Write(binary.AppendUvarint(iw.AvailableBuffer(), v))
+func (iw *imageWriter) flush() {
+	if iw.err != nil {
+		return
+	}
+	iw.crc = crc32.Update(iw.crc, imageCRC, iw.buf)
+	_, iw.err = iw.w.Write(iw.buf)
+	iw.n += int64(len(iw.buf))
+	iw.buf = iw.buf[:0]
 }
-func (iw *imageWriter) varint(v int64) { _, _ = iw.Write(binary.AppendVarint(iw.AvailableBuffer(), v)) }
+
+func (iw *imageWriter) uvarint(v uint64) { iw.buf = binary.AppendUvarint(iw.buf, v) }
+func (iw *imageWriter) varint(v int64)   { iw.buf = binary.AppendVarint(iw.buf, v) }
 func (iw *imageWriter) bytes(b []byte) {
 	iw.uvarint(uint64(len(b)))
-	_, _ = iw.Write(b)
+	iw.buf = append(iw.buf, b...)
 }
 func (iw *imageWriter) string(s string) {
 	iw.uvarint(uint64(len(s)))
-	_, _ = iw.WriteString(s)
+	iw.buf = append(iw.buf, s...)
 }
 
-// writeImage writes st at rev to w:
+// writeImage writes st at rev to w and returns the bytes written:
 //
 //	magic | tag | prefix | compressed | rev | count | dictionary
 //	count × (key below prefix | rev | create rev | size | nlabels | attrs | raw)
@@ -142,9 +149,9 @@ func (iw *imageWriter) string(s string) {
 //
 // Strings and byte fields are a uvarint length and the bytes; numbers
 // varints. The dictionary is s2.Dict.Bytes, empty when there is none.
-func (c *Cache) writeImage(ctx context.Context, w io.Writer, st *state, rev int64) error {
-	iw := newImageWriter(w)
-	_, _ = iw.WriteString(imageMagic)
+func (c *Cache) writeImage(ctx context.Context, w io.Writer, st *state, rev int64) (int64, error) {
+	iw := &imageWriter{w: w, buf: make([]byte, 0, imageWriteBuffer+64<<10)}
+	iw.buf = append(iw.buf, imageMagic...)
 	iw.string(c.cfg.ImageTag)
 	iw.string(c.cfg.Prefix)
 	iw.uvarint(boolByte(c.cfg.CompressValues))
@@ -172,16 +179,18 @@ func (c *Cache) writeImage(ctx context.Context, w io.Writer, st *state, rev int6
 		iw.uvarint(uint64(e.nlabels))
 		iw.string(e.attrs)
 		iw.bytes(e.raw)
-		return true
+		iw.flushIfFull()
+		return iw.err == nil
 	})
 	if bad != nil {
-		return bad
+		return 0, bad
 	}
-	if err := iw.Flush(); err != nil {
-		return err
+	iw.flush()
+	if iw.err != nil {
+		return 0, iw.err
 	}
-	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, iw.crc.Sum32()))
-	return err
+	_, err := w.Write(binary.LittleEndian.AppendUint32(nil, iw.crc))
+	return iw.n + 4, err
 }
 
 func boolByte(b bool) uint64 {

@@ -416,7 +416,7 @@ func BenchmarkImageParse(b *testing.B) {
 		st.put(e)
 	}
 	var img bytes.Buffer
-	if err := c.writeImage(context.Background(), &img, st, int64(n)); err != nil {
+	if _, err := c.writeImage(context.Background(), &img, st, int64(n)); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
