@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -53,7 +54,8 @@ func (s *Server) ListerWatcher(gvr schema.GroupVersionResource) (toolscache.List
 // message; metadata, field 1, may be pruned but not skipped whole). Watch
 // events still carry whole objects, shared with the other watchers. Its
 // reflector lists instead of asking for a watch's initial events
-// (IsWatchListSemanticsUnSupported), which would be whole objects.
+// (IsWatchListSemanticsUnSupported), which would be whole objects. A list
+// is one *metainternalversion.List of every match, whatever its limit.
 //
 // The Node authorizer's graph is the case: after a restart it reads every
 // pod, and decoding 200,000 whole pods, managedFields and statuses
@@ -106,6 +108,10 @@ func (lw *prunedListerWatcher) ListWithContext(ctx context.Context, opts metav1.
 	if err != nil {
 		return nil, err
 	}
+	// One answer, not pages (as the watch cache answers a list at
+	// resourceVersion 0): client-go's pager gathers pages into one list
+	// anyway, and each page is a list call of its own.
+	copts.Limit, copts.Continue = 0, ""
 	var stored []cache.Stored
 	res, err := h.cache.ListStored(ctx, copts, func(st cache.Stored) error {
 		stored = append(stored, st)
@@ -118,7 +124,11 @@ func (lw *prunedListerWatcher) ListWithContext(ctx context.Context, opts metav1.
 	if err != nil {
 		return nil, err
 	}
-	return h.typedList(items, metav1.ListMeta{ResourceVersion: res.ResourceVersion, Continue: res.Continue, RemainingItemCount: res.RemainingItemCount})
+	// A list of pointers: the typed list (a slice of structs) would copy
+	// every object into it, and the reflector copies each out again
+	// (meta.ExtractListWithAlloc) — 200,000 pods twice while a restarted
+	// server's readiness waits on the Node authorizer's graph.
+	return &metainternalversion.List{ListMeta: metav1.ListMeta{ResourceVersion: res.ResourceVersion}, Items: items}, nil
 }
 
 // decodeAll decodes stored on every core. After a restart the Node

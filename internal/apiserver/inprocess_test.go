@@ -3,12 +3,14 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -83,8 +85,8 @@ func TestGetObject(t *testing.T) {
 }
 
 // A pruned lister-watcher's lists leave out what its skip names and
-// managedFields, as of the right resourceVersion and page by page; its
-// watch events are whole objects.
+// managedFields, as of the right resourceVersion and in one answer
+// whatever the limit; its watch events are whole objects.
 func TestPrunedListerWatcher(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -105,24 +107,19 @@ func TestPrunedListerWatcher(t *testing.T) {
 		t.Errorf("PrunedListerWatcher changed its caller's skip: %v", skip)
 	}
 
-	var listed []corev1.Pod
-	opts := metav1.ListOptions{Limit: 2}
-	for {
-		obj, err := lw.List(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l := obj.(*corev1.PodList)
-		listed = append(listed, l.Items...)
-		if l.Continue == "" {
-			break
-		}
-		opts.Continue = l.Continue
+	obj, err := lw.List(metav1.ListOptions{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(listed) != 3 {
-		t.Fatalf("listed %d pods over pages of 2, want 3", len(listed))
+	l := obj.(*metainternalversion.List)
+	if len(l.Items) != 3 || l.Continue != "" {
+		t.Fatalf("listed %d pods (continue %q) with a limit of 2, want all 3 in one answer", len(l.Items), l.Continue)
 	}
-	for _, p := range listed {
+	if rv, _ := strconv.ParseInt(l.ResourceVersion, 10, 64); rv == 0 {
+		t.Errorf("list resourceVersion %q, want the cache's revision", l.ResourceVersion)
+	}
+	for _, obj := range l.Items {
+		p := obj.(*corev1.Pod)
 		whole, err := pods.Get(ctx, p.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -147,9 +144,9 @@ func TestPrunedListerWatcher(t *testing.T) {
 		obj, ok, _ := inf.GetStore().GetByKey("default/d")
 		return ok && obj.(*corev1.Pod).Labels["app"] == "test"
 	})
-	obj, _, _ := inf.GetStore().GetByKey("default/a")
-	if p, ok := obj.(*corev1.Pod); !ok || p.Labels != nil {
-		t.Errorf("informer's listed pod a = %+v, want it pruned", obj)
+	got, _, _ := inf.GetStore().GetByKey("default/a")
+	if p, ok := got.(*corev1.Pod); !ok || p.Labels != nil {
+		t.Errorf("informer's listed pod a = %+v, want it pruned", got)
 	}
 
 	if _, err := e.api.PrunedListerWatcher(gvr, protoprune.Fields{1: nil}); err == nil {
@@ -177,11 +174,12 @@ func TestPrunedListAcrossChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	items := obj.(*corev1.PodList).Items
+	items := obj.(*metainternalversion.List).Items
 	if len(items) != n {
 		t.Fatalf("listed %d pods, want %d", len(items), n)
 	}
-	for i, p := range items {
+	for i, obj := range items {
+		p := obj.(*corev1.Pod)
 		if want := fmt.Sprintf("p%04d", i); p.Name != want || p.Labels != nil || p.Spec.NodeName != "n1" {
 			t.Fatalf("item %d: %s with labels %v on %q, want %s without labels on n1", i, p.Name, p.Labels, p.Spec.NodeName, want)
 		}
