@@ -56,22 +56,25 @@ func checkpointRecord(rev int64, key []byte, m keyMeta) (dbKey, rec []byte) {
 	return dbKey, encodeCheckpoint(dbKey, m)
 }
 
-// checkpointKeysFactor: the key log may hold this many writes per live key
-// before a checkpoint is due. A checkpoint of a million keys costs ~1.7 s
-// of CPU over ~12 s (paced in short slices, slicePacer); twice the keys
-// keeps that a small share of the CPU writes take, for a log Open replays
-// in well under a second at a million keys.
-const checkpointKeysFactor = 2
+// checkpointKeysDivisor: the key log may hold one write per this many
+// live keys before a checkpoint is due. Open replays the log at ~1 µs a
+// record (a restart waits for it: 1.98 million records after a million
+// keys' checkpoint took 1.9 s of the open, docs/bench/scale.md, session
+// 35), while a checkpoint of a million keys costs ~1.7 s of CPU over ~12 s
+// (paced in short slices, slicePacer): every half a million writes at a
+// million keys, that is still under 0.5 % of a core at 10,000 nodes'
+// heartbeats, for a replay of at most ~0.5 s.
+const checkpointKeysDivisor = 2
 
 // checkpointDue reports whether the key log has grown past
-// Options.CheckpointWrites records, or past checkpointKeysFactor times the
-// number of live keys if that is larger, since the last checkpoint.
+// Options.CheckpointWrites records, or past the number of live keys over
+// checkpointKeysDivisor if that is larger, since the last checkpoint.
 func (s *Store) checkpointDue() bool {
 	s.index.mu.RLock()
 	last, live := s.checkpointRev.Load(), s.index.Len()
 	rev := s.index.rev
 	s.index.mu.RUnlock()
-	due := last + int64(max(checkpointKeysFactor*live, s.opts.CheckpointWrites))
+	due := last + int64(max(live/checkpointKeysDivisor, s.opts.CheckpointWrites))
 	// The syncer need not wake us before then (the key count may have
 	// grown by then: we look again).
 	s.checkpointAt.Store(due)

@@ -189,8 +189,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		if err == nil {
 			// A restart waits for this: say what it took (Pebble's open
-			// replays its write-ahead log).
-			opts.Logger.Info("embedded store opened", "revision", cur, "pebble", opened.Round(time.Millisecond), "took", time.Since(start).Round(time.Millisecond))
+			// replays its write-ahead log; the key index replays the key
+			// log's writes since the checkpoint).
+			opts.Logger.Info("embedded store opened", "revision", cur, "keys", index.Len(), "keyLogReplayed", cur-ckpt,
+				"pebble", opened.Round(time.Millisecond), "took", time.Since(start).Round(time.Millisecond))
 			s := &Store{
 				pebbleOpts:     popts,
 				index:          index,
