@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/myriad-k8s/myriad/internal/admission"
@@ -26,6 +28,7 @@ import (
 	"github.com/myriad-k8s/myriad/internal/admission/storageprotection"
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 	"github.com/myriad-k8s/myriad/internal/cache"
+	"github.com/myriad-k8s/myriad/internal/storage"
 )
 
 var (
@@ -141,14 +144,39 @@ func (s *Server) namespaceForAdmission(ctx context.Context, name string) (runtim
 	return obj, err
 }
 
-// storedServices lists and decodes every stored Service. One that does
+// storedServices lists and decodes every stored Service: from the watch
+// cache by a consistent read (everything written before the call), where
+// the cache keeps the stored bytes, else from the store. One that does
 // not decode fails the list when strict, else is left out (the cache
-// reports it).
+// reports it). The cache saves a restart reading and decompressing 80,000
+// Services from the store, filled as it is from its image.
 func storedServices(ctx context.Context, h *resourceHandler, strict bool) ([]*corev1.Service, error) {
-	kvs, _, err := h.objects.store.List(ctx, h.objects.prefix())
-	if err != nil {
+	if !h.storedProtobuf {
+		kvs, _, err := h.objects.store.List(ctx, h.objects.prefix())
+		if err != nil {
+			return nil, err
+		}
+		return decodeServices(h, kvs, strict)
+	}
+	if err := h.cache.WaitReady(ctx); err != nil {
 		return nil, err
 	}
+	var kvs []storage.KeyValue
+	all := cache.ListOptions{Label: labels.Everything(), Field: fields.Everything()}
+	if _, err := h.cache.ListStored(ctx, all, func(st cache.Stored) error {
+		v, err := st.Value(nil)
+		if err != nil {
+			return err
+		}
+		kvs = append(kvs, storage.KeyValue{Key: st.Key, Value: v, ModRevision: st.ModRevision, CreateRevision: st.CreateRevision})
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return decodeServices(h, kvs, strict)
+}
+
+func decodeServices(h *resourceHandler, kvs []storage.KeyValue, strict bool) ([]*corev1.Service, error) {
 	svcs := make([]*corev1.Service, 0, len(kvs))
 	for _, kv := range kvs {
 		obj, err := h.objects.decode(kv)
