@@ -213,10 +213,11 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		return err
 	}
 	addr := net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.SecurePort))
-	ln, err := net.Listen("tcp", addr)
+	tcpLn, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
+	ln := trackConns(tcpLn)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
 
@@ -282,12 +283,14 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 		// waits on is connections saying goodbye: HTTP/2's GOAWAY, then
 		// up to a second for the client to hang up, polled every 500 ms
 		// (3.1 s with 10,000 hollow nodes). The GOAWAYs go out at once;
-		// past the grace the rest are closed, and clients reconnect
-		// either way.
+		// past the grace the rest are closed (their TCP connections
+		// first: connTracker), and clients reconnect either way.
 		graceCtx, cancelGrace := context.WithTimeout(shutdownCtx, httpsGrace)
 		defer cancelGrace()
 		if err := srv.Shutdown(graceCtx); err != nil {
+			n := ln.closeAll()
 			_ = srv.Close()
+			log.Info("closed the connections left after the grace", "connections", n)
 		}
 	})
 	return runErr
