@@ -15,7 +15,7 @@ const objectMetaManagedFields = 17
 // indexSkip is what decodeForIndex leaves out of a resource's objects:
 // metadata.managedFields (field 1 is the ObjectMeta) and the resource's
 // own IndexSkip.
-func indexSkip(res *registry.Resource) protoprune.Fields {
+func indexSkip(res *registry.Resource) *protoprune.Plan {
 	skip := protoprune.Fields{1: {objectMetaManagedFields: nil}}
 	for num, sub := range res.IndexSkip {
 		if num == 1 {
@@ -23,7 +23,7 @@ func indexSkip(res *registry.Resource) protoprune.Fields {
 		}
 		skip[num] = sub
 	}
-	return skip
+	return protoprune.Compile(skip)
 }
 
 // decodeForIndex is decode without what the watch cache's index never
@@ -35,10 +35,10 @@ func (o *objectStore) decodeForIndex(kv storage.KeyValue) (runtime.Object, error
 	return o.decodePruned(kv, o.indexSkip)
 }
 
-// decodePruned is decode without the fields skip names (protoprune.Fields
-// of the kind's protobuf message). A value it cannot take apart (another
+// decodePruned is decode without the fields skip drops (a compiled
+// protoprune.Fields of the kind's protobuf message). A value it cannot take apart (another
 // layout, damage) goes through decode, which reports it.
-func (o *objectStore) decodePruned(kv storage.KeyValue, skip protoprune.Fields) (runtime.Object, error) {
+func (o *objectStore) decodePruned(kv storage.KeyValue, skip *protoprune.Plan) (runtime.Object, error) {
 	if !o.metaField1 {
 		return o.decode(kv)
 	}
@@ -57,7 +57,7 @@ func (o *objectStore) decodePruned(kv storage.KeyValue, skip protoprune.Fields) 
 		bufp = new([]byte)
 	}
 	defer o.pruneBufs.Put(bufp)
-	pruned, ok := protoprune.Append((*bufp)[:0], msg, skip)
+	pruned, ok := skip.Append((*bufp)[:0], msg)
 	*bufp = pruned
 	if !ok {
 		return o.decode(kv)

@@ -78,13 +78,13 @@ func (s *Server) PrunedListerWatcher(gvr schema.GroupVersionResource, skip proto
 		full[1] = protoprune.Fields{}
 	}
 	full[1][objectMetaManagedFields] = nil
-	return &prunedListerWatcher{cacheListerWatcher: lw.(*cacheListerWatcher), skip: full}, nil
+	return &prunedListerWatcher{cacheListerWatcher: lw.(*cacheListerWatcher), skip: protoprune.Compile(full)}, nil
 }
 
 // prunedListerWatcher is PrunedListerWatcher's.
 type prunedListerWatcher struct {
 	*cacheListerWatcher
-	skip protoprune.Fields
+	skip *protoprune.Plan
 }
 
 // IsWatchListSemanticsUnSupported makes client-go's reflector list (the

@@ -34,7 +34,7 @@ type objectStore struct {
 	metaField1 bool
 	// indexSkip is what decodeForIndex leaves out (indexdecode.go), and
 	// pruneBufs the buffers it builds the pruned messages in.
-	indexSkip protoprune.Fields
+	indexSkip *protoprune.Plan
 	pruneBufs sync.Pool
 	// conv is set when res is served over another version's storage.
 	conv *storageConversion

@@ -7,11 +7,59 @@ import "google.golang.org/protobuf/encoding/protowire"
 // message the field holds.
 type Fields map[protowire.Number]Fields
 
-// Append appends msg, a protobuf message, without the fields in drop to
+// Plan is a Fields set compiled for Append: what to do with each field is
+// found by indexing a slice, not by a map lookup per field of every
+// message (a pod has a few hundred).
+type Plan struct {
+	// dense holds the fields numbered below len(dense); the rest (rare:
+	// Kubernetes' messages number their fields from 1 up) are in sparse.
+	dense  []action
+	sparse map[protowire.Number]action
+}
+
+type action struct {
+	drop bool  // the whole field
+	sub  *Plan // else, when not nil, the message it holds is pruned by sub
+}
+
+// maxDense bounds the slice a Plan indexes by field number.
+const maxDense = 256
+
+// Compile returns the Plan that drops drop's fields. A nil or empty drop
+// gives a Plan that keeps everything.
+func Compile(drop Fields) *Plan {
+	p := &Plan{}
+	for num, sub := range drop {
+		a := action{drop: sub == nil}
+		if sub != nil {
+			a.sub = Compile(sub)
+		}
+		if num < maxDense {
+			if int(num) >= len(p.dense) {
+				p.dense = append(p.dense, make([]action, int(num)+1-len(p.dense))...)
+			}
+			p.dense[num] = a
+			continue
+		}
+		if p.sparse == nil {
+			p.sparse = map[protowire.Number]action{}
+		}
+		p.sparse[num] = a
+	}
+	return p
+}
+
+func (p *Plan) action(num protowire.Number) action {
+	if num >= 0 && int(num) < len(p.dense) {
+		return p.dense[num]
+	}
+	return p.sparse[num]
+}
+
+// Append appends msg, a protobuf message, without the fields p drops to
 // dst, in one pass. ok is false, and dst's contents beyond its original
-// length undefined, if msg (or a message drop descends into) does not
-// parse.
-func Append(dst, msg []byte, drop Fields) (_ []byte, ok bool) {
+// length undefined, if msg (or a message p descends into) does not parse.
+func (p *Plan) Append(dst, msg []byte) (_ []byte, ok bool) {
 	for b := msg; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -21,17 +69,17 @@ func Append(dst, msg []byte, drop Fields) (_ []byte, ok bool) {
 		if m < 0 {
 			return dst, false
 		}
-		sub, named := drop[num]
+		a := p.action(num)
 		switch {
-		case !named:
-			dst = append(dst, b[:n+m]...)
-		case sub == nil:
+		case a.drop:
 			// dropped
+		case a.sub == nil:
+			dst = append(dst, b[:n+m]...)
 		case typ != protowire.BytesType:
-			return dst, false // drop descends into a message; this is not one
+			return dst, false // p descends into a message; this is not one
 		default:
 			inner, _ := protowire.ConsumeBytes(b[n:])
-			if dst, ok = appendNested(dst, b[:n], inner, sub); !ok {
+			if dst, ok = a.sub.appendNested(dst, b[:n], inner); !ok {
 				return dst, false
 			}
 		}
@@ -40,18 +88,18 @@ func Append(dst, msg []byte, drop Fields) (_ []byte, ok bool) {
 	return dst, true
 }
 
-// appendNested appends tag, then inner pruned by drop as a length-prefixed
+// appendNested appends tag, then inner pruned by p as a length-prefixed
 // message. The length is written after the content, in the room reserved
 // for inner's own (the pruned one is no longer), moving the content down
 // only when the shorter length takes fewer bytes.
-func appendNested(dst, tag, inner []byte, drop Fields) ([]byte, bool) {
+func (p *Plan) appendNested(dst, tag, inner []byte) ([]byte, bool) {
 	dst = append(dst, tag...)
 	room := protowire.SizeVarint(uint64(len(inner)))
 	lenAt := len(dst)
 	for range room {
 		dst = append(dst, 0)
 	}
-	dst, ok := Append(dst, inner, drop)
+	dst, ok := p.Append(dst, inner)
 	if !ok {
 		return dst, false
 	}

@@ -47,10 +47,13 @@ func TestPrune(t *testing.T) {
 		{"named but absent", msg(4, uint64(1)), podLike, msg(4, uint64(1))},
 		{"empty message", nil, podLike, nil},
 		{"everything dropped", msg(2, msg(2, []byte("c"))), Fields{2: {2: nil}}, msg(2, []byte{})},
+		{"a high field number", msg(1, meta, 300, []byte("x"), 4, uint64(7)), Fields{300: nil}, msg(1, meta, 4, uint64(7))},
+		{"into a high field number", msg(300, spec), Fields{300: {2: nil}}, msg(300, msg(10, []byte("node-1")))},
+		{"an empty set descends and keeps", msg(2, spec), Fields{2: {}}, msg(2, spec)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prefix := []byte("kept")
-			got, ok := Append(append([]byte(nil), prefix...), tc.in, tc.drop)
+			got, ok := Compile(tc.drop).Append(append([]byte(nil), prefix...), tc.in)
 			if !ok || !bytes.Equal(got, append(prefix, tc.want...)) {
 				t.Errorf("got %x, %v; want %x after the prefix", got, ok, tc.want)
 			}
@@ -73,7 +76,7 @@ func TestPruneRefuses(t *testing.T) {
 		{"nested garbage", msg(1, []byte{0x0a, 0x09})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got, ok := Append(nil, tc.in, podLike); ok {
+			if got, ok := Compile(podLike).Append(nil, tc.in); ok {
 				t.Errorf("Append = %x, true; want a refusal", got)
 			}
 		})
@@ -84,7 +87,7 @@ func TestPruneRefuses(t *testing.T) {
 // one (128 bytes or more down to under 128) has its content moved down.
 func TestPruneShortensLengthPrefix(t *testing.T) {
 	inner := msg(1, []byte("name"), 17, bytes.Repeat([]byte("m"), 200))
-	got, ok := Append(nil, msg(1, inner, 4, uint64(9)), podLike)
+	got, ok := Compile(podLike).Append(nil, msg(1, inner, 4, uint64(9)))
 	want := msg(1, msg(1, []byte("name")), 4, uint64(9))
 	if !ok || !bytes.Equal(got, want) {
 		t.Errorf("got %x, %v; want %x", got, ok, want)
@@ -133,7 +136,7 @@ func FuzzPrune(f *testing.F) {
 	f.Add([]byte{0x12, 0x03, 0x0a, 0x01, 0x00})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		size := prunedSize(in, podLike)
-		out, ok := Append(nil, in, podLike)
+		out, ok := Compile(podLike).Append(nil, in)
 		if ok != (size >= 0) {
 			t.Fatalf("Append ok %v, prunedSize %d", ok, size)
 		}
@@ -143,7 +146,7 @@ func FuzzPrune(f *testing.F) {
 		if len(out) != size {
 			t.Fatalf("pruned to %d bytes, want %d", len(out), size)
 		}
-		if again, ok := Append(nil, out, podLike); !ok || !bytes.Equal(again, out) {
+		if again, ok := Compile(podLike).Append(nil, out); !ok || !bytes.Equal(again, out) {
 			t.Fatalf("output does not prune again unchanged")
 		}
 	})

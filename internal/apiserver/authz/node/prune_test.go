@@ -107,7 +107,7 @@ func TestPrunedPodHasTheSameEdges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pruned, ok := protoprune.Append(nil, whole, podGraphSkip)
+			pruned, ok := protoprune.Compile(podGraphSkip).Append(nil, whole)
 			if !ok {
 				t.Fatal("the pod's message did not parse")
 			}
@@ -135,7 +135,7 @@ func TestPruningTakesMostOfAPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pruned, _ := protoprune.Append(nil, whole, podGraphSkip)
+	pruned, _ := protoprune.Compile(podGraphSkip).Append(nil, whole)
 	if len(pruned) > len(whole)/3 {
 		t.Errorf("pruned pod is %d of the whole's %d bytes, want at most a third", len(pruned), len(whole))
 	}
@@ -207,12 +207,13 @@ func BenchmarkPodDecode(b *testing.B) {
 			}
 		}
 	})
+	plan := protoprune.Compile(podGraphSkip)
 	b.Run("pruned", func(b *testing.B) {
 		b.ReportAllocs()
 		var buf []byte
 		for b.Loop() {
 			var ok bool
-			if buf, ok = protoprune.Append(buf[:0], msg, podGraphSkip); !ok {
+			if buf, ok = plan.Append(buf[:0], msg); !ok {
 				b.Fatal("did not parse")
 			}
 			var p corev1.Pod
