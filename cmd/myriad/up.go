@@ -151,17 +151,5 @@ func runControlPlane(ctx context.Context, name string, args []string) error {
 	if components != nil {
 		cfg.Components = components(log, cfg)
 	}
-	// The collector goes back to its setting once the control plane is
-	// ready (or has failed to start).
-	restoreGC := raiseGCForStart()
-	ready, done := make(chan struct{}), make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-ready:
-		case <-done:
-		}
-		restoreGC()
-	}()
-	return controlplane.Run(ctx, *cfg, ready)
+	return controlplane.Run(ctx, *cfg, nil)
 }
