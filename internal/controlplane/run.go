@@ -277,28 +277,45 @@ func Run(ctx context.Context, cfg Config, ready chan<- struct{}) error {
 	bookmarkCtx, cancelBookmarks := context.WithTimeout(shutdownCtx, time.Second)
 	clock.stop("final bookmarks", func() { api.BookmarkWatchers(bookmarkCtx) })
 	cancelBookmarks()
-	cancelRequests()
 	clock.stop("https server", func() {
-		// Every request's context is cancelled by now; what Shutdown
-		// waits on is connections saying goodbye: HTTP/2's GOAWAY, then
-		// up to a second for the client to hang up, polled every 500 ms
-		// (3.1 s with 10,000 hollow nodes). The GOAWAYs go out at once;
-		// past the grace the rest are closed (their TCP connections
-		// first: connTracker), and clients reconnect either way.
+		// GOAWAY first, then the requests end: a client whose watch ends
+		// on a connection that has not said goodbye asks again on it at
+		// once, and 10,000 hollow nodes' new watches went through
+		// authentication and flow control while the server stopped. Then
+		// Shutdown waits for the clients to hang up, closing those that
+		// did with TLS's close_notify one by one under its lock (its 0.5 s
+		// grace stretched to 2.8 s); past httpsFlush every TCP connection
+		// left is closed instead (connTracker). Clients reconnect either
+		// way.
 		graceCtx, cancelGrace := context.WithTimeout(shutdownCtx, httpsGrace)
 		defer cancelGrace()
-		if err := srv.Shutdown(graceCtx); err != nil {
+		shut := make(chan error, 1)
+		go func() { shut <- srv.Shutdown(graceCtx) }()
+		time.Sleep(httpsGoaway)
+		cancelRequests()
+		var err error
+		select {
+		case err = <-shut:
+		case <-time.After(httpsFlush):
 			n := ln.closeAll()
+			log.Info("closed the connections left after the flush", "connections", n)
+			err = <-shut
+		}
+		if err != nil {
 			_ = srv.Close()
-			log.Info("closed the connections left after the grace", "connections", n)
 		}
 	})
 	return runErr
 }
 
-// httpsGrace bounds how long the HTTPS server waits for its connections to
-// close at shutdown, after their requests were cancelled.
-const httpsGrace = 500 * time.Millisecond
+// At shutdown the HTTPS server sends its GOAWAYs, httpsGoaway later ends
+// every request, httpsFlush after that closes the connections left, and
+// waits at most httpsGrace in all.
+const (
+	httpsGoaway = 50 * time.Millisecond
+	httpsFlush  = 100 * time.Millisecond
+	httpsGrace  = 500 * time.Millisecond
+)
 
 // waitForDefaultServiceAccount waits, for at most 20 seconds, until the
 // serviceaccount controller has made the "default" namespace's "default"
