@@ -67,10 +67,10 @@ type Options struct {
 	RetireInterval time.Duration
 	// CheckpointWrites is how many writes the key log (keyindex.go) may
 	// hold since the last checkpoint of the key index before a new one is
-	// written, unless the store holds more than half as many keys: then it
-	// may hold twice as many writes as there are keys, so a checkpoint
-	// costs at most half a record per write (checkpoint.go). Default
-	// 100,000.
+	// written, unless the store holds more than twice as many keys: then
+	// it may hold half as many writes as there are keys, so Open replays
+	// at most that many and a checkpoint costs two records per write
+	// (checkpoint.go). Default 100,000.
 	CheckpointWrites int
 
 	// CacheSize is Pebble's block cache size in bytes. Default 64 MiB.
