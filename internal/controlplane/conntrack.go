@@ -6,12 +6,11 @@ import (
 )
 
 // connTracker is a listener that remembers the connections it accepted
-// and that are still open, so that a shutdown can close, past its grace,
-// the TCP connections of clients that did not hang up, without TLS's
-// close_notify. http.Server.Close sends that alert on each connection in
-// turn, under the server's lock: with 10,000 hollow nodes connected that
-// took ~1.6 s of the stop (restart-storm run g, docs/bench/scale.md).
-// Clients see the connection end as after a crash, and reconnect.
+// and that are still open, so that a shutdown can close, once the
+// GOAWAYs had their moment (httpsFlush), the TCP connections of clients
+// that did not hang up, at once and without TLS's close_notify, instead
+// of waiting out its grace for them. Clients see the connection end as
+// after a crash, and reconnect.
 type connTracker struct {
 	net.Listener
 	mu    sync.Mutex
