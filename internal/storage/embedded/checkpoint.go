@@ -59,11 +59,11 @@ func checkpointRecord(rev int64, key []byte, m keyMeta) (dbKey, rec []byte) {
 // checkpointKeysDivisor: the key log may hold one write per this many
 // live keys before a checkpoint is due. Open replays the log at ~1 µs a
 // record (a restart waits for it: 1.98 million records after a million
-// keys' checkpoint took 1.9 s of the open, docs/bench/scale.md, session
-// 35), while a checkpoint of a million keys costs ~1.7 s of CPU over ~12 s
-// (paced in short slices, slicePacer): every half a million writes at a
-// million keys, that is still under 0.5 % of a core at 10,000 nodes'
-// heartbeats, for a replay of at most ~0.5 s.
+// keys' checkpoint took 1.9 s of the open; docs/bench/storage.md,
+// History 2026-11-27), while a checkpoint of a million keys costs ~1.7 s
+// of CPU over ~12 s (paced in short slices, slicePacer): every half a
+// million writes at a million keys, that is still under 0.5 % of a core
+// at 10,000 nodes' heartbeats, for a replay of at most ~0.5 s.
 const checkpointKeysDivisor = 2
 
 // checkpointDue reports whether the key log has grown past
