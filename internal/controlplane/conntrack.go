@@ -46,13 +46,6 @@ func (t *connTracker) closeAll() int {
 	return len(conns)
 }
 
-// open is how many accepted connections are not closed yet.
-func (t *connTracker) open() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.conns)
-}
-
 type trackedConn struct {
 	net.Conn
 	tracker *connTracker

@@ -81,3 +81,10 @@ func TestConnTrackerClosesWhatShutdownLeaves(t *testing.T) {
 		t.Errorf("%d connections open after closeAll, want 0", n)
 	}
 }
+
+// open is how many accepted connections are not closed yet.
+func (t *connTracker) open() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.conns)
+}
