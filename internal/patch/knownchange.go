@@ -3,7 +3,6 @@ package patch
 import (
 	"bytes"
 	"sort"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -100,16 +99,20 @@ func (f *FieldManagers) UpdateKnown(live, newObj runtime.Object, manager, subres
 	if own < 0 {
 		return nil, false
 	}
-	for i := range liveMF {
-		set, ok := f.sets.get(liveMF[i].FieldsV1.Raw)
-		if !ok {
+	wants := make([][]string, len(paths))
+	for j, p := range paths {
+		var ok bool
+		if wants[j], ok = serializePath(p); !ok {
 			return nil, false
 		}
-		for _, p := range paths {
+	}
+	for i := range liveMF {
+		for _, want := range wants {
 			// The manager must already own every field (else its set
 			// grows and must be re-encoded), and no one else may (else
 			// the write takes the field from them).
-			if set.Has(p) != (i == own) {
+			has, ok := fieldsHas(liveMF[i].FieldsV1.Raw, want)
+			if !ok || has != (i == own) {
 				return nil, false
 			}
 		}
@@ -205,40 +208,4 @@ func sortEntries(es []metav1.ManagedFieldsEntry) {
 		}
 		return p.Subresource < q.Subresource
 	})
-}
-
-// setCache holds decoded field sets by their fieldsV1 bytes. Heartbeats
-// write the same few sets over and over (every kubelet's Lease entry is
-// the same set, and so, nearly always, is its Node status entry), so a
-// small cache saves decoding one per write. Sets in it are shared and
-// must not be modified.
-type setCache struct {
-	mu struct {
-		sync.Mutex
-		sets map[string]*fieldpath.Set
-	}
-}
-
-// maxCachedSets bounds setCache; when full it starts over, which costs a
-// few decodes.
-const maxCachedSets = 1024
-
-func (c *setCache) get(raw []byte) (*fieldpath.Set, bool) {
-	c.mu.Lock()
-	s, ok := c.mu.sets[string(raw)]
-	c.mu.Unlock()
-	if ok {
-		return s, true
-	}
-	s = &fieldpath.Set{}
-	if err := s.FromJSON(bytes.NewReader(raw)); err != nil {
-		return nil, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.mu.sets == nil || len(c.mu.sets) >= maxCachedSets {
-		c.mu.sets = make(map[string]*fieldpath.Set)
-	}
-	c.mu.sets[string(raw)] = s
-	return s, true
 }
