@@ -130,7 +130,9 @@
 // Pebble snapshot in chunks until the ring covers its cursor, then registers.
 // Registration and publication share one mutex, which is what makes the
 // disk-to-live handoff free of gaps and duplicates. Each watcher has a
-// bounded buffer; the writer never waits for a watcher, and a watcher that
+// bounded queue, grown as events arrive (most watchers are idle, and a
+// buffer allocated at its bound cost each ~400 KB); the writer never
+// waits for a watcher, and a watcher that
 // falls further behind than Options.WatchBuffer is ended with
 // ErrWatcherTooSlow so the caller re-watches from its last revision.
 // Event values and previous values are shared between watchers and must

@@ -75,25 +75,50 @@ func (h *hub) pushLocked(ev storage.Event) {
 	h.mu.rev = ev.Revision
 }
 
+// sendLocked queues ev for w, or ends w if its consumer is more than
+// Options.WatchBuffer events behind.
 func (h *hub) sendLocked(w *watcher, ev storage.Event) {
-	select {
-	case w.live <- ev:
-	default:
+	if len(w.queue)+int(w.inHand.Load()) >= w.s.opts.WatchBuffer {
 		h.endLocked(w, ErrWatcherTooSlow)
+		return
 	}
+	if w.queue == nil {
+		w.queue, w.spare = w.spare, nil
+	}
+	w.queue = append(w.queue, ev)
+	w.signal()
 }
 
-// endLocked unregisters w and closes its live channel; w's goroutine drains
-// what is buffered and then ends with err. Only the hub sends on or closes
-// live, always under mu, so this cannot race with a send.
+// endLocked unregisters w; w's goroutine delivers what is queued and then
+// ends with err.
 func (h *hub) endLocked(w *watcher, err error) {
 	if _, ok := h.mu.watchers[w]; !ok {
 		return
 	}
 	delete(h.mu.watchers, w)
 	w.hubEnd = err
-	close(w.live)
+	w.hubDone = true
+	w.signal()
 }
+
+// take hands w's goroutine the events queued for it, in order, giving back
+// done, its delivered previous batch, for reuse; ended reports that no more
+// will come, and err why.
+func (h *hub) take(w *watcher, done []storage.Event) (batch []storage.Event, ended bool, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	batch = w.queue
+	w.inHand.Store(int64(len(batch)))
+	w.queue = nil
+	if cap(done) <= maxSpareEvents {
+		w.spare = done[:0]
+	}
+	return batch, w.hubDone, w.hubEnd
+}
+
+// maxSpareEvents bounds the batch a watcher keeps for reuse, so a burst's
+// buffer is not held for the watcher's life.
+const maxSpareEvents = 256
 
 // register makes w live if the ring covers every revision after cursor,
 // returning the ring's matching events after cursor (followed by a progress
@@ -142,10 +167,8 @@ func (h *hub) requestProgress(w *watcher) {
 func (h *hub) remove(w *watcher) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.mu.watchers[w]; ok {
-		delete(h.mu.watchers, w)
-		close(w.live)
-	}
+	delete(h.mu.watchers, w)
+	w.hubDone = true
 }
 
 // closeAll ends every live watcher with ErrClosed and refuses new ones.

@@ -250,8 +250,8 @@ func TestSlowWatcherEnded(t *testing.T) {
 	if !errors.Is(slow.Err(), ErrWatcherTooSlow) {
 		t.Fatalf("slow watcher Err = %v, want ErrWatcherTooSlow", slow.Err())
 	}
-	if received >= n {
-		t.Fatalf("slow watcher received all %d events; it should have been cut off", received)
+	if received > 4+1 {
+		t.Fatalf("slow watcher received %d events; a buffer of 4 holds 4 and the one in hand", received)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -28,7 +29,7 @@ type watcher struct {
 	prefix string
 
 	out      chan storage.Event // Events(); closed when run returns
-	live     chan storage.Event // hub -> run; sent on and closed only under hub.mu
+	wake     chan struct{}      // capacity 1: the hub queued events or ended w
 	stop     chan struct{}
 	stopOnce sync.Once
 	done     chan struct{} // closed when run has returned
@@ -36,10 +37,20 @@ type watcher struct {
 	errMu sync.Mutex
 	err   error
 
+	// inHand is how many events run took from queue and has not yet
+	// delivered; with len(queue) it is how far behind the consumer is.
+	inHand atomic.Int64
+
 	// Guarded by hub.mu.
 	registered     bool
 	progressWanted bool
-	hubEnd         error // why the hub closed live
+	// queue holds the live events the hub handed over that run has not
+	// taken; it grows with a burst rather than being allocated at
+	// Options.WatchBuffer for every watcher (most are idle).
+	queue   []storage.Event
+	spare   []storage.Event // run's emptied batch, reused as the next queue
+	hubDone bool            // the hub hands over nothing more
+	hubEnd  error           // why the hub ended w
 }
 
 var _ storage.Watcher = (*watcher)(nil)
@@ -60,7 +71,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (s
 		ctx:    ctx,
 		prefix: prefix,
 		out:    make(chan storage.Event),
-		live:   make(chan storage.Event, s.opts.WatchBuffer),
+		wake:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
@@ -93,6 +104,14 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (s
 }
 
 func (w *watcher) Events() <-chan storage.Event { return w.out }
+
+// signal wakes w's goroutine; a wake already pending covers this one.
+func (w *watcher) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
 
 func (w *watcher) RequestProgress() { w.s.hub.requestProgress(w) }
 
@@ -169,17 +188,22 @@ func (w *watcher) serve(cursor int64, catchup []storage.Event, registered bool) 
 			return w.ended(err)
 		}
 	}
+	var batch []storage.Event
 	for {
 		select {
-		case ev, ok := <-w.live:
-			if !ok {
-				w.s.hub.mu.Lock()
-				err := w.hubEnd
-				w.s.hub.mu.Unlock()
-				return err
+		case <-w.wake:
+			var ended bool
+			var err error
+			batch, ended, err = w.s.hub.take(w, batch)
+			for i, ev := range batch {
+				if err := deliver(ev); err != nil {
+					return w.ended(err)
+				}
+				batch[i] = storage.Event{} // let the value be collected
+				w.inHand.Add(-1)
 			}
-			if err := deliver(ev); err != nil {
-				return w.ended(err)
+			if ended {
+				return err
 			}
 		case <-w.stop:
 			return nil
