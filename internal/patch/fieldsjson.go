@@ -69,6 +69,12 @@ func fieldsHas(raw []byte, want []string) (has, ok bool) {
 func serializePath(p fieldpath.Path) ([]string, bool) {
 	out := make([]string, len(p))
 	for i, pe := range p {
+		if pe.FieldName != nil {
+			// What SerializePathElement writes for a field, without
+			// borrowing a jsoniter stream (it writes the name raw).
+			out[i] = "f:" + *pe.FieldName
+			continue
+		}
 		s, err := fieldpath.SerializePathElement(pe)
 		if err != nil {
 			return nil, false

@@ -145,3 +145,27 @@ func FuzzFieldsHas(f *testing.F) {
 		fieldsHas(raw, []string{"f:spec", "f:renewTime"})
 	})
 }
+
+func TestSerializePathMatchesUpstream(t *testing.T) {
+	for _, p := range []fieldpath.Path{
+		fieldpath.MakePathOrDie("spec", "renewTime"),
+		fieldpath.MakePathOrDie("metadata", "labels", "a\"b\\c<d>"),
+		fieldpath.MakePathOrDie("status", "conditions", fieldpath.KeyByFields("type", "Ready"), "lastHeartbeatTime"),
+		fieldpath.MakePathOrDie("spec", "args", 3),
+		fieldpath.MakePathOrDie("spec", "finalizers", value.NewValueInterface("kubernetes")),
+	} {
+		got, ok := serializePath(p)
+		if !ok {
+			t.Fatalf("serializePath(%v) failed", p)
+		}
+		for i, pe := range p {
+			want, err := fieldpath.SerializePathElement(pe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[i] != want {
+				t.Errorf("%v element %d: %q, upstream %q", p, i, got[i], want)
+			}
+		}
+	}
+}
