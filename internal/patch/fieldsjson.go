@@ -209,21 +209,15 @@ const (
 // the first two bytes of its decoded text.
 func pathElementKind(raw []byte) elemKind {
 	var head [3]byte
+	var buf [utf8.UTFMax]byte
 	n := 0
 	for i := 0; i < len(raw) && n < len(head); {
-		if raw[i] != '\\' {
-			head[n] = raw[i]
-			i++
-			n++
-			continue
-		}
-		r, w, ok := jsonRune(raw, i)
+		b, next, ok := jsonBytes(raw, i, &buf)
 		if !ok {
 			return elemInvalid
 		}
-		i += w
-		var enc [utf8.UTFMax]byte
-		n += copy(head[n:], enc[:utf8.EncodeRune(enc[:], r)])
+		n += copy(head[n:], b)
+		i = next
 	}
 	switch {
 	case n == 1 && head[0] == '.':
@@ -241,73 +235,63 @@ func pathElementKind(raw []byte) elemKind {
 // jsonStringIs reports whether the JSON string contents raw (escapes in)
 // decode to want.
 func jsonStringIs(raw []byte, want string) bool {
+	var buf [utf8.UTFMax]byte
 	j := 0
 	for i := 0; i < len(raw); {
-		if raw[i] != '\\' {
-			// Unescaped bytes compare as they are.
-			if j >= len(want) || raw[i] != want[j] {
-				return false
-			}
-			i++
-			j++
-			continue
-		}
-		r, w, ok := jsonRune(raw, i)
-		if !ok {
+		b, next, ok := jsonBytes(raw, i, &buf)
+		if !ok || j+len(b) > len(want) || string(b) != want[j:j+len(b)] {
 			return false
 		}
-		i += w
-		var enc [utf8.UTFMax]byte
-		n := utf8.EncodeRune(enc[:], r)
-		if j+n > len(want) || string(enc[:n]) != want[j:j+n] {
-			return false
-		}
-		j += n
+		i, j = next, j+len(b)
 	}
 	return j == len(want)
 }
 
-// jsonRune decodes the character of raw at i: a UTF-8 sequence or an
-// escape, a \u surrogate pair included. w is how many bytes it took.
-func jsonRune(raw []byte, i int) (r rune, w int, ok bool) {
+// jsonBytes decodes the JSON string contents raw at i: one byte as it is,
+// or an escape (a \u surrogate pair included) as UTF-8 in buf. next is
+// where the following one starts.
+func jsonBytes(raw []byte, i int, buf *[utf8.UTFMax]byte) (b []byte, next int, ok bool) {
 	if raw[i] != '\\' {
-		r, w = utf8.DecodeRune(raw[i:])
-		return r, w, true
+		return raw[i : i+1], i + 1, true
 	}
 	if i+1 >= len(raw) {
-		return 0, 0, false
+		return nil, 0, false
 	}
+	var r rune
+	w := 2
 	switch c := raw[i+1]; c {
 	case '"', '\\', '/':
-		return rune(c), 2, true
+		r = rune(c)
 	case 'b':
-		return '\b', 2, true
+		r = '\b'
 	case 'f':
-		return '\f', 2, true
+		r = '\f'
 	case 'n':
-		return '\n', 2, true
+		r = '\n'
 	case 'r':
-		return '\r', 2, true
+		r = '\r'
 	case 't':
-		return '\t', 2, true
+		r = '\t'
 	case 'u':
 		r1, ok := hex4(raw, i+2)
 		if !ok {
-			return 0, 0, false
+			return nil, 0, false
 		}
+		r, w = r1, 6
 		if utf16.IsSurrogate(r1) {
+			r = utf8.RuneError
 			if i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
 				if r2, ok := hex4(raw, i+8); ok {
 					if d := utf16.DecodeRune(r1, r2); d != utf8.RuneError {
-						return d, 12, true
+						r, w = d, 12
 					}
 				}
 			}
-			return utf8.RuneError, 6, true
 		}
-		return r1, 6, true
+	default:
+		return nil, 0, false
 	}
-	return 0, 0, false
+	return buf[:utf8.EncodeRune(buf[:], r)], i + w, true
 }
 
 func hex4(raw []byte, i int) (rune, bool) {
