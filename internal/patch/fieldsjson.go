@@ -52,7 +52,7 @@ func fieldsHas(raw []byte, want []string) (has, ok bool) {
 			}
 			continue
 		}
-		if !s.skipObject() {
+		if !s.object(nil) {
 			return false, false
 		}
 		switch {
@@ -139,8 +139,10 @@ func (s *fieldsScanner) str() ([]byte, bool) {
 	return nil, false
 }
 
-// skipObject skips an object of objects (the value of any key in a set).
-func (s *fieldsScanner) skipObject() bool {
+// object reads an object of objects (a set, or the value of any key in
+// one), calling each, when not nil, with every key before reading its
+// value; each returns false to give up, and object then does.
+func (s *fieldsScanner) object(each func(key []byte) bool) bool {
 	if !s.consume('{') {
 		return false
 	}
@@ -148,7 +150,8 @@ func (s *fieldsScanner) skipObject() bool {
 		return true
 	}
 	for {
-		if _, ok := s.str(); !ok || !s.consume(':') || !s.skipObject() {
+		key, ok := s.str()
+		if !ok || !s.consume(':') || (each != nil && !each(key)) || !s.object(nil) {
 			return false
 		}
 		switch {
@@ -166,34 +169,19 @@ func (s *fieldsScanner) skipObject() bool {
 // it: the object has the "." key, or no key that is a path element (an
 // empty object is a leaf).
 func (s *fieldsScanner) member() (has, ok bool) {
-	if !s.consume('{') {
-		return false, false
-	}
-	if s.consume('}') {
-		return true, true
-	}
 	dot, children := false, false
-	for {
-		key, ok := s.str()
-		if !ok || !s.consume(':') || !s.skipObject() {
-			return false, false
-		}
-		switch kind := pathElementKind(key); kind {
+	ok = s.object(func(key []byte) bool {
+		switch pathElementKind(key) {
 		case elemDot:
 			dot = true
 		case elemKnown:
 			children = true
 		case elemInvalid:
-			return false, false // decoding would fail
+			return false // decoding would fail
 		}
-		switch {
-		case s.consume(','):
-		case s.consume('}'):
-			return dot || !children, true
-		default:
-			return false, false
-		}
-	}
+		return true
+	})
+	return ok && (dot || !children), ok
 }
 
 type elemKind int

@@ -168,7 +168,6 @@ func (h *hub) remove(w *watcher) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.mu.watchers, w)
-	w.hubDone = true
 }
 
 // closeAll ends every live watcher with ErrClosed and refuses new ones.
