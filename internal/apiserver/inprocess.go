@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -224,6 +225,9 @@ func (r *readinessChecks) notReady() []string {
 
 type cacheListerWatcher struct {
 	h *resourceHandler
+	// queueLimit is how many events a watch holds for its consumer before
+	// it is ended; 0 means inProcessWatchBuffer.
+	queueLimit int
 }
 
 var _ toolscache.ListerWatcherWithContext = (*cacheListerWatcher)(nil)
@@ -279,23 +283,29 @@ func (lw *cacheListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 		Field:             field,
 		AllowBookmarks:    opts.AllowWatchBookmarks,
 		SendInitialEvents: opts.SendInitialEvents,
-		Buffer:            inProcessWatchBuffer,
+		Buffer:            inProcessCacheBuffer,
 	})
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	cw := &cacheWatch{w: w, cancel: cancel, out: make(chan watch.Event)}
+	cw := &cacheWatch{w: w, cancel: cancel, out: make(chan watch.Event), limit: cmp.Or(lw.queueLimit, inProcessWatchBuffer)}
 	go cw.run(ctx)
 	return cw, nil
 }
 
-// inProcessWatchBuffer is the event buffer of an in-process watch: a
-// consumer that falls this far behind is ended and relists everything (for
-// the Node authorizer, every pod), so a burst of pod writes during a GC
-// pause must fit. 64 Ki pointers cost 512 KiB per watch, and only a few
-// in-process watches exist.
-const inProcessWatchBuffer = 1 << 16
+// An in-process watch's events wait for its consumer in a queue that grows
+// as they come (cacheWatch.run), up to inProcessWatchBuffer: a consumer
+// that falls this far behind is ended and relists everything (for the
+// Node authorizer, every pod), so a burst of pod writes during a GC pause
+// must fit. The cache's channel in front of the queue needs only to cover
+// the moments the queue's goroutine is not running. A channel at the
+// bound was 512 KiB for each of the API server's ~26 in-process watches,
+// mostly of resources that rarely change.
+const (
+	inProcessWatchBuffer = 1 << 16
+	inProcessCacheBuffer = 1 << 12
+)
 
 // cacheListOptions is opts as the cache takes them.
 func cacheListOptions(opts metav1.ListOptions) (cache.ListOptions, error) {
@@ -334,28 +344,84 @@ type cacheWatch struct {
 	w      *cache.Watcher
 	cancel context.CancelFunc
 	out    chan watch.Event
+	limit  int // the queue's bound (inProcessWatchBuffer)
 	once   sync.Once
 }
 
+// run queues the cache's events and hands them on, decoded, as the
+// consumer takes them.
 func (cw *cacheWatch) run(ctx context.Context) {
 	defer close(cw.out)
 	defer cw.w.Stop()
-	for ev := range cw.w.ResultChan() {
-		typ := ev.Type
-		obj, err := ev.Object()
-		if err != nil {
-			// A stored value that does not decode in full: end the watch
-			// with the error, as the wire does (cache.Event.Object).
-			st := apierrors.NewInternalError(err).Status()
-			typ, obj = watch.Error, &st
+	in := cw.w.ResultChan()
+	var q eventQueue
+	var next watch.Event // q's head decoded, when q is not empty
+	for {
+		var out chan watch.Event
+		if q.len() > 0 {
+			out = cw.out
+			if next.Type == "" {
+				next = decodeEvent(q.headEvent())
+			}
+		} else if in == nil {
+			return
 		}
 		select {
-		case cw.out <- watch.Event{Type: typ, Object: obj}:
+		case ev, ok := <-in:
+			if !ok {
+				in = nil
+				continue
+			}
+			if q.len() == cw.limit {
+				// Fallen behind: ended, as the cache ends a watcher whose
+				// buffer is full; the consumer watches again from the
+				// last event it took.
+				return
+			}
+			q.push(ev)
+		case out <- next:
+			q.pop()
+			if next.Type == watch.Error {
+				return
+			}
+			next = watch.Event{}
 		case <-ctx.Done():
 			return
 		}
-		if typ == watch.Error {
-			return
+	}
+}
+
+// decodeEvent is ev as a watch.Event; a stored value that does not decode
+// in full ends the watch with the error, as the wire does
+// (cache.Event.Object).
+func decodeEvent(ev *cache.Event) watch.Event {
+	obj, err := ev.Object()
+	if err != nil {
+		st := apierrors.NewInternalError(err).Status()
+		return watch.Event{Type: watch.Error, Object: &st}
+	}
+	return watch.Event{Type: ev.Type, Object: obj}
+}
+
+// eventQueue is a FIFO of cache events whose array is reused once drained,
+// and let go when a burst made it large.
+type eventQueue struct {
+	evs  []*cache.Event
+	head int
+}
+
+func (q *eventQueue) len() int                { return len(q.evs) - q.head }
+func (q *eventQueue) push(ev *cache.Event)    { q.evs = append(q.evs, ev) }
+func (q *eventQueue) headEvent() *cache.Event { return q.evs[q.head] }
+
+func (q *eventQueue) pop() {
+	q.evs[q.head] = nil
+	q.head++
+	if q.head == len(q.evs) {
+		q.head = 0
+		q.evs = q.evs[:0]
+		if cap(q.evs) > inProcessCacheBuffer {
+			q.evs = nil
 		}
 	}
 }

@@ -185,3 +185,78 @@ func TestPrunedListAcrossChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestInProcessWatchQueue: an in-process watch holds a burst many times
+// its cache channel for a consumer that is not reading, and hands it on in
+// order; past its queue's bound it ends, as a cache watcher that fell
+// behind does, and the consumer watches again.
+func TestInProcessWatchQueue(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	lw, err := e.api.ListerWatcher(gvr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := lw.List(metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := list.(*corev1.ConfigMapList).ResourceVersion
+	create := func(prefix string, n int) {
+		t.Helper()
+		for i := range n {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i), Namespace: "default"}}
+			if _, err := e.api.Objects().Create(ctx, gvr, cm); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	w, err := lw.Watch(metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	burst := 2*inProcessCacheBuffer + 10
+	create("burst", burst)
+	for i := range burst {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("the watch ended after %d of %d events", i, burst)
+			}
+			cm, _ := ev.Object.(*corev1.ConfigMap)
+			if want := fmt.Sprintf("burst-%d", i); ev.Type != "ADDED" || cm == nil || cm.Name != want {
+				t.Fatalf("event %d: %s %#v, want ADDED %s", i, ev.Type, ev.Object, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("event %d of %d did not come", i, burst)
+		}
+	}
+
+	limited := &cacheListerWatcher{h: lw.(*cacheListerWatcher).h, queueLimit: 10}
+	lagging, err := limited.Watch(metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lagging.Stop()
+	// The watch replays the burst since rv, faster than one event at a
+	// time is taken: its queue passes the bound and it ends. Without the
+	// bound it would hand on the whole burst and stay open.
+	got := 0
+	for {
+		select {
+		case _, ok := <-lagging.ResultChan():
+			if !ok {
+				if got >= burst {
+					t.Errorf("the watch ended after handing on all %d events", got)
+				}
+				return
+			}
+			got++
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a watch %d events behind was not ended (%d taken)", burst, got)
+		}
+	}
+}
