@@ -58,14 +58,8 @@ func newFieldTracker(scheme *runtime.Scheme, reg *registry.Registry, tc managedf
 	return &fieldTracker{managers: fm, log: log}, nil
 }
 
-// trackCreate records manager's fields for a create; creates of equal
-// objects share the work (patch.FieldManagers.Create).
 func (f *fieldTracker) trackCreate(res *registry.Resource, obj runtime.Object, manager string) (runtime.Object, error) {
-	if manager == applyManagerSentinel {
-		return obj, nil
-	}
-	out, err := f.managers.Create(res.New(), obj, manager)
-	return f.settle(obj, out, err), nil
+	return f.track(res.New(), obj, manager, "")
 }
 
 // trackUpdate records manager's fields for an update. A heartbeat the
@@ -82,25 +76,19 @@ func (f *fieldTracker) trackUpdate(res *registry.Resource, obj, old runtime.Obje
 	return f.track(old, obj, manager, subresource)
 }
 
-// track records manager's fields.
+// track records manager's fields. A failure (only a bug or corrupt stored
+// managedFields cause one) must not fail the write: upstream keeps the old
+// managedFields and logs, and so do we.
 func (f *fieldTracker) track(live, obj runtime.Object, manager, subresource string) (runtime.Object, error) {
 	if manager == applyManagerSentinel {
 		return obj, nil
 	}
 	out, err := f.managers.Update(live, obj, manager, subresource)
-	return f.settle(obj, out, err), nil
-}
-
-// settle is the object to write after the field managers returned out and
-// err. A failure (only a bug or corrupt stored managedFields cause one)
-// must not fail the write: upstream keeps the old managedFields and logs,
-// and so do we.
-func (f *fieldTracker) settle(obj, out runtime.Object, err error) runtime.Object {
 	if err != nil {
 		f.log("updating managedFields failed", "err", err)
 	}
 	if out == nil {
-		return obj
+		return obj, nil
 	}
-	return out
+	return out, nil
 }
