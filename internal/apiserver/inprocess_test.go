@@ -247,12 +247,16 @@ func TestInProcessWatchQueue(t *testing.T) {
 	got := 0
 	for {
 		select {
-		case _, ok := <-lagging.ResultChan():
+		case ev, ok := <-lagging.ResultChan():
 			if !ok {
 				if got >= burst {
 					t.Errorf("the watch ended after handing on all %d events", got)
 				}
 				return
+			}
+			if ev.Type != "ADDED" {
+				// A 410 would end the watch too, for another reason.
+				t.Fatalf("event %d: %s %#v, want ADDED", got, ev.Type, ev.Object)
 			}
 			got++
 		case <-time.After(10 * time.Second):
