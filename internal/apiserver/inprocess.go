@@ -296,9 +296,10 @@ func (lw *cacheListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 
 // An in-process watch's events wait for its consumer in a queue that grows
 // as they come (cacheWatch.run), up to inProcessWatchBuffer: a consumer
-// that falls this far behind is ended and relists everything (for the
-// Node authorizer, every pod), so a burst of pod writes during a GC pause
-// must fit. The cache's channel in front of the queue needs only to cover
+// that falls this far behind is ended and watches again from the last
+// event it took, or relists everything (for the Node authorizer, every
+// pod) once the cache's window has passed it, so a burst of pod writes
+// during a GC pause must fit. The cache's channel in front of the queue needs only to cover
 // the moments the queue's goroutine is not running. A channel at the
 // bound was 512 KiB for each of the API server's ~26 in-process watches,
 // mostly of resources that rarely change.

@@ -203,15 +203,6 @@ func TestInProcessWatchQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	rv := list.(*corev1.ConfigMapList).ResourceVersion
-	create := func(prefix string, n int) {
-		t.Helper()
-		for i := range n {
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i), Namespace: "default"}}
-			if _, err := e.api.Objects().Create(ctx, gvr, cm); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 
 	w, err := lw.Watch(metav1.ListOptions{ResourceVersion: rv})
 	if err != nil {
@@ -219,7 +210,12 @@ func TestInProcessWatchQueue(t *testing.T) {
 	}
 	defer w.Stop()
 	burst := 2*inProcessCacheBuffer + 10
-	create("burst", burst)
+	for i := range burst {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%d", i), Namespace: "default"}}
+		if _, err := e.api.Objects().Create(ctx, gvr, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range burst {
 		select {
 		case ev, ok := <-w.ResultChan():
