@@ -118,6 +118,13 @@ func TestListEstimate(t *testing.T) {
 	}, nil)
 	e.bigConfigMaps("big", 10, 2000)
 	e.bigConfigMaps("small", 1, 10)
+	// The estimate reads the watch cache's books, which follow the
+	// store's acknowledged writes a moment later.
+	waitFor(t, "the cache holds the ConfigMaps", func() bool {
+		big, _, _ := e.api.ListSize(configMapsGVR, "big", nil, nil)
+		small, _, _ := e.api.ListSize(configMapsGVR, "small", nil, nil)
+		return big == 10 && small == 1
+	})
 	tests := []struct {
 		path     string
 		min, max uint64
