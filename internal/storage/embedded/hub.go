@@ -76,9 +76,10 @@ func (h *hub) pushLocked(ev storage.Event) {
 }
 
 // sendLocked queues ev for w, or ends w if its consumer is more than
-// Options.WatchBuffer events behind.
+// Options.WatchBuffer events behind: queued, in w's goroutine's hand, or
+// in the out channel's buffer.
 func (h *hub) sendLocked(w *watcher, ev storage.Event) {
-	if len(w.queue)+int(w.inHand.Load()) >= w.s.opts.WatchBuffer {
+	if len(w.queue)+int(w.inHand.Load())+len(w.out) >= w.s.opts.WatchBuffer {
 		h.endLocked(w, ErrWatcherTooSlow)
 		return
 	}

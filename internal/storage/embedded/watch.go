@@ -55,6 +55,15 @@ type watcher struct {
 
 var _ storage.Watcher = (*watcher)(nil)
 
+// outBuffer is how many events a watcher's goroutine can hand its consumer
+// ahead of it. Unbuffered, every event cost two goroutine switches, and
+// on a saturated CPU each switch waits its turn behind every runnable
+// goroutine: at density 1,000 × 30 the watch cache then received pod
+// events 200–600 ms (p50) after they were committed. Buffered, the
+// goroutine hands over a whole batch and the consumer takes it in one
+// wake-up. 128 events are 12 KB a watcher.
+const outBuffer = 128
+
 // Watch implements storage.Store.
 func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (storage.Watcher, error) {
 	if err := s.usable(ctx); err != nil {
@@ -70,7 +79,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (s
 		s:      s,
 		ctx:    ctx,
 		prefix: prefix,
-		out:    make(chan storage.Event),
+		out:    make(chan storage.Event, outBuffer),
 		wake:   make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
