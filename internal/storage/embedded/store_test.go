@@ -293,13 +293,15 @@ func TestWatchHandsOverBatches(t *testing.T) {
 
 // TestCompactionDuringReplay: history compacted away while a watch is still
 // replaying it ends the watch with ErrCompacted rather than skipping events.
+// The history is longer than the events a watcher hands over ahead of its
+// consumer, so the replay is still reading when the compaction comes.
 func TestCompactionDuringReplay(t *testing.T) {
 	s := openTest(t, Options{WatchRingEvents: 2, ReplayChunk: 2})
 	ctx := context.Background()
 	var last int64
-	for i := range 20 {
+	for i := range outBuffer + 20 {
 		var err error
-		if last, err = s.Create(ctx, fmt.Sprintf("/k%02d", i), nil); err != nil {
+		if last, err = s.Create(ctx, fmt.Sprintf("/k%03d", i), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
