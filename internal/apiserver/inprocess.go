@@ -299,10 +299,10 @@ func (lw *cacheListerWatcher) WatchWithContext(ctx context.Context, opts metav1.
 // that falls this far behind is ended and watches again from the last
 // event it took, or relists everything (for the Node authorizer, every
 // pod) once the cache's window has passed it, so a burst of pod writes
-// during a GC pause must fit. The cache's channel in front of the queue needs only to cover
-// the moments the queue's goroutine is not running. A channel at the
-// bound was 512 KiB for each of the API server's ~26 in-process watches,
-// mostly of resources that rarely change.
+// during a GC pause must fit. The cache's channel in front of the queue
+// needs only to cover the moments the queue's goroutine is not running.
+// A channel at the bound was 512 KiB for each of the API server's ~26
+// in-process watches, mostly of resources that rarely change.
 const (
 	inProcessWatchBuffer = 1 << 16
 	inProcessCacheBuffer = 1 << 12

@@ -132,8 +132,8 @@
 // disk-to-live handoff free of gaps and duplicates. Each watcher has a
 // bounded queue, grown as events arrive (most watchers are idle, and a
 // buffer allocated at its bound cost each ~400 KB); the watcher's
-// goroutine hands its consumer up to 128 events ahead of its reads, a
-// burst in one wake-up. The writer never waits for a watcher, and a
+// goroutine hands its consumer up to outBuffer events ahead of its
+// reads, a burst in one wake-up. The writer never waits for a watcher, and a
 // watcher that falls further behind than Options.WatchBuffer (queued,
 // in hand or handed over) is ended with ErrWatcherTooSlow so the caller
 // re-watches from its last revision.
