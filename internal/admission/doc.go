@@ -9,15 +9,18 @@
 // status):
 //
 //	decode ─► defaults (registry strategy: PrepareForCreate/Update)
+//	       ─► managed fields   the writer's fields (package patch)
 //	       ─► Chain.Admit      mutating plugins, in order; may change Object
 //	       ─► validation       registry strategy: Validate/ValidateUpdate
 //	       ─► Chain.Allocate   allocating steps (ClusterIPs, node ports)
-//	       ─► managed fields
 //	       ─► Chain.Validate   validating plugins; see the final object
 //	       ─► storage write    compare-and-swap
 //	       ─► Finish(written)  the allocations kept or given back
 //
-// as upstream's: mutating admission before the strategy's validation,
+// as upstream's: managed fields before mutating admission, so what a
+// plugin adds (a ServiceAccount's token volume, a webhook's patch) belongs
+// to no manager, and managedFields a plugin left undecodable are put back
+// as recorded; mutating admission before the strategy's validation,
 // validating admission after it, allocation (upstream's BeginCreate /
 // BeginUpdate registry hooks) between the two, so validating plugins see
 // the addresses a Service got and nothing is allocated for a request the
@@ -61,7 +64,9 @@
 // preparation. The same fusion is why the pod defaults that mirror
 // admission plugins (DefaultTolerationSeconds, the ServiceAccount name,
 // Priority without a class) stay in the registry: the strategy compares
-// defaulted specs for generation.
+// defaulted specs for generation. They are recorded in the creator's
+// managed fields, where upstream, whose plugins add them, records them in
+// no one's.
 //
 // AllocationInterface has no upstream counterpart in this package: it is
 // the registry's begin/finish hook pair, run by the chain so that the

@@ -71,9 +71,9 @@ func writeOptionsFrom(r *http.Request) writeOptions {
 }
 
 // createObject runs the create path shared by POST, apply-create and the
-// server's bootstrap: metadata, defaults, mutating admission, validation,
-// allocation, managed fields, validating admission, then a durable write
-// (see package admission for the order).
+// server's bootstrap: metadata, defaults, managed fields, mutating
+// admission, validation, allocation, validating admission, then a durable
+// write (see package admission for the order).
 func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, ns string, opts writeOptions) (runtime.Object, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -100,10 +100,16 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 		m.SetName(m.GetGenerateName() + utilrand.String(5))
 	}
 	h.res.Strategy.PrepareForCreate(ctx, obj)
+	// Managed fields before mutating admission, as upstream's create
+	// handler (kubernetes#87671): what a plugin adds (a ServiceAccount's
+	// token volume, a webhook's patch) belongs to no manager. The name is
+	// not in any managed set, so a retry under another name keeps them.
+	obj = h.fields.trackCreate(h.res, obj, opts.fieldManager)
+	m, _ = meta.Accessor(obj) // the same type as before
 	// Admitted once, under the name the client sent, as upstream: a retry
 	// after a generated name collided is the same request.
 	attrs := h.attributes(ctx, admission.Create, m.GetNamespace(), sentName, "", obj, nil, opts)
-	if err := h.s.admission.Admit(ctx, attrs); err != nil {
+	if err := h.admitTracked(ctx, attrs); err != nil {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
@@ -125,21 +131,15 @@ func (h *resourceHandler) createObject(ctx context.Context, obj runtime.Object, 
 		if err != nil {
 			return nil, err
 		}
-		tracked, err := h.fields.trackCreate(h.res, obj, opts.fieldManager)
-		if err != nil {
-			finish(false)
-			return nil, err
-		}
-		attrs.Object = tracked
 		if err := h.s.admission.Validate(ctx, attrs); err != nil {
 			finish(false)
 			return nil, err
 		}
 		if opts.dryRun {
 			finish(false)
-			return tracked, nil
+			return obj, nil
 		}
-		out, err := h.objects.create(ctx, m.GetNamespace(), m.GetName(), tracked)
+		out, err := h.objects.create(ctx, m.GetNamespace(), m.GetName(), obj)
 		finish(err == nil)
 		if err != nil {
 			if generated && apierrors.IsAlreadyExists(err) && attempt < maxGenerateNameAttempts {

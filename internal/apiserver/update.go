@@ -188,7 +188,7 @@ func (h *resourceHandler) current(ctx context.Context, ns, name string, fresh bo
 }
 
 // prepareUpdate applies the strategy of the main resource or of a
-// subresource, admits, validates, allocates and records managed fields
+// subresource, records managed fields, admits, validates and allocates
 // (see package admission for the order). Unless it fails, the caller must
 // call finish once with whether the result was stored.
 func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Object, subresource string, opts writeOptions) (_ runtime.Object, finish admission.Finish, _ error) {
@@ -210,9 +210,13 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Ob
 	default:
 		return nil, nil, apierrors.NewNotFound(h.objects.gr, m.GetName())
 	}
+	// Managed fields before mutating admission, as upstream's update and
+	// patch handlers: a plugin's changes belong to no manager.
+	obj = h.fields.trackUpdate(h.res, obj, old, opts.fieldManager, subresource)
+	m, _ = meta.Accessor(obj) // the same type as before
 	attrs := h.attributes(ctx, admission.Update, m.GetNamespace(), m.GetName(), subresource, obj, old, opts)
 	if !opts.admitted {
-		if err := h.s.admission.Admit(ctx, attrs); err != nil {
+		if err := h.admitTracked(ctx, attrs); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -229,19 +233,13 @@ func (h *resourceHandler) prepareUpdate(ctx context.Context, obj, old runtime.Ob
 	if err != nil {
 		return nil, nil, err
 	}
-	out, err := h.fields.trackUpdate(h.res, obj, old, opts.fieldManager, subresource)
-	if err != nil {
-		finish(false)
-		return nil, nil, err
-	}
 	if !opts.admitted {
-		attrs.Object = out
 		if err := h.s.admission.Validate(ctx, attrs); err != nil {
 			finish(false)
 			return nil, nil, err
 		}
 	}
-	return out, finish, nil
+	return obj, finish, nil
 }
 
 // finishDeletionIfFinalized removes an object that is being deleted once its

@@ -76,15 +76,43 @@ func benchPod() *corev1.Pod {
 	return p
 }
 
-// BenchmarkFieldManagersCreate is the managedFields part of a pod create.
+// BenchmarkFieldManagersCreate is the managedFields part of a pod create:
+// upstream's comparison (update), a create of a pod like one before it, as
+// a ReplicaSet's (remembered), and of pods unlike each other (new; the
+// memo's window keeps looking them up).
 func BenchmarkFieldManagersCreate(b *testing.B) {
-	f := newFieldManagers(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := f.Update(&corev1.Pod{}, benchPod(), "apibench", ""); err != nil {
-			b.Fatal(err)
+	b.Run("update", func(b *testing.B) {
+		f := newFieldManagers(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := f.Update(&corev1.Pod{}, benchPod(), "apibench", ""); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	b.Run("remembered", func(b *testing.B) {
+		f := newFieldManagers(b)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			p := benchPod()
+			p.Name = fmt.Sprint("apibench-", i)
+			if _, err := f.Create(&corev1.Pod{}, p, "apibench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("new", func(b *testing.B) {
+		f := newFieldManagers(b)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			p := benchPod()
+			p.Labels["n"] = fmt.Sprint(i)
+			f.created.kinds = nil // always in the window
+			if _, err := f.Create(&corev1.Pod{}, p, "apibench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkFieldManagersRenew is the managedFields part of a Lease-like

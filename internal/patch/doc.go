@@ -8,7 +8,10 @@
 //     invalid object) and field-validation handling (Ignore, Warn, Strict).
 //   - FieldManagers tracks managedFields on create, update and patch, and
 //     implements server-side apply (application/apply-patch+yaml), one
-//     upstream managedfields.FieldManager per kind and subresource.
+//     upstream managedfields.FieldManager per kind and subresource, with
+//     upstream's results by shorter ways where they are certain: a
+//     heartbeat's known change (UpdateKnown), a create equal to a recent
+//     one (Create).
 //
 // Neither holds global state. Apply is a pure function; FieldManagers is safe
 // for concurrent use.

@@ -53,6 +53,8 @@ type FieldManagers struct {
 	// field managers do: the managers only read what they convert, and the
 	// copy was a deep copy of every written object.
 	convertor runtime.ObjectConvertor
+	// created remembers creates' managed fields (Create).
+	created createMemo
 
 	mu struct {
 		sync.Mutex

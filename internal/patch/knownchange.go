@@ -61,7 +61,7 @@ func (f *FieldManagers) UpdateKnown(live, newObj runtime.Object, manager, subres
 		// The main resource honours managedFields the client sent: nil
 		// means "keep live's"; the same entries mean the same; anything
 		// else (a reset, an edit) is Update's.
-		if sent := na.GetManagedFields(); sent != nil && !sameEntries(sent, liveMF) {
+		if sent := na.GetManagedFields(); sent != nil && !SameManagedFields(sent, liveMF) {
 			return nil, false
 		}
 	}
@@ -162,9 +162,9 @@ func underAny(set *fieldpath.Set, p fieldpath.Path) bool {
 	return false
 }
 
-// sameEntries reports whether a and b are the same managedFields entries,
-// times compared as they are serialized (whole seconds).
-func sameEntries(a, b []metav1.ManagedFieldsEntry) bool {
+// SameManagedFields reports whether a and b are the same managedFields
+// entries, times compared as they are serialized (whole seconds).
+func SameManagedFields(a, b []metav1.ManagedFieldsEntry) bool {
 	if len(a) != len(b) {
 		return false
 	}
