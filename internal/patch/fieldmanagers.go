@@ -113,20 +113,14 @@ func (noDefaults) Default(runtime.Object) {}
 func (f *FieldManagers) Update(live, newObj runtime.Object, manager, subresource string) (runtime.Object, error) {
 	fm, err := f.managerFor(newObj, subresource)
 	if err == nil {
+		var done bool
 		if plan, apiVersion := f.trimFor(newObj, subresource); plan != nil && plan.applies(apiVersion, live, newObj) {
-			// The same managedFields from copies without the reset
-			// fields (trim.go).
-			var out runtime.Object
-			if out, err = fm.Update(plan.copy(live), plan.copy(newObj), manager); err == nil {
-				oa, aerr := meta.Accessor(out)
-				na, nerr := meta.Accessor(newObj)
-				if aerr == nil && nerr == nil {
-					na.SetManagedFields(oa.GetManagedFields())
-					return newObj, nil
-				}
-				err = errors.Join(aerr, nerr)
-			}
-		} else {
+			done, err = updateTrimmed(fm, plan, apiVersion, live, newObj, manager, subresource)
+		}
+		switch {
+		case done:
+			return newObj, nil
+		case err == nil:
 			var out runtime.Object
 			if out, err = fm.Update(live, newObj, manager); err == nil {
 				return out, nil
@@ -139,6 +133,34 @@ func (f *FieldManagers) Update(live, newObj runtime.Object, manager, subresource
 		}
 	}
 	return newObj, fmt.Errorf("patch: tracking managedFields of %s: %w", describe(newObj), err)
+}
+
+// updateTrimmed is Update's result from copies of live and newObj without
+// the reset fields (trim.go) and without the entries the write cannot
+// change (bystanders.go), set on newObj. It reports false without an
+// error when the placeholder did not come back as it went in, which a bug
+// alone would cause; Update then compares the whole objects.
+func updateTrimmed(fm *managedfields.FieldManager, plan *trimPlan, apiVersion string, live, newObj runtime.Object, manager, subresource string) (bool, error) {
+	lc, nc := plan.copy(live), plan.copy(newObj)
+	aside := plan.setAside(lc, nc, live, newObj, apiVersion, manager, subresource)
+	out, err := fm.Update(lc, nc, manager)
+	if err != nil {
+		return false, err
+	}
+	oa, aerr := meta.Accessor(out)
+	na, nerr := meta.Accessor(newObj)
+	if aerr != nil || nerr != nil {
+		return false, errors.Join(aerr, nerr)
+	}
+	mf := oa.GetManagedFields()
+	if aside != nil {
+		var ok bool
+		if mf, ok = aside.restore(mf, plan.placeholder); !ok {
+			return false, nil
+		}
+	}
+	na.SetManagedFields(mf)
+	return true, nil
 }
 
 // ApplyOptions are the request's parameters of a server-side apply.

@@ -28,6 +28,10 @@ type trimPlan struct {
 	// meta is the index of the embedded ObjectMeta when metadata is reset
 	// whole, else -1; the copy keeps only what the managers read of it.
 	meta int
+	// tops are the reset top-level fields as fieldsV1 keys ("f:spec"),
+	// and placeholder a set of the first left-out one alone (bystanders.go).
+	tops        []string
+	placeholder []byte
 }
 
 // newTrimPlan plans trimming obj's kind for a write whose reset fields
@@ -53,12 +57,20 @@ func newTrimPlan(obj runtime.Object, reset *fieldpath.Set) *trimPlan {
 				return nil
 			}
 			p.meta = i
+			p.tops = append(p.tops, "f:metadata")
 			continue
 		}
 		p.zero = append(p.zero, i)
+		p.tops = append(p.tops, "f:"+name)
+		if p.placeholder == nil {
+			p.placeholder = []byte(`{"f:` + name + `":{}}`)
+		}
 	}
 	if len(p.zero) == 0 && p.meta < 0 {
 		return nil
+	}
+	if p.placeholder == nil {
+		p.tops = nil // metadata alone: no field to stand in with
 	}
 	return p
 }
