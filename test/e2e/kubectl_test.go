@@ -185,6 +185,45 @@ func TestKubectlWorkflow(t *testing.T) {
 		s.mustKubectl(t, "", "wait", "--for=condition=Ready", "node/"+name, "--timeout=20s")
 	})
 
+	t.Run("admission's additions owned by no manager", func(t *testing.T) {
+		// The ReplicaSet's pods get their ServiceAccount token volume from
+		// admission, after their managed fields are recorded (upstream's
+		// order): the volume is in the pod but in no manager's fields.
+		var pod struct {
+			Metadata struct {
+				ManagedFields []struct {
+					Manager  string          `json:"manager"`
+					FieldsV1 json.RawMessage `json:"fieldsV1"`
+				} `json:"managedFields"`
+			} `json:"metadata"`
+			Spec struct {
+				Volumes []struct {
+					Name string `json:"name"`
+				} `json:"volumes"`
+			} `json:"spec"`
+		}
+		waitFor(t, 60*time.Second, func() bool {
+			out, err := s.kubectl(t, "", "-n", ns, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name}")
+			return err == nil && strings.TrimSpace(out) != ""
+		})
+		name := s.mustKubectl(t, "", "-n", ns, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name}")
+		out := s.mustKubectl(t, "", "-n", ns, "get", "pod", strings.TrimSpace(name), "-o", "json", "--show-managed-fields")
+		if err := json.Unmarshal([]byte(out), &pod); err != nil {
+			t.Fatalf("pod: %v\n%s", err, out)
+		}
+		if len(pod.Spec.Volumes) == 0 || !strings.HasPrefix(pod.Spec.Volumes[0].Name, "kube-api-access-") {
+			t.Fatalf("pod has no token volume: %s", out)
+		}
+		if len(pod.Metadata.ManagedFields) == 0 {
+			t.Fatalf("pod has no managedFields: %s", out)
+		}
+		for _, e := range pod.Metadata.ManagedFields {
+			if strings.Contains(string(e.FieldsV1), "kube-api-access") {
+				t.Errorf("manager %s owns the token volume: %s", e.Manager, e.FieldsV1)
+			}
+		}
+	})
+
 	t.Run("delete and cascade", func(t *testing.T) {
 		s.mustKubectl(t, "", "-n", ns, "delete", "configmap", "ssa")
 		if out, err := s.kubectl(t, "", "-n", ns, "get", "configmap", "ssa"); err == nil || !strings.Contains(out, "NotFound") {
