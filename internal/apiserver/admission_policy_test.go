@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 func configMapPolicy(name string, validations []admissionregistrationv1.Validation) *admissionregistrationv1.ValidatingAdmissionPolicy {
@@ -46,13 +44,7 @@ func (e *testEnv) createPolicy(p *admissionregistrationv1.ValidatingAdmissionPol
 
 func TestValidatingAdmissionPolicyDenyAndWarn(t *testing.T) {
 	e := newEnv(t)
-	warns := &warningCollector{}
-	c := rest.CopyConfig(e.cfg)
-	c.WarningHandler = warns
-	cs, err := kubernetes.NewForConfig(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, warns := e.warningClient(t)
 	e.createNamespace("warned")
 	deny := configMapPolicy("small-configmaps", []admissionregistrationv1.Validation{{
 		Expression: "!has(object.data) || object.data.size() <= 2", Message: "at most two keys",
@@ -69,6 +61,7 @@ func TestValidatingAdmissionPolicyDenyAndWarn(t *testing.T) {
 
 	big := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big"}, Data: map[string]string{"a": "1", "b": "2", "c": "3"}}
 	start := time.Now()
+	var err error
 	for {
 		_, err = cs.CoreV1().ConfigMaps("default").Create(context.Background(), big, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil || time.Since(start) > 5*time.Second {

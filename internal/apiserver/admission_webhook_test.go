@@ -29,7 +29,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 // hookServer is an admission webhook served over TLS by httptest: answer
@@ -228,13 +227,7 @@ func TestValidatingWebhookDenies(t *testing.T) {
 
 func TestMutatingWebhookPatchesAndWarns(t *testing.T) {
 	e := newEnv(t)
-	warns := &warningCollector{}
-	c := rest.CopyConfig(e.cfg)
-	c.WarningHandler = warns
-	cs, err := kubernetes.NewForConfig(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, warns := e.warningClient(t)
 	jsonPatch := admissionv1.PatchTypeJSONPatch
 	hook := newHookServer(t, func(_ string, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		var cm corev1.ConfigMap

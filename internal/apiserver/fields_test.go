@@ -13,8 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/myriad-k8s/myriad/internal/apiserver/authn/serviceaccount"
 )
@@ -110,13 +108,7 @@ func TestCreateManagedFields(t *testing.T) {
 // upstream's warning.
 func TestManagedFieldsBeforeMutatingAdmission(t *testing.T) {
 	e := newEnv(t)
-	warns := &warningCollector{}
-	c := rest.CopyConfig(e.cfg)
-	c.WarningHandler = warns
-	cs, err := kubernetes.NewForConfig(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, warns := e.warningClient(t)
 	jsonPatch := admissionv1.PatchTypeJSONPatch
 	hook := newHookServer(t, func(_ string, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 		patch := `[{"op":"add","path":"/metadata/labels/mutated","value":"yes"}]`

@@ -40,6 +40,20 @@ func (c *warningCollector) take() []string {
 	return out
 }
 
+// warningClient is a client of e whose warnings go to the returned
+// collector.
+func (e *testEnv) warningClient(t *testing.T) (kubernetes.Interface, *warningCollector) {
+	t.Helper()
+	warns := &warningCollector{}
+	c := rest.CopyConfig(e.cfg)
+	c.WarningHandler = warns
+	cs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, warns
+}
+
 // asUser puts the user named in the X-Test-User header on the request, in
 // place of the authentication filter.
 func asUser(h http.Handler) http.Handler {

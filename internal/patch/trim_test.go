@@ -67,18 +67,25 @@ func entries(es []metav1.ManagedFieldsEntry) string {
 	return s
 }
 
-// TestTrimmedUpdateMatchesUpstream runs the writes of a pod's life (and a
-// Deployment's) through Update, which compares copies without the reset
-// fields, and through upstream's field manager on the whole objects, and
-// wants the same managedFields from both.
-func TestTrimmedUpdateMatchesUpstream(t *testing.T) {
-	f := resetManagers(t)
+// createdPod is benchPod as stored after its ReplicaSet created it.
+func createdPod(t *testing.T, f *FieldManagers) *corev1.Pod {
+	t.Helper()
 	created, err := f.Update(&corev1.Pod{}, withStatus(benchPod(), "Pending", ""), "kube-controller-manager", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	pod := created.(*corev1.Pod)
 	pod.UID = "uid-1"
+	return pod
+}
+
+// TestTrimmedUpdateMatchesUpstream runs the writes of a pod's life (and a
+// Deployment's) through Update, which compares copies without the reset
+// fields, and through upstream's field manager on the whole objects, and
+// wants the same managedFields from both.
+func TestTrimmedUpdateMatchesUpstream(t *testing.T) {
+	f := resetManagers(t)
+	pod := createdPod(t, f)
 	running := withStatus(pod.DeepCopy(), "Running", "")
 	running.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true, Image: "nginx"}}
 	running.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
@@ -276,12 +283,7 @@ func BenchmarkFieldManagersStatus(b *testing.B) {
 // set aside or the cap stopped that.
 func TestBystandersMatchUpstream(t *testing.T) {
 	f := resetManagers(t)
-	created, err := f.Update(&corev1.Pod{}, withStatus(benchPod(), "Pending", ""), "kube-controller-manager", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := created.(*corev1.Pod)
-	pod.UID = "uid-1"
+	pod := createdPod(t, f)
 	ran, err := f.Update(pod, withStatus(pod.DeepCopy(), "Running", ""), "kubelet", "status")
 	if err != nil {
 		t.Fatal(err)
