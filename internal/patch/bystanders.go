@@ -40,10 +40,10 @@ const placeholderManager = "\x00bystanders"
 // trimmed copies of a write's live and new objects, and returns them; nil
 // when there are none or the write is one it does not handle: the
 // managedFields upstream would use are not live's (a main-resource write
-// that sent others), an entry upstream would not decode or would drop, an
-// update entry count that could reach the cap (capManagersManager merges
-// entries then).
-func (p *trimPlan) setAside(lc, nc runtime.Object, live, newObj runtime.Object, apiVersion, manager, subresource string) *bystanders {
+// that sent others), an entry upstream would not decode or would drop, so
+// many update entries that the write's could pass the cap
+// (capManagersManager merges entries then).
+func (p *trimPlan) setAside(lc, nc, live, newObj runtime.Object, apiVersion, manager, subresource string) *bystanders {
 	if len(p.tops) == 0 || manager == placeholderManager {
 		return nil
 	}
