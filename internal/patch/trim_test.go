@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -322,4 +323,39 @@ func TestBystandersMatchUpstream(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzBystanderUnder checks setAside's scan of an entry's fields against
+// structured-merge-diff's decoder: on a canonical encoding, under reports
+// whether every top-level element of the set is a reset top-level field.
+func FuzzBystanderUnder(f *testing.F) {
+	for _, raw := range fieldsCorpus {
+		f.Add([]byte(raw))
+	}
+	for _, raw := range []string{`{"f:spec":{}}`, `{"f:metadata":{"f:labels":{"f:a":{}}},"f:spec":{"f:x":{}}}`,
+		`{"f:spec":{},"f:status":{"f:phase":{}}}`, `{"k:{\"name\":\"spec\"}":{}}`, `{"v:\"f:spec\"":{}}`} {
+		f.Add([]byte(raw))
+	}
+	plan := &trimPlan{tops: []string{"f:metadata", "f:spec"}}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got := plan.under(raw)
+		set := &fieldpath.Set{}
+		if set.FromJSON(bytes.NewReader(raw)) != nil {
+			return
+		}
+		if enc, err := set.ToJSON(); err != nil || !bytes.Equal(enc, raw) {
+			return // stored sets are canonical; others only must not crash the scan
+		}
+		want := true
+		top := func(pe fieldpath.PathElement) {
+			if pe.FieldName == nil || (*pe.FieldName != "metadata" && *pe.FieldName != "spec") {
+				want = false
+			}
+		}
+		set.Members.Iterate(top)
+		set.Children.Iterate(top)
+		if got != want {
+			t.Fatalf("%s: under says %v, the decoded set %v", raw, got, want)
+		}
+	})
 }
