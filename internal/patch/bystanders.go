@@ -2,11 +2,8 @@ package patch
 
 import (
 	"bytes"
-	"slices"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // A write's bystanders are the managedFields entries it cannot change:
@@ -36,30 +33,19 @@ type bystanders struct {
 // setAside steps aside when one does.
 const placeholderManager = "\x00bystanders"
 
-// setAside replaces the bystanders in the managedFields of lc and nc,
-// trimmed copies of a write's live and new objects, and returns them; nil
-// when there are none or the write is one it does not handle: the
-// managedFields upstream would use are not live's (a main-resource write
-// that sent others), an entry upstream would not decode or would drop, so
-// many update entries that the write's could pass the cap
-// (capManagersManager merges entries then).
-func (p *trimPlan) setAside(lc, nc, live, newObj runtime.Object, apiVersion, manager, subresource string) *bystanders {
+// setAside returns the entries to hand upstream's field manager in place
+// of liveMF, one placeholder standing in for the bystanders, and the
+// bystanders; nil when there are none or the write is one it does not
+// handle: the managedFields upstream would use are not live's (a
+// main-resource write that sent others than liveMF), an entry upstream
+// would not decode or would drop, so many update entries that the write's
+// could pass the cap (capManagersManager merges entries then).
+func (p *trimPlan) setAside(liveMF, sent []metav1.ManagedFieldsEntry, apiVersion, manager, subresource string) ([]metav1.ManagedFieldsEntry, *bystanders) {
 	if len(p.tops) == 0 || manager == placeholderManager {
-		return nil
+		return nil, nil
 	}
-	la, err := meta.Accessor(live)
-	if err != nil {
-		return nil
-	}
-	na, err := meta.Accessor(newObj)
-	if err != nil {
-		return nil
-	}
-	liveMF := la.GetManagedFields()
-	if subresource == "" {
-		if sent := na.GetManagedFields(); sent != nil && !SameManagedFields(sent, liveMF) {
-			return nil
-		}
+	if subresource == "" && sent != nil && !SameManagedFields(sent, liveMF) {
+		return nil, nil
 	}
 	var b bystanders
 	kept := make([]metav1.ManagedFieldsEntry, 0, len(liveMF))
@@ -67,14 +53,14 @@ func (p *trimPlan) setAside(lc, nc, live, newObj runtime.Object, apiVersion, man
 	for _, e := range liveMF {
 		if e.Manager == placeholderManager || e.APIVersion != apiVersion || e.FieldsType != "FieldsV1" || e.FieldsV1 == nil ||
 			bytes.Equal(e.FieldsV1.Raw, emptySetJSON) {
-			return nil
+			return nil, nil
 		}
 		switch e.Operation {
 		case metav1.ManagedFieldsOperationUpdate:
 			updates++
 		case metav1.ManagedFieldsOperationApply:
 		default:
-			return nil
+			return nil, nil
 		}
 		own := e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == subresource
 		if !own && p.under(e.FieldsV1.Raw) {
@@ -84,23 +70,13 @@ func (p *trimPlan) setAside(lc, nc, live, newObj runtime.Object, apiVersion, man
 		kept = append(kept, e)
 	}
 	if len(b.entries) == 0 || updates+1 > maxUpdateManagers {
-		return nil
+		return nil, nil
 	}
 	kept = append(kept, metav1.ManagedFieldsEntry{
 		Manager: placeholderManager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: apiVersion,
 		Time: b.entries[0].Time, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: p.placeholder},
 	})
-	lca, err := meta.Accessor(lc)
-	if err != nil {
-		return nil
-	}
-	nca, err := meta.Accessor(nc)
-	if err != nil {
-		return nil
-	}
-	lca.SetManagedFields(kept)
-	nca.SetManagedFields(slices.Clone(kept))
-	return &b
+	return kept, &b
 }
 
 // under reports whether every top-level key of the set raw encodes is

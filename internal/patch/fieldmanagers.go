@@ -3,6 +3,7 @@ package patch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -141,16 +142,29 @@ func (f *FieldManagers) Update(live, newObj runtime.Object, manager, subresource
 // error when the placeholder did not come back as it went in, which a bug
 // alone would cause; Update then compares the whole objects.
 func updateTrimmed(fm *managedfields.FieldManager, plan *trimPlan, apiVersion string, live, newObj runtime.Object, manager, subresource string) (bool, error) {
+	la, lerr := meta.Accessor(live)
+	na, nerr := meta.Accessor(newObj)
+	if lerr != nil || nerr != nil {
+		return false, errors.Join(lerr, nerr)
+	}
 	lc, nc := plan.copy(live), plan.copy(newObj)
-	aside := plan.setAside(lc, nc, live, newObj, apiVersion, manager, subresource)
+	kept, aside := plan.setAside(la.GetManagedFields(), na.GetManagedFields(), apiVersion, manager, subresource)
+	if aside != nil {
+		lca, lerr := meta.Accessor(lc)
+		nca, nerr := meta.Accessor(nc)
+		if lerr != nil || nerr != nil {
+			return false, errors.Join(lerr, nerr)
+		}
+		lca.SetManagedFields(kept)
+		nca.SetManagedFields(slices.Clone(kept))
+	}
 	out, err := fm.Update(lc, nc, manager)
 	if err != nil {
 		return false, err
 	}
-	oa, aerr := meta.Accessor(out)
-	na, nerr := meta.Accessor(newObj)
-	if aerr != nil || nerr != nil {
-		return false, errors.Join(aerr, nerr)
+	oa, err := meta.Accessor(out)
+	if err != nil {
+		return false, err
 	}
 	mf := oa.GetManagedFields()
 	if aside != nil {
