@@ -2,9 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/myriad-k8s/myriad/internal/apiserver/authn/serviceaccount"
 )
 
 // TestCreateManagedFields: pods created alike, as a ReplicaSet creates
@@ -25,14 +20,7 @@ import (
 // are recorded, as upstream, so the volume is in no set and the pods'
 // sets stay alike.
 func TestCreateManagedFields(t *testing.T) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := serviceaccount.NewSigner("https://kubernetes.default.svc", key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	signer, _ := testSigner(t, "https://kubernetes.default.svc")
 	e := newEnv(t, withConfig(func(c *Config) {
 		c.ServiceAccounts = &ServiceAccountConfig{Signer: signer, MaxExpiration: time.Hour}
 	}))

@@ -2,30 +2,18 @@ package apiserver
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/myriad-k8s/myriad/internal/apiserver/authn/serviceaccount"
 )
 
 // BenchmarkPodCreateServiceAccountAdmission is BenchmarkPodCreate with the
 // ServiceAccount admission plugin in the chain (its account lookups and
 // the token volume): the difference is the plugin's cost per pod create.
 func BenchmarkPodCreateServiceAccountAdmission(b *testing.B) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		b.Fatal(err)
-	}
-	signer, err := serviceaccount.NewSigner("https://kubernetes.default.svc.cluster.local", key)
-	if err != nil {
-		b.Fatal(err)
-	}
+	signer, _ := testSigner(b, "https://kubernetes.default.svc.cluster.local")
 	e := newEnv(b, withConfig(func(c *Config) { c.ServiceAccounts = &ServiceAccountConfig{Signer: signer} }))
 	ctx := context.Background()
 	if _, err := e.cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {

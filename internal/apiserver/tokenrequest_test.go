@@ -20,19 +20,26 @@ import (
 	"github.com/myriad-k8s/myriad/internal/apiserver/request"
 )
 
-// TestTokenRequest issues tokens through serviceaccounts/token with
-// client-go and checks them with the authenticator over the same server.
-func TestTokenRequest(t *testing.T) {
-	// ECDSA here keeps the test fast; the authenticator tests use RSA.
+// testSigner is a ServiceAccount token signer for issuer and its key:
+// ECDSA keeps the tests fast; the authenticator tests use RSA.
+func testSigner(t testing.TB, issuer string) (*serviceaccount.Signer, *ecdsa.PrivateKey) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const issuer = "https://kubernetes.default.svc.cluster.local"
 	signer, err := serviceaccount.NewSigner(issuer, key)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return signer, key
+}
+
+// TestTokenRequest issues tokens through serviceaccounts/token with
+// client-go and checks them with the authenticator over the same server.
+func TestTokenRequest(t *testing.T) {
+	const issuer = "https://kubernetes.default.svc.cluster.local"
+	signer, key := testSigner(t, issuer)
 	e := newEnv(t, withConfig(func(c *Config) {
 		c.ServiceAccounts = &ServiceAccountConfig{Signer: signer, MaxExpiration: 48 * time.Hour}
 	}))
